@@ -1,0 +1,189 @@
+"""Lay out captured records as one text per artifact, before normalization.
+
+Each artifact file holds every frame compile of the case, in (frame, compile)
+order, under a header line, so a graph break or a recompile shows up as a new
+section in the diff. The `summary` artifact holds the counters a reviewer
+reads first.
+"""
+
+from __future__ import annotations
+
+import dis
+import re
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .capture import BytecodeRecord, CaptureLog, FrameKey
+
+#: artifacts that are one trace record kind each, laid out frame by frame.
+RECORD_ARTIFACTS = (
+    "dynamo_graph",
+    "guards",
+    "aot_forward",
+    "aot_backward",
+    "aot_inference",
+    "post_grad_graph",
+    "output_code",
+    "runtime_wrapper",
+)
+
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE)
+_FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE)
+_OPNAME = re.compile(r"opname='(\w+)'")
+_BREAK_AT = re.compile(r"Graph break in user code at (\S+)")
+_BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
+
+
+@dataclass(frozen=True)
+class FrameCounters:
+    """What the summary says about one frame compile."""
+
+    key: FrameKey
+    name: str
+    ops: int
+    kernels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The case's counters, as `CompileResult` exposes them."""
+
+    graph_count: int
+    graph_break_count: int
+    recompile_count: int
+    kernel_count: int
+    break_reasons: tuple[str, ...]
+    recompile_reasons: tuple[str, ...]
+    frames: tuple[FrameCounters, ...]
+
+
+def frame_header(key: FrameKey, code_name: str | None) -> str:
+    where = f": {code_name}" if code_name else ""
+    return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
+
+
+def frame_names(log: CaptureLog) -> dict[FrameKey, str]:
+    """The user function each frame compile traced (from the bytecode hook)."""
+    return {b.key: b.original.co_name for b in log.bytecode}
+
+
+def record_artifact(log: CaptureLog, name: str) -> str:
+    """All payloads of one artifact, frame by frame; '' when none was produced."""
+    names = frame_names(log)
+    sections = []
+    for key in log.frames():
+        payloads = log.payloads(name, key)
+        for index, payload in enumerate(payloads):
+            suffix = f" [{index + 1} of {len(payloads)}]" if len(payloads) > 1 else ""
+            sections.append(f"{frame_header(key, names.get(key))}{suffix}\n{payload.strip(chr(10))}\n")
+    return "\n".join(sections)
+
+
+def transformed_code(log: CaptureLog) -> str:
+    """Dynamo's rewritten bytecode of every frame, as Python where depyf can."""
+    sections = []
+    for record in sorted(log.bytecode, key=lambda b: b.key):
+        sections.append(f"{frame_header(record.key, record.original.co_name)}\n{decompile(record)}\n")
+    return "\n".join(sections)
+
+
+def decompile(record: BytecodeRecord) -> str:
+    """depyf's Python for the transformed code, or a `dis` listing with a note."""
+    try:
+        import depyf
+
+        return str(depyf.decompile(record.transformed)).strip("\n")
+    except Exception as exc:  # depyf raises many kinds; any of them means "fall back"
+        opname = _OPNAME.search(str(exc))
+        what = f" at instruction {opname.group(1)}" if opname else ""
+        note = f"# depyf could not decompile this frame ({type(exc).__name__}{what}); bytecode listing follows"
+        return note + "\n" + bytecode_listing(record.transformed)
+
+
+def bytecode_listing(code: types.CodeType) -> str:
+    """A `dis` listing without line numbers or addresses (they vary between runs)."""
+    lines = []
+    for ins in dis.get_instructions(code):
+        arg = f"<code object {ins.argval.co_name}>" if isinstance(ins.argval, types.CodeType) else ins.argrepr
+        lines.append(f"{ins.offset:>5} {ins.opname:<28} {arg}".rstrip())
+    return "\n".join(lines)
+
+
+def kernel_names(output_code: str) -> list[str]:
+    """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
+    return _KERNEL_DEF.findall(output_code)
+
+
+def count_fx_ops(graph_text: str) -> int:
+    """Operations in a printed FX graph: assignments that are not renames or deletions."""
+    body = graph_text.split("def forward", 1)[-1]
+    return len(_FX_OP_LINE.findall(body))
+
+
+def counters(log: CaptureLog) -> Counters:
+    """Graphs, breaks, recompiles and kernels, all counted from the records."""
+    names = frame_names(log)
+    frames = tuple(
+        FrameCounters(
+            key=key,
+            name=names.get(key, "?"),
+            ops=sum(count_fx_ops(g) for g in log.payloads("dynamo_graph", key)),
+            kernels=tuple(k for code in log.payloads("output_code", key) for k in kernel_names(code)),
+        )
+        for key in log.frames()
+    )
+    breaks = tuple(_break_summary(p) for p in log.payloads("graph_break_reason"))
+    recompiles = tuple(p.strip() for p in log.payloads("recompile_reasons"))
+    return Counters(
+        graph_count=len(log.payloads("dynamo_graph")),
+        graph_break_count=len(breaks),
+        recompile_count=sum(1 for key in log.frames() if key.compile_id > 0),
+        kernel_count=sum(len(f.kernels) for f in frames),
+        break_reasons=breaks,
+        recompile_reasons=recompiles,
+        frames=frames,
+    )
+
+
+def _break_summary(payload: str) -> str:
+    """`<reason> at <file:line>` from one graph-break record."""
+    reason = _BREAK_REASON.search(payload)
+    where = _BREAK_AT.search(payload)
+    text = reason.group(1).strip() if reason else payload.strip().splitlines()[0]
+    return f"{text} at {where.group(1)}" if where else text
+
+
+def summary(backend: str, c: Counters) -> str:
+    """The counters a reviewer reads first, one fact a line."""
+    lines = [
+        f"backend: {backend}",
+        f"graphs: {c.graph_count}",
+        f"graph breaks: {c.graph_break_count}",
+        *_bullets(c.break_reasons),
+        f"recompiles: {c.recompile_count}",
+        *_bullets(c.recompile_reasons),
+        f"kernels: {c.kernel_count}",
+        "frames:",
+    ]
+    for f in c.frames:
+        lines.append(f"  - frame {f.key.frame_id} compile {f.key.compile_id}: {f.name}: {f.ops} ops, {len(f.kernels)} kernels")
+        lines.extend(f"      {k}" for k in f.kernels)
+    return "\n".join(lines) + "\n"
+
+
+def _bullets(items: Iterable[str]) -> list[str]:
+    lines = []
+    for item in items:
+        first, *rest = item.splitlines() or [""]
+        lines.append(f"  - {first}")
+        lines.extend(f"    {line}" for line in rest)
+    return lines
+
+
+def build(log: CaptureLog, backend: str) -> dict[str, str]:
+    """Every artifact's raw text; an artifact the backend did not produce is ''."""
+    texts = {name: record_artifact(log, name) for name in RECORD_ARTIFACTS}
+    texts["transformed_code"] = transformed_code(log)
+    texts["summary"] = summary(backend, counters(log))
+    return texts

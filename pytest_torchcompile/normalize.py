@@ -1,0 +1,167 @@
+"""Pure text rules that make compiler output stable across runs.
+
+Each rule masks one thing that varies between processes, checkouts, hosts,
+caches or test order (DESIGN section 4) and leaves the code itself (ops,
+shapes, dtypes, strides, kernel bodies) intact. Every rule is idempotent:
+applying it to its own output changes nothing, which the tests check with
+hypothesis. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+Rule = Callable[[str], str]
+
+_OBJ_ID = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )\d+(\))")
+_GRAPH_ID = re.compile(r"(# graph id: )\d+")
+_GUARD_LATENCY = re.compile(r"^\s*Guard latency = [^\n]*\n?", re.MULTILINE)
+_COMPILED_FN = re.compile(r"__compiled_fn_\d+(?:_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})?")
+_AOT_ID = re.compile(r"(# AOT ID: \[')\d+(_\w+'\])")
+_LINE_REF = re.compile(r"(\.py):\d+\b")
+_LINE_WORD = re.compile(r"(, line )\d+\b")
+_RESUME_AT = re.compile(r"(resume_in_\w+?_at_)\d+\b")
+_RESUME_FN = re.compile(r"__resume_at_\d+_\d+")
+_TEMP = re.compile(r"__temp_\d+")
+_NUM_THREADS = re.compile(r'("num_threads":)\d+')
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
+_USER_TRACEBACK = re.compile(r"^User code traceback:\n(?:(?:[ \t][^\n]*|)\n)*?(?=\S|\Z)", re.MULTILINE)
+_NONE_TRACE = re.compile(r"^NoneType: None\n?", re.MULTILINE)
+_GUARD_COMMENT_PATH = re.compile(r"(#\s)[^\s#]*/([^/\s]+\.py:)")
+_KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
+_TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
+
+
+def mask_object_ids(text: str) -> str:
+    """`___check_obj_id(G['torch'], 1400...)` -> `___check_obj_id(G['torch'], <id>)`."""
+    return _OBJ_ID.sub(r"\1<id>\2", text)
+
+
+def mask_graph_ids(text: str) -> str:
+    """`# graph id: 1398...` is an object address of the graph module."""
+    return _GRAPH_ID.sub(r"\1<id>", text)
+
+
+def drop_guard_latency(text: str) -> str:
+    """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
+    return _GUARD_LATENCY.sub("", text)
+
+
+def renumber_compiled_fns(text: str) -> str:
+    """`__compiled_fn_7_595f6bce_...` -> `__compiled_fn_<k>`, k in order of first use.
+
+    The counter is process-global and the suffix a uuid; renumbering keeps
+    two different graphs apart while hiding both.
+    """
+    return _renumber(_COMPILED_FN, "__compiled_fn_{}", text)
+
+
+def mask_aot_ids(text: str) -> str:
+    """`# AOT ID: ['3_inference']` keeps the kind and masks the global counter."""
+    return _AOT_ID.sub(r"\1<N>\2", text)
+
+
+def mask_line_numbers(text: str) -> str:
+    """`file.py:9`, `, line 9`, `resume_in_f_at_13`: a moved line is not a regression."""
+    text = _LINE_REF.sub(r"\1:<N>", text)
+    text = _LINE_WORD.sub(r"\1<N>", text)
+    return _RESUME_AT.sub(r"\1<N>", text)
+
+
+def mask_bytecode_counters(text: str) -> str:
+    """`__resume_at_60_4` and `__temp_35` carry global counters of Dynamo."""
+    text = _RESUME_FN.sub("__resume_at_<N>", text)
+    return _renumber(_TEMP, "__temp_{}", text)
+
+
+def mask_num_threads(text: str) -> str:
+    """The GLOBAL_STATE guard records the host's thread count."""
+    return _NUM_THREADS.sub(r"\1<N>", text)
+
+
+def drop_addresses(text: str) -> str:
+    """`<function f at 0x7f38...>` -> `<function f>`."""
+    return _ADDRESS.sub("", text)
+
+
+def drop_user_traceback(text: str) -> str:
+    """Graph-break reasons end with a traceback through pytest's own frames."""
+    return _NONE_TRACE.sub("", _USER_TRACEBACK.sub("", text))
+
+
+def shorten_guard_comment_paths(text: str) -> str:
+    """Guard comments shorten paths relative to torch's install dir; keep the basename."""
+    return _GUARD_COMMENT_PATH.sub(r"\1\2", text)
+
+
+def mask_kernel_paths(text: str) -> str:
+    """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
+    return _KERNEL_PATH.sub(r"\1<cache>", text)
+
+
+def strip_trailing_space(text: str) -> str:
+    """Trailing blanks differ with padding of variable-width fields."""
+    return _TRAILING_SPACE.sub("", text)
+
+
+def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
+    seen: dict[str, str] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        return seen.setdefault(match.group(0), template.format(len(seen)))
+
+    return pattern.sub(replace, text)
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """Rewrite absolute paths: the rootdir becomes relative, torch's dir `<torch>`.
+
+    Other absolute paths to Python files (site-packages, a script outside the
+    rootdir) keep only their basename, so a checkout or venv elsewhere gives
+    the same text.
+    """
+
+    rootdir: str
+    torch_dir: str | None = None
+
+    def __call__(self, text: str) -> str:
+        if self.torch_dir:
+            text = text.replace(self.torch_dir.rstrip("/") + "/", "<torch>/")
+        text = text.replace(self.rootdir.rstrip("/") + "/", "")
+        return re.sub(r"(?<![\w<>.])/(?:[^\s/\"':,()]+/)+([^\s/\"':,()]+\.py)\b", r"\1", text)
+
+
+STATIC_RULES: tuple[Rule, ...] = (
+    drop_user_traceback,
+    mask_object_ids,
+    mask_graph_ids,
+    drop_guard_latency,
+    renumber_compiled_fns,
+    mask_aot_ids,
+    mask_bytecode_counters,
+    mask_num_threads,
+    drop_addresses,
+    mask_kernel_paths,
+    shorten_guard_comment_paths,
+    mask_line_numbers,
+    strip_trailing_space,
+)
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """All rules in order; path rewriting first so later rules see short paths."""
+
+    rules: Sequence[Rule]
+
+    @classmethod
+    def for_paths(cls, rootdir: str, torch_dir: str | None) -> Normalizer:
+        return cls((PathRule(rootdir, torch_dir), *STATIC_RULES))
+
+    def __call__(self, text: str) -> str:
+        for rule in self.rules:
+            text = rule(text)
+        return text

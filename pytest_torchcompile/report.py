@@ -1,0 +1,47 @@
+"""The end-of-run table: one row per case, the counters a reviewer scans."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+HEADER = ("case", "graphs", "breaks", "recompiles", "kernels", "compile s")
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One case's counters; plain data so it travels from xdist workers."""
+
+    nodeid: str
+    case: str
+    graphs: int
+    breaks: int
+    recompiles: int
+    kernels: int
+    compile_seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CaseRow:
+        return cls(**data)
+
+    def cells(self, single: bool) -> tuple[str, ...]:
+        label = self.nodeid if single else f"{self.nodeid} [{self.case}]"
+        return (label, str(self.graphs), str(self.breaks), str(self.recompiles), str(self.kernels), f"{self.compile_seconds:.1f}")
+
+
+def format_table(rows: list[CaseRow]) -> list[str]:
+    """Left-aligned first column, right-aligned numbers."""
+    per_test: dict[str, int] = {}
+    for row in rows:
+        per_test[row.nodeid] = per_test.get(row.nodeid, 0) + 1
+    body = [row.cells(per_test[row.nodeid] == 1) for row in sorted(rows, key=lambda r: (r.nodeid, r.case))]
+    widths = [max(len(line[i]) for line in [HEADER, *body]) for i in range(len(HEADER))]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        first = cells[0].ljust(widths[0])
+        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))])
+
+    return [fmt(HEADER), *(fmt(cells) for cells in body)]

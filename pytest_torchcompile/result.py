@@ -1,0 +1,42 @@
+"""What `compile_model` returns: outputs, counters and artifacts of one case."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """One Dynamo frame compile and the artifacts it produced (normalized)."""
+
+    frame_id: int
+    compile_id: int
+    name: str
+    artifacts: Mapping[str, str]
+
+
+@dataclass
+class CompileResult:
+    """The outcome of one case; `call` runs the same compiled model again.
+
+    `artifacts` maps artifact name to the normalized text exactly as it is
+    snapshotted. Counters and artifacts cover every call of the case, so a
+    recompile caused by `call(...)` shows up here and in the snapshots.
+    """
+
+    output: Any
+    eager_output: Any
+    graph_count: int
+    graph_break_count: int
+    recompile_count: int
+    kernel_count: int
+    frames: tuple[FrameResult, ...]
+    artifacts: Mapping[str, str]
+    compile_seconds: float
+    _call: Callable[..., CompileResult] = field(repr=False)
+
+    def call(self, *args: Any, **kwargs: Any) -> CompileResult:
+        """Call the compiled model again, check numerics, fold recompiles in."""
+        return self._call(*args, **kwargs)
