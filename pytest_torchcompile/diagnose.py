@@ -53,3 +53,13 @@ def _touches(files: list[str], markers: tuple[str, ...]) -> bool:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def user_frame(exc: BaseException) -> str:
+    """`  File "model.py", line 12, in forward` for the innermost frame, or ''."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f"\n    {frame.line}" if frame.line else ""
+    return f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}{code}\n'

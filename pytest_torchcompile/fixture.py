@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
 from .capture import CaptureLog, capturing, reset_dynamo
-from .diagnose import compile_stage, first_line
+from .diagnose import compile_stage, first_line, user_frame
 from .normalize import Normalizer
 from .numerics import compare_trees, format_mismatches
 from .result import CompileResult, FrameResult
@@ -131,7 +131,7 @@ class CompileCase:
                 backward(out)
             return out
         except Exception as exc:
-            raise CaseFailure(f"eager run failed (the model itself raised, before any compile): {first_line(exc)}") from exc
+            raise CaseFailure(f"eager run failed (the model itself raised, before any compile):\n{user_frame(exc)}{first_line(exc)}") from exc
 
     def _run_compiled(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -225,7 +225,8 @@ class CompileModel:
         try:
             return case.start(args, kwargs)
         except CaseFailure as exc:
-            pytest.fail(f"[{name}] {exc}", pytrace=False)
+            failure = f"[{name}] {exc}"
+        pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
     def check_snapshots(self, store: SnapshotStore, test_dir: Path) -> list[Outcome]:
         """Compare every case's artifacts with the stored files (or write them)."""

@@ -1,0 +1,1 @@
+"""The project's own suite: nothing but making `fixtures` importable from the rootdir."""
