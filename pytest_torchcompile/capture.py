@@ -133,18 +133,20 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     same on every x86 host (see `HOST_PINNED_CONFIG`).
     """
     handler = _TraceHandler(log)
-    previous_level = trace_log.level
+    previous_level, previous_propagate = trace_log.level, trace_log.propagate
     hook = register_bytecode_hook(
         lambda original, transformed: log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
     )
     trace_log.addHandler(handler)
     trace_log.setLevel(logging.DEBUG)
+    trace_log.propagate = False  # records are for us only, not for pytest's log capture
     try:
         with inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
             yield log
     finally:
         trace_log.removeHandler(handler)
         trace_log.setLevel(previous_level)
+        trace_log.propagate = previous_propagate
         hook.remove()
 
 

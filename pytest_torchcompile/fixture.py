@@ -228,6 +228,15 @@ class CompileModel:
             failure = f"[{name}] {exc}"
         pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
+    def release(self) -> None:
+        """Drop Dynamo's caches of this test's code objects when the test ends.
+
+        They would otherwise outlive the test module (pytester unloads it,
+        and Dynamo's cache entries on freed code objects crash the process).
+        """
+        if self.cases:
+            reset_dynamo()
+
     def check_snapshots(self, store: SnapshotStore, test_dir: Path) -> list[Outcome]:
         """Compare every case's artifacts with the stored files (or write them)."""
         outcomes = []

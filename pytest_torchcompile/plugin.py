@@ -70,7 +70,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def compile_model(request: pytest.FixtureRequest) -> CompileModel:
+def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     """Compile a model (or function) with the marker's settings; returns a CompileResult per call."""
     from .fixture import CompileModel
 
@@ -79,7 +79,8 @@ def compile_model(request: pytest.FixtureRequest) -> CompileModel:
     spec, error = _parse_marker(marker)
     model = CompileModel(spec=spec, spec_error=error, normalizer=session.normalizer())
     request.node.stash[model_key] = model
-    return model
+    yield model
+    model.release()
 
 
 def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str | None]:

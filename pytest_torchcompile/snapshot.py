@@ -87,6 +87,10 @@ def atomic_write_text(target: Path, data: str) -> None:
         raise
 
 
+def _is_ours(name: str, known: tuple[str, ...]) -> bool:
+    return name.endswith(known) or (name.startswith(".") and name.endswith(".tmp"))
+
+
 def artifact_filename(artifact: str) -> str:
     return f"{artifact}.{ARTIFACT_EXTENSIONS[artifact]}"
 
@@ -164,13 +168,14 @@ class SnapshotStore:
             return str(path)
 
     def unused_in(self, test_dir: Path) -> list[Path]:
-        """Snapshot files under one test's folder that this run did not use."""
+        """Snapshot files under one test's folder that this run did not use.
+
+        Temp files left by a killed update (`.<name>.<random>.tmp`) count too.
+        """
         if not test_dir.is_dir():
             return []
         known = tuple(f".{ext}" for ext in set(ARTIFACT_EXTENSIONS.values()))
-        return sorted(
-            p for p in test_dir.rglob("*") if p.is_file() and p.name.endswith(known) and p not in self.used
-        )
+        return sorted(p for p in test_dir.rglob("*") if p.is_file() and _is_ours(p.name, known) and p not in self.used)
 
     def delete(self, paths: list[Path]) -> None:
         """Remove unused files and the folders they leave empty."""
