@@ -134,6 +134,11 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     """
     handler = _TraceHandler(log)
     previous_level, previous_propagate = trace_log.level, trace_log.propagate
+    # pytest's log capture attaches its handlers to this non-propagating logger
+    # too; detach them for the call so the trace does not flood test reports.
+    foreign = list(trace_log.handlers)
+    for other in foreign:
+        trace_log.removeHandler(other)
     hook = register_bytecode_hook(
         lambda original, transformed: log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
     )
@@ -147,6 +152,8 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
         trace_log.removeHandler(handler)
         trace_log.setLevel(previous_level)
         trace_log.propagate = previous_propagate
+        for other in foreign:
+            trace_log.addHandler(other)
         hook.remove()
 
 

@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
 from .capture import CaptureLog, capturing, reset_dynamo
-from .diagnose import compile_stage, first_line, user_frame
+from .diagnose import compile_stage, first_line, innermost, user_frame
 from .normalize import Normalizer
 from .numerics import compare_trees, format_mismatches
 from .result import CompileResult, FrameResult
@@ -148,7 +148,7 @@ class CompileCase:
             reason = self.normalizer(str(exc)).strip()
             return f"fullgraph=True but Dynamo had to break the graph:\n{reason}"
         stage = compile_stage(exc, self.spec.backend_name, not isinstance(self.spec.backend, str))
-        message = self.normalizer(first_line(exc))
+        message = self.normalizer(first_line(innermost(exc)))
         return f"compile failed in stage: {stage} (backend {self.spec.backend_name})\n{message}"
 
     def _check(self, out: Any, eager_out: Any, inputs: Any, eager_inputs: Any) -> None:
