@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 Rule = Callable[[str], str]
 
-_OBJ_ID = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )\d+(\))")
+_OBJ_ID = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )(?:\d+|<id>)(\))")
 _GRAPH_ID = re.compile(r"(# graph id: )\d+")
 _GUARD_LATENCY = re.compile(r"^\s*Guard latency = [^\n]*\n?", re.MULTILINE)
 _COMPILED_FN = re.compile(r"__compiled_fn_\d+(?:_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})?")
@@ -28,8 +28,9 @@ _TEMP = re.compile(r"__temp_\d+")
 _NUM_THREADS = re.compile(r'("num_threads":)\d+')
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 _USER_TRACEBACK = re.compile(r"^User code traceback:\n(?:(?:[ \t][^\n]*|)\n)*?(?=\S|\Z)", re.MULTILINE)
-_NONE_TRACE = re.compile(r"^NoneType: None\n?", re.MULTILINE)
-_GUARD_COMMENT_PATH = re.compile(r"(#\s)[^\s#]*/([^/\s]+\.py:)")
+_NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
+_GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
+_GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)$", re.MULTILINE)
 _KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 
@@ -96,6 +97,16 @@ def shorten_guard_comment_paths(text: str) -> str:
     return _GUARD_COMMENT_PATH.sub(r"\1\2", text)
 
 
+def drop_guard_provenance(text: str) -> str:
+    """A shape guard's comment ends with the torch function that installed it.
+
+    That is Inductor's codegen on a cache miss and AOTAutograd's cache check on
+    a hit (` and (_inductor/codegen/cpp.py:12 in need_use_acc_helper)`): the
+    same guard, found by a different path.
+    """
+    return _GUARD_PROVENANCE.sub("", text)
+
+
 def mask_kernel_paths(text: str) -> str:
     """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
     return _KERNEL_PATH.sub(r"\1<cache>", text)
@@ -131,7 +142,7 @@ class PathRule:
         if self.torch_dir:
             text = text.replace(self.torch_dir.rstrip("/") + "/", "<torch>/")
         text = text.replace(self.rootdir.rstrip("/") + "/", "")
-        return re.sub(r"(?<![\w<>.])/(?:[^\s/\"':,()]+/)+([^\s/\"':,()]+\.py)\b", r"\1", text)
+        return re.sub(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+([^\s/\"':,()]+\.py)\b", r"\1", text)
 
 
 STATIC_RULES: tuple[Rule, ...] = (
@@ -145,6 +156,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     mask_num_threads,
     drop_addresses,
     mask_kernel_paths,
+    drop_guard_provenance,
     shorten_guard_comment_paths,
     mask_line_numbers,
     strip_trailing_space,
