@@ -1,0 +1,99 @@
+"""What capturing costs, measured so anyone can re-run it.
+
+Part `overhead`: a bare `torch.compile` (reset, compile, first call and
+backward) against the same compile under the plugin's capture (trace handler,
+bytecode hook, artifact layout and normalization), measured interleaved
+(A B A B ...) in one process on warm Inductor caches, with the same host-pinned
+Inductor config on both sides so only the capture differs.
+
+Part `zoo`: wall time of `pytest fixtures` (the zoo) with a cold and then a
+warm Inductor cache, and how much of it is compiling (the plugin's own
+"compile s" column) versus everything else.
+
+    python benchmarks/bench_capture.py            # both parts
+    python benchmarks/bench_capture.py overhead   # one part
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def compile_once(model: Any, args: tuple[Any, ...], capture: bool) -> float:
+    """Seconds for reset + compile + first call (+ backward), with or without capture."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from pytest_torchcompile import artifacts
+    from pytest_torchcompile.capture import HOST_PINNED_CONFIG, CaptureLog, capturing
+    from pytest_torchcompile.normalize import Normalizer
+
+    torch._dynamo.reset()
+    started = time.perf_counter()
+    if capture:
+        log = CaptureLog()
+        with capturing(log):
+            run(torch.compile(model), args)
+        normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
+        {name: normalize(text) for name, text in artifacts.build(log, "inductor").items()}
+    else:
+        with inductor_config.patch(HOST_PINNED_CONFIG):
+            run(torch.compile(model), args)
+    return time.perf_counter() - started
+
+
+def run(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    out = fn(*args)
+    if out.requires_grad:
+        out.sum().backward()
+
+
+def overhead(rounds: int = 7) -> None:
+    from fixtures import zoo
+
+    print(f"capture overhead, interleaved, warm caches, {rounds} rounds (median seconds)")
+    print(f"{'model':<20} {'bare':>8} {'captured':>9} {'overhead':>9}")
+    for name, build in (("mlp_training", zoo.mlp_training), ("graph_break", zoo.graph_break), ("transformer_block", zoo.transformer_block)):
+        model, args, _ = build()
+        compile_once(model, args, False), compile_once(model, args, True)  # warm both cache keys
+        bare, captured = [], []
+        for _ in range(rounds):
+            bare.append(compile_once(model, args, False))
+            captured.append(compile_once(model, args, True))
+        b, c = statistics.median(bare), statistics.median(captured)
+        print(f"{name:<20} {b:8.3f} {c:9.3f} {100 * (c / b - 1):8.1f}%")
+
+
+def zoo_walltime() -> None:
+    cache = tempfile.mkdtemp(prefix="bench_inductor_cache_")
+    print("zoo suite (pytest fixtures), 10 cases")
+    for label in ("cold", "warm"):
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "fixtures", "-q", "-p", "no:cacheprovider", "-W", "ignore"],
+            cwd=REPO, env=env, capture_output=True, text=True,
+        )
+        wall = time.perf_counter() - started
+        compile_s = sum(float(m) for m in re.findall(r"^fixtures/\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+([\d.]+)$", done.stdout, re.M))
+        status = "ok" if done.returncode == 0 else f"FAILED rc={done.returncode}"
+        print(f"  {label}: wall {wall:6.1f} s, compiling (compile + first call, eager excluded) {compile_s:6.1f} s, rest {wall - compile_s:6.1f} s  [{status}]")
+
+
+if __name__ == "__main__":
+    parts = sys.argv[1:] or ["overhead", "zoo"]
+    if "overhead" in parts:
+        overhead()
+    if "zoo" in parts:
+        zoo_walltime()
