@@ -25,7 +25,7 @@ from . import artifacts as layout
 from .capture import CaptureLog, capturing, reset_dynamo
 from .diagnose import compile_stage, first_line, innermost, user_frame
 from .normalize import Normalizer
-from .numerics import compare_trees, format_mismatches
+from .numerics import compare_trees, flatten, format_mismatches
 from .result import CompileResult, FrameResult
 from .snapshot import Outcome, SnapshotStore, artifact_filename, safe_segment
 from .spec import CompileSpec
@@ -78,18 +78,12 @@ def backward(output: Any) -> None:
 def gradients(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Gradients of inputs and parameters, keyed by a readable name."""
     grads: dict[str, Any] = {}
-    for path, leaf in layout_paths((args, kwargs)):
+    for path, leaf in flatten((args, kwargs), "input"):
         if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            grads[f"input{path}"] = leaf.grad
+            grads[path] = leaf.grad
     if isinstance(model, torch.nn.Module):
         grads.update({name: p.grad for name, p in model.named_parameters() if p.requires_grad})
     return grads
-
-
-def layout_paths(value: Any) -> list[tuple[str, Any]]:
-    from torch.utils._pytree import keystr, tree_flatten_with_path
-
-    return [(keystr(p), leaf) for p, leaf in tree_flatten_with_path(value)[0]]
 
 
 @dataclass
