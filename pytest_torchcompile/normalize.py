@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 Rule = Callable[[str], str]
 
@@ -27,7 +28,7 @@ _RESUME_FN = re.compile(r"__resume_at_\d+_\d+")
 _TEMP = re.compile(r"__temp_\d+")
 _NUM_THREADS = re.compile(r'("num_threads":)\d+')
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
-_USER_TRACEBACK = re.compile(r"^User code traceback:\n(?:(?:[ \t][^\n]*|)\n)*?(?=\S|\Z)", re.MULTILINE)
+_USER_TRACEBACK = re.compile(r"^User code traceback:[ \t]*\n(?:[ \t][^\n]*(?:\n|\Z)|\n)*?(?=\S|\Z)", re.MULTILINE)
 _NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
 _GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
 _GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)$", re.MULTILINE)
@@ -126,23 +127,43 @@ def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
     return pattern.sub(replace, text)
 
 
+_ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
+
+
+def _never_local(relative: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class PathRule:
     """Rewrite absolute paths: the rootdir becomes relative, torch's dir `<torch>`.
 
-    Other absolute paths to Python files (site-packages, a script outside the
-    rootdir) keep only their basename, so a checkout or venv elsewhere gives
-    the same text.
+    A warm Inductor/AOTAutograd cache replays graphs with the `# File:` paths
+    of whichever checkout filled it, so an absolute path from elsewhere is
+    mapped to the longest suffix that names a file under this rootdir
+    (`/other/checkout/fixtures/zoo.py` -> `fixtures/zoo.py`); `is_local`
+    answers that question, which keeps the rule itself a pure function. Other
+    absolute paths to Python files (site-packages, a script outside the
+    rootdir) keep only their basename.
     """
 
     rootdir: str
     torch_dir: str | None = None
+    is_local: Callable[[str], bool] = _never_local
 
     def __call__(self, text: str) -> str:
         if self.torch_dir:
             text = text.replace(self.torch_dir.rstrip("/") + "/", "<torch>/")
         text = text.replace(self.rootdir.rstrip("/") + "/", "")
-        return re.sub(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+([^\s/\"':,()]+\.py)\b", r"\1", text)
+        return _ABSOLUTE_PY.sub(self._foreign, text)
+
+    def _foreign(self, match: re.Match[str]) -> str:
+        parts = [p for p in match.group(0).split("/") if p]
+        for start in range(1, len(parts) - 1):
+            relative = "/".join(parts[start:])
+            if self.is_local(relative):
+                return relative
+        return parts[-1]
 
 
 STATIC_RULES: tuple[Rule, ...] = (
@@ -171,7 +192,9 @@ class Normalizer:
 
     @classmethod
     def for_paths(cls, rootdir: str, torch_dir: str | None) -> Normalizer:
-        return cls((PathRule(rootdir, torch_dir), *STATIC_RULES))
+        """The rules for one checkout; foreign paths are matched against its files."""
+        root = Path(rootdir)
+        return cls((PathRule(rootdir, torch_dir, lambda relative: (root / relative).is_file()), *STATIC_RULES))
 
     def __call__(self, text: str) -> str:
         for rule in self.rules:

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SUBSET = '''
 import os
 import pytest, torch
-import zoo
+from models import zoo
 
 inductor = pytest.mark.compile_snapshot(backend="inductor")
 
@@ -68,10 +68,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     """The subset recorded once: (project dir, snapshot digest, shared cache dir)."""
     project = tmp_path_factory.mktemp("checkout_a")
     cache = str(tmp_path_factory.mktemp("inductor_cache"))
-    shutil.copy(REPO / "fixtures" / "zoo.py", project / "zoo.py")
+    # in a subfolder, so a cache filled from another checkout path shows as a foreign path
+    (project / "models").mkdir()
+    (project / "models" / "__init__.py").write_text("")
+    shutil.copy(REPO / "fixtures" / "zoo.py", project / "models" / "zoo.py")
     (project / "test_subset.py").write_text(SUBSET)
     (project / "conftest.py").write_text(REVERSE_CONFTEST)
-    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     done = run_pytest(project, "--update-snapshots", TORCHINDUCTOR_CACHE_DIR=cache)
     assert done.returncode == 0, done.stdout[-3000:]
     return project, tree_digest(project / "snapshots"), cache
