@@ -126,6 +126,24 @@ def _current_frame_key() -> FrameKey:
 
 
 @contextlib.contextmanager
+def quiet_trace() -> Iterator[None]:
+    """Detach other handlers from torch's trace logger for the duration.
+
+    pytest's log capture attaches its handlers to this non-propagating
+    logger too; while any handler is attached torch builds every trace
+    payload, and pytest would fill test reports with empty DEBUG lines.
+    """
+    foreign = list(trace_log.handlers)
+    for other in foreign:
+        trace_log.removeHandler(other)
+    try:
+        yield
+    finally:
+        for other in foreign:
+            trace_log.addHandler(other)
+
+
+@contextlib.contextmanager
 def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     """Attach the trace handler and bytecode hook for the duration of a call.
 
@@ -134,26 +152,22 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     """
     handler = _TraceHandler(log)
     previous_level, previous_propagate = trace_log.level, trace_log.propagate
-    # pytest's log capture attaches its handlers to this non-propagating logger
-    # too; detach them for the call so the trace does not flood test reports.
-    foreign = list(trace_log.handlers)
-    for other in foreign:
-        trace_log.removeHandler(other)
     hook = register_bytecode_hook(
         lambda original, transformed: log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
     )
-    trace_log.addHandler(handler)
-    trace_log.setLevel(logging.DEBUG)
-    trace_log.propagate = False  # records are for us only, not for pytest's log capture
     try:
-        with inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
-            yield log
+        with quiet_trace():
+            trace_log.addHandler(handler)
+            trace_log.setLevel(logging.DEBUG)
+            trace_log.propagate = False  # records are for us only, not for pytest's log capture
+            try:
+                with inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
+                    yield log
+            finally:
+                trace_log.removeHandler(handler)
+                trace_log.setLevel(previous_level)
+                trace_log.propagate = previous_propagate
     finally:
-        trace_log.removeHandler(handler)
-        trace_log.setLevel(previous_level)
-        trace_log.propagate = previous_propagate
-        for other in foreign:
-            trace_log.addHandler(other)
         hook.remove()
 
 

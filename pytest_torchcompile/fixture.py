@@ -11,6 +11,7 @@ Nothing here depends on pytest except the failure type.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,13 +20,26 @@ from typing import Any
 
 import pytest
 import torch
+import torch._inductor.config as inductor_config
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
-from .capture import CaptureLog, capturing, reset_dynamo
+from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
+from .capture import HOST_PINNED_CONFIG, CaptureLog, capturing, quiet_trace, reset_dynamo
 from .diagnose import compile_stage, first_line, innermost, user_frame
 from .normalize import Normalizer
-from .numerics import compare_trees, flatten, format_mismatches
+from .numerics import (
+    Mismatch,
+    Tolerance,
+    argument_names,
+    compare,
+    flatten,
+    format_mismatches,
+    needs_fp64,
+    observe,
+    to_fp64,
+    tolerate_with_fp64,
+)
 from .result import CompileResult, FrameResult
 from .snapshot import Outcome, SnapshotStore, artifact_filename, safe_segment
 from .spec import CompileSpec
@@ -49,7 +63,8 @@ def copy_model(model: Any) -> Any:
 
 def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call `fn` with the global RNG seeded, restoring the caller's RNG state after."""
-    with torch.random.fork_rng(devices=[]):
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
         torch.manual_seed(SEED)
         return fn(*args, **kwargs)
 
@@ -57,38 +72,39 @@ def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 def wants_grads(spec: CompileSpec, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> bool:
     """Backward runs when asked, or when anything requires grad and the output can flow it."""
     if spec.grads is not None:
-        return spec.grads
+        return spec.grads and bool(differentiable(output))
     tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
     params = list(model.parameters()) if isinstance(model, torch.nn.Module) else []
     return any(t.requires_grad for t in tensors + params) and bool(differentiable(output))
 
 
 def differentiable(output: Any) -> list[torch.Tensor]:
-    return [t for t in tree_flatten(output)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    return [t for _, t in flatten(output, "") if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
 def backward(output: Any) -> None:
-    """Backpropagate seeded upstream gradients (the same for eager and compiled)."""
+    """Backpropagate seeded upstream gradients (the same for eager and compiled).
+
+    They are drawn in float32 and cast, so an fp64 reference run receives
+    the same values as the run it checks.
+    """
     outs = differentiable(output)
     generator = torch.Generator().manual_seed(SEED)
-    grads = [torch.randn(o.shape, generator=generator, dtype=o.dtype).to(o.device) for o in outs]
+    grads = [torch.randn(o.shape, generator=generator).to(dtype=o.dtype, device=o.device) for o in outs]
     torch.autograd.backward(outs, grads)
 
 
-def gradients(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Gradients of inputs and parameters, keyed by a readable name."""
-    grads: dict[str, Any] = {}
-    for path, leaf in flatten((args, kwargs), "input"):
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            grads[path] = leaf.grad
-    if isinstance(model, torch.nn.Module):
-        grads.update({name: p.grad for name, p in model.named_parameters() if p.requires_grad})
-    return grads
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 @dataclass
 class CompileCase:
-    """One model compiled once, called one or more times, captured throughout."""
+    """One model compiled once, called one or more times, captured throughout.
+
+    `pristine` (the model before the first call) and `calls` (a copy of every
+    call's inputs) let a failing case be replayed from its start with another
+    backend or in float64, which only happens after a mismatch.
+    """
 
     spec: CompileSpec
     name: str
@@ -97,43 +113,60 @@ class CompileCase:
     log: CaptureLog = field(default_factory=CaptureLog)
     compiled: Any = None
     eager_model: Any = None
+    pristine: Any = None
+    calls: list[Inputs] = field(default_factory=list)
     compile_seconds: float = 0.0
     result: CompileResult | None = None
 
+    @property
+    def tolerance(self) -> Tolerance:
+        spec = self.spec
+        return Tolerance(spec.rtol, spec.atol, spec.fp64_reference, spec.fp64_multiplier, spec.check_stride)
+
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         reset_dynamo()
+        self.pristine = copy_model(self.model)
         self.eager_model = copy_model(self.model)
-        self.compiled = torch.compile(self.model, **self.spec.compile_kwargs())
+        try:
+            self.compiled = torch.compile(self.model, **self.spec.compile_kwargs())
+        except Exception as exc:  # torch.compile checks its arguments before compiling anything
+            raise CaseFailure(f"usage error: torch.compile rejected the marker's settings: {first_line(exc)[:300]}") from exc
         return self.call(*args, **kwargs)
 
     def call(self, *args: Any, **kwargs: Any) -> CompileResult:
         """Run eager then compiled on independent copies, compare, re-derive artifacts."""
-        eager_args, eager_kwargs = clone_inputs((args, kwargs))
-        eager_out = self._run_eager(eager_args, eager_kwargs)
+        self.calls.append(clone_inputs((args, kwargs)))
+        eager_inputs = clone_inputs((args, kwargs))
+        eager_out, eager_seen = self._run_eager(eager_inputs)
         started = time.perf_counter()
-        out = self._run_compiled(args, kwargs)
+        out, seen = self._run_compiled((args, kwargs))
         self.compile_seconds += time.perf_counter() - started
         self.result = self._result(out, eager_out)
         if self.spec.numerics:
-            self._check(out, eager_out, (args, kwargs), (eager_args, eager_kwargs))
+            mismatches = self._mismatches(seen, eager_seen)
+            if mismatches:
+                raise CaseFailure(self._numerics_failure(mismatches))
         return self.result
 
-    def _run_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _observe(self, fn: Any, module: Any, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+        """Call seeded, backpropagate when the case has gradients, observe everything."""
+        args, kwargs = inputs
+        out = run_seeded(fn, args, kwargs)
+        grads = wants_grads(self.spec, module, args, kwargs, out)
+        if grads:
+            backward(out)
+        return out, observe(out, module, argument_names(module, args, kwargs), grads)
+
+    def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
-            out = run_seeded(self.eager_model, args, kwargs)
-            if wants_grads(self.spec, self.eager_model, args, kwargs, out):
-                backward(out)
-            return out
+            return self._observe(self.eager_model, self.eager_model, inputs)
         except Exception as exc:
             raise CaseFailure(f"eager run failed (the model itself raised, before any compile):\n{user_frame(exc)}{first_line(exc)}") from exc
 
-    def _run_compiled(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
-            with capturing(self.log):
-                out = run_seeded(self.compiled, args, kwargs)
-                if wants_grads(self.spec, self.model, args, kwargs, out):
-                    backward(out)
-            return out
+            with capturing(self.log), inductor_config.patch({"fallback_random": True} if self.spec.fallback_random else {}):
+                return self._observe(self.compiled, self.model, inputs)
         except Exception as exc:
             raise CaseFailure(self._compile_failure(exc)) from exc
 
@@ -145,15 +178,83 @@ class CompileCase:
         message = self.normalizer(first_line(innermost(exc)))
         return f"compile failed in stage: {stage} (backend {self.spec.backend_name})\n{message}"
 
-    def _check(self, out: Any, eager_out: Any, inputs: Any, eager_inputs: Any) -> None:
-        rtol, atol = self.spec.rtol, self.spec.atol
-        mismatches = compare_trees(out, eager_out, "output", rtol, atol)
-        if wants_grads(self.spec, self.model, *inputs, out):
-            mismatches += compare_trees(
-                gradients(self.model, *inputs), gradients(self.eager_model, *eager_inputs), "grad of ", rtol, atol
+    # --- numerics --------------------------------------------------------------
+
+    def _mismatches(self, seen: dict[str, Any], eager_seen: dict[str, Any]) -> list[Mismatch]:
+        """Mismatches beyond tolerance, less those an fp64 reference excuses."""
+        tolerance = self.tolerance
+        mismatches = compare(seen, eager_seen, tolerance)
+        if not needs_fp64(mismatches, tolerance):
+            return mismatches
+        try:
+            reference = self._replay_eager(to_fp64)
+        except Exception as exc:  # e.g. an op without a float64 kernel: keep the plain verdict, say why
+            note = f"; no fp64 reference ({type(exc).__name__}: {first_line(exc)})"
+            return [dataclasses.replace(m, detail=m.detail + note) if m.tensors is not None else m for m in mismatches]
+        return tolerate_with_fp64(mismatches, reference, tolerance)
+
+    def _numerics_failure(self, mismatches: list[Mismatch]) -> str:
+        lines = [f"compiled ({self.spec.backend_name}) differs from eager:"]
+        random = [] if self.spec.fallback_random else random_ops(self._graph_texts())
+        if random and self._replay(self.spec.compile_kwargs(), fallback_random=True) is None:
+            lines.append(
+                f"the compiled graph draws random numbers ({', '.join(random)}) from another random stream than "
+                "eager, so this comparison is meaningless (with fallback_random=True it passes): set "
+                "compile_snapshot(fallback_random=True) to make compiled code call eager's random ops, or use model.eval()"
             )
-        if mismatches:
-            raise CaseFailure(format_mismatches(self.spec.backend_name, mismatches))
+        else:
+            lines.extend(self._attribution(fallback_random=bool(random)).lines())
+            if random:
+                lines.append(f"(random ops {', '.join(random)}: stages re-run with fallback_random=True; it does not explain the divergence)")
+        return "\n".join(lines + format_mismatches(mismatches))
+
+    def _graph_texts(self) -> list[str]:
+        """AOT graphs where there are any (eval-mode dropout is gone there), else Dynamo's."""
+        aot = [t for name in ("aot_forward", "aot_inference", "aot_backward") for t in self.log.payloads(name)]
+        return aot or self.log.payloads("dynamo_graph")
+
+    def _attribution(self, fallback_random: bool) -> Attribution:
+        backend, is_name = self.spec.backend_name, isinstance(self.spec.backend, str)
+
+        def stage(stage_backend: str) -> str | None:
+            kwargs = {"backend": stage_backend, "fullgraph": self.spec.fullgraph, "dynamic": self.spec.dynamic}
+            return self._replay(kwargs, fallback_random, self._requested_config(stage_backend))
+
+        found = attribute(backend, is_name, stage)
+        if self.spec.bisect and can_bisect(found, backend, is_name):
+            found = dataclasses.replace(found, bisected=bisect(stage))
+        return found
+
+    def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, config: dict[str, Any] | None = None) -> str | None:
+        """Re-run the case from its start with other compile settings; describe the first mismatch, if any."""
+        reference = self._replay_eager(lambda value: value)
+        reset_dynamo()
+        module = copy_model(self.pristine)
+        compiled = torch.compile(module, **compile_kwargs)
+        patch = {**HOST_PINNED_CONFIG, **(config or {}), **({"fallback_random": True} if fallback_random or self.spec.fallback_random else {})}
+        with quiet_trace(), inductor_config.patch(patch):
+            for inputs in self.calls:
+                _, seen = self._observe(compiled, module, clone_inputs(inputs))
+        mismatches = self._mismatches(seen, reference)
+        return str(mismatches[0]) if mismatches else None
+
+    def _replay_eager(self, convert: Callable[[Any], Any]) -> dict[str, Any]:
+        """Eager from the case's start (converted, e.g. to float64); the last call's observation."""
+        module = convert(copy_model(self.pristine))
+        seen: dict[str, Any] = {}
+        for inputs in self.calls:
+            _, seen = self._observe(module, module, convert(clone_inputs(inputs)))
+        return seen
+
+    def _requested_config(self, backend: str) -> dict[str, Any]:
+        """The requested mode and options as Inductor config, for the bisector's Inductor replays."""
+        if backend != self.spec.backend_name or not isinstance(self.spec.backend, str):
+            return {}
+        from torch._inductor import list_mode_options
+
+        return {**list_mode_options(self.spec.mode or "default", self.spec.dynamic), **dict(self.spec.options or {})}
+
+    # --- results and artifacts ---------------------------------------------------
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         counters = layout.counters(self.log)
@@ -174,7 +275,7 @@ class CompileCase:
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
         raw = layout.build(self.log, self.spec.backend_name)
-        wanted = self.spec.artifacts or tuple(name for name, text in raw.items() if text)
+        wanted = self.spec.artifacts if self.spec.artifacts is not None else tuple(name for name, text in raw.items() if text)
         return {
             name: self.normalizer(raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
             for name in wanted
@@ -243,7 +344,7 @@ class CompileModel:
 
 
 def check_backend(spec: CompileSpec) -> None:
-    """A backend name must be registered; say which names are."""
+    """A backend name must be registered, and Inductor options must exist; say which do."""
     if not isinstance(spec.backend, str):
         return
     from torch._dynamo.backends.registry import list_backends
@@ -251,3 +352,23 @@ def check_backend(spec: CompileSpec) -> None:
     known = sorted(set(list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"})
     if spec.backend not in known:
         pytest.fail(f"usage error: compile_snapshot(backend={spec.backend!r}) is not a registered backend; known: {', '.join(known)}", pytrace=False)
+    if spec.backend == "inductor" and spec.options:
+        _check_inductor_options(spec.options)
+
+
+def _check_inductor_options(options: Any) -> None:
+    """torch's own message lists all ~600 options; name the wrong one and its near misses."""
+    import difflib
+
+    from torch._inductor import list_options
+
+    known = list_options()
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            pytest.fail(
+                f"usage error: compile_snapshot(options=...) has unknown Inductor option {name!r}{hint} "
+                "(all options: torch._inductor.list_options())",
+                pytrace=False,
+            )

@@ -42,10 +42,20 @@ class CompileSpec:
     """What `compile_model` compiles with and what it checks.
 
     The fields mirror `torch.compile`'s arguments plus the plugin's own
-    (`artifacts`, `numerics`, `grads`, `rtol`, `atol`). `None` means "the
-    default": for `artifacts` every artifact the backend produced, for
-    `grads` on when any input or parameter requires grad, for tolerances the
-    dtype-aware defaults of `torch.testing.assert_close`.
+    (`artifacts`, `numerics`, `grads`, `rtol`, `atol`, and the numerics
+    settings below). `None` means "the default": for `artifacts` every
+    artifact the backend produced, for `grads` on when any input or parameter
+    requires grad, for tolerances the dtype-aware defaults of
+    `torch.testing.assert_close`, for `fp64_reference` on for float16 and
+    bfloat16 results only.
+
+    `fp64_reference`: a result outside tolerance still passes when its error
+    against a float64 run is at most `fp64_multiplier` times eager's own
+    (plus atol). `fallback_random`: Inductor calls eager's random ops, so
+    dropout draws the same numbers in both runs. `bisect`: after a mismatch
+    in Inductor or its decompositions, ask torch's compiler bisector which
+    pass or lowering did it. `check_stride`: a result laid out with other
+    strides than eager's fails (as `torch.testing.assert_close(check_stride=True)`).
     """
 
     backend: str | Callable[..., Any] = "inductor"
@@ -58,6 +68,11 @@ class CompileSpec:
     grads: bool | None = None
     rtol: float | None = None
     atol: float | None = None
+    fp64_reference: bool | None = None
+    fp64_multiplier: float = 3.0
+    fallback_random: bool = False
+    bisect: bool = True
+    check_stride: bool = False
 
     def __post_init__(self) -> None:
         _check_backend(self.backend)
@@ -66,6 +81,11 @@ class CompileSpec:
         _check_choice("fullgraph", self.fullgraph, (True, False))
         _check_choice("numerics", self.numerics, (True, False))
         _check_choice("grads", self.grads, (None, True, False))
+        _check_choice("fp64_reference", self.fp64_reference, (None, True, False))
+        _check_choice("fallback_random", self.fallback_random, (True, False))
+        _check_choice("bisect", self.bisect, (True, False))
+        _check_choice("check_stride", self.check_stride, (True, False))
+        _check_multiplier(self.fp64_multiplier)
         _check_options(self.options)
         if self.mode is not None and self.options:
             raise SpecError("mode= and options= cannot both be given (torch.compile takes one or the other)")
@@ -146,6 +166,11 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
             f"allowed: {', '.join(ARTIFACT_EXTENSIONS)}"
         )
     return tuple(dict.fromkeys(artifacts))
+
+
+def _check_multiplier(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+        raise SpecError(f"{MARKER}(fp64_multiplier={value!r}) must be a number >= 1 (how many times eager's own error compiled may have)")
 
 
 def _check_tolerances(rtol: object, atol: object) -> None:
