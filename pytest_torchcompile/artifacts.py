@@ -9,6 +9,7 @@ reads first.
 from __future__ import annotations
 
 import dis
+import functools
 import re
 import types
 from collections.abc import Iterable
@@ -90,15 +91,23 @@ def transformed_code(log: CaptureLog) -> str:
 
 def decompile(record: BytecodeRecord) -> str:
     """depyf's Python for the transformed code, or a `dis` listing with a note."""
+    return _decompile_code(record.transformed)
+
+
+@functools.lru_cache(maxsize=256)
+def _decompile_code(code: types.CodeType) -> str:
+    """Decompiling is the costliest part of laying out artifacts; a case with
+    several calls lays them out after each call, so each code object is
+    decompiled once."""
     try:
         import depyf
 
-        return str(depyf.decompile(record.transformed)).strip("\n")
+        return str(depyf.decompile(code)).strip("\n")
     except Exception as exc:  # depyf raises many kinds; any of them means "fall back"
         opname = _OPNAME.search(str(exc))
         what = f" at instruction {opname.group(1)}" if opname else ""
         note = f"# depyf could not decompile this frame ({type(exc).__name__}{what}); bytecode listing follows"
-        return note + "\n" + bytecode_listing(record.transformed)
+        return note + "\n" + bytecode_listing(code)
 
 
 def bytecode_listing(code: types.CodeType) -> str:
@@ -181,9 +190,11 @@ def _bullets(items: Iterable[str]) -> list[str]:
     return lines
 
 
-def build(log: CaptureLog, backend: str) -> dict[str, str]:
-    """Every artifact's raw text; an artifact the backend did not produce is ''."""
-    texts = {name: record_artifact(log, name) for name in RECORD_ARTIFACTS}
-    texts["transformed_code"] = transformed_code(log)
-    texts["summary"] = summary(backend, counters(log))
-    return texts
+def build(log: CaptureLog, backend: str, names: Iterable[str] | None = None) -> dict[str, str]:
+    """The raw text of each named artifact (default: all); one not produced is ''."""
+    makers = {
+        **{name: functools.partial(record_artifact, log, name) for name in RECORD_ARTIFACTS},
+        "transformed_code": lambda: transformed_code(log),
+        "summary": lambda: summary(backend, counters(log)),
+    }
+    return {name: makers[name]() for name in (makers if names is None else names)}

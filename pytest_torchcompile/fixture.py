@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -258,7 +259,6 @@ class CompileCase:
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         counters = layout.counters(self.log)
-        texts = self.artifact_texts()
         return CompileResult(
             output=out,
             eager_output=eager_out,
@@ -266,15 +266,15 @@ class CompileCase:
             graph_break_count=counters.graph_break_count,
             recompile_count=counters.recompile_count,
             kernel_count=counters.kernel_count,
-            frames=self._frames(counters),
-            artifacts=texts,
+            artifacts=self.artifact_texts(),
             compile_seconds=self.compile_seconds,
             _call=self.call,
+            _frames=functools.partial(self._frames, counters),
         )
 
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
-        raw = layout.build(self.log, self.spec.backend_name)
+        raw = layout.build(self.log, self.spec.backend_name, self.spec.artifacts)
         wanted = self.spec.artifacts if self.spec.artifacts is not None else tuple(name for name, text in raw.items() if text)
         return {
             name: self.normalizer(raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
@@ -285,7 +285,7 @@ class CompileCase:
         frames = []
         for fc in counters.frames:
             texts = {name: self.normalizer(layout.record_artifact(_only(self.log, fc.key), name)) for name in layout.RECORD_ARTIFACTS}
-            frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, fc.name, {k: v for k, v in texts.items() if v}))
+            frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, self.normalizer(fc.name), {k: v for k, v in texts.items() if v}))
         return tuple(frames)
 
 
@@ -338,7 +338,7 @@ class CompileModel:
         finished = [c for c in self.cases if c.result is not None]
         for case in finished:
             case_dir = test_dir if len(self.cases) == 1 else test_dir / safe_segment(case.name)
-            for artifact, text in case.artifact_texts().items():
+            for artifact, text in case.result.artifacts.items():  # as of the case's last call
                 outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
         return outcomes
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +33,15 @@ class CompileResult:
     graph_break_count: int
     recompile_count: int
     kernel_count: int
-    frames: tuple[FrameResult, ...]
     artifacts: Mapping[str, str]
     compile_seconds: float
     _call: Callable[..., CompileResult] = field(repr=False)
+    _frames: Callable[[], tuple[FrameResult, ...]] = field(repr=False, default=tuple)
+
+    @functools.cached_property
+    def frames(self) -> tuple[FrameResult, ...]:
+        """One record per Dynamo frame compile, normalized when first read."""
+        return self._frames()
 
     def call(self, *args: Any, **kwargs: Any) -> CompileResult:
         """Call the compiled model again, check numerics, fold recompiles in."""
