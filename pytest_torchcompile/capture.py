@@ -16,13 +16,16 @@ import logging
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch._inductor.config as inductor_config
 from torch._dynamo.convert_frame import register_bytecode_hook
 from torch._guards import CompileContext
 from torch._logging._internal import trace_log
+
+if TYPE_CHECKING:
+    from .guards import GuardRow
 
 #: trace record kind (or artifact name) -> the plugin's name for it.
 RECORD_NAMES: dict[str, str] = {
@@ -77,6 +80,8 @@ class CaptureLog:
 
     records: list[TraceRecord] = field(default_factory=list)
     bytecode: list[BytecodeRecord] = field(default_factory=list)
+    #: guard rows per frame compile, read from Dynamo's cache right after the compile
+    guards: dict[FrameKey, tuple[GuardRow, ...]] = field(default_factory=dict)
 
     def frames(self) -> list[FrameKey]:
         """Frame compiles in (frame, compile) order."""
