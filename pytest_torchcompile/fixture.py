@@ -22,10 +22,14 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
+from . import program
 from .capture import CaptureLog, capturing, reset_dynamo
 from .diagnose import compile_stage, first_line, innermost, user_frame
+from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .numerics import compare_trees, flatten, format_mismatches
+from .precompile import PrecompileFailure, RoundTrip
+from .precompile import check as precompile_check
 from .result import CompileResult, FrameResult
 from .snapshot import Outcome, SnapshotStore, artifact_filename, safe_segment
 from .spec import CompileSpec
@@ -99,6 +103,8 @@ class CompileCase:
     eager_model: Any = None
     compile_seconds: float = 0.0
     result: CompileResult | None = None
+    guard_checker: GuardChecker | None = None
+    round_trip: RoundTrip | None = None
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         reset_dynamo()
@@ -109,6 +115,7 @@ class CompileCase:
     def call(self, *args: Any, **kwargs: Any) -> CompileResult:
         """Run eager then compiled on independent copies, compare, re-derive artifacts."""
         eager_args, eager_kwargs = clone_inputs((args, kwargs))
+        pristine = (copy_model(self.eager_model), clone_inputs((args, kwargs))) if self.spec.precompile else None
         eager_out = self._run_eager(eager_args, eager_kwargs)
         started = time.perf_counter()
         out = self._run_compiled(args, kwargs)
@@ -116,7 +123,23 @@ class CompileCase:
         self.result = self._result(out, eager_out)
         if self.spec.numerics:
             self._check(out, eager_out, (args, kwargs), (eager_args, eager_kwargs))
+        if pristine is not None:
+            self._precompiled(*pristine, eager_out)
         return self.result
+
+    def _precompiled(self, model: Any, inputs: Any, eager_out: Any) -> None:
+        """The precompile round trip on this call's inputs and model state (precompile.py)."""
+        breaks = tuple(self.normalizer(b).strip() for b in layout.counters(self.log).break_reasons)
+        try:
+            self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, eager_out, breaks, SEED)
+        except PrecompileFailure as exc:
+            raise CaseFailure(self.normalizer(str(exc))) from exc
+        if self.result is not None:
+            self.result.precompile = self.round_trip.report
+
+    def close(self) -> None:
+        if self.round_trip is not None:
+            self.round_trip.close()
 
     def _run_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -133,6 +156,7 @@ class CompileCase:
                 out = run_seeded(self.compiled, args, kwargs)
                 if wants_grads(self.spec, self.model, args, kwargs, out):
                     backward(out)
+            read_guards(self.log)
             return out
         except Exception as exc:
             raise CaseFailure(self._compile_failure(exc)) from exc
@@ -168,15 +192,23 @@ class CompileCase:
             frames=self._frames(counters),
             artifacts=texts,
             compile_seconds=self.compile_seconds,
-            _call=self.call,
+            _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
+            _check_guards=self.check_guards,
         )
+
+    def check_guards(self, *args: Any, **kwargs: Any) -> bool:
+        """The first frame compile's guards, as emitted in the program, on new inputs."""
+        if self.guard_checker is None:
+            self.guard_checker = GuardChecker(self.log, self.model)
+        return self.guard_checker(*args, **kwargs)
 
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
         raw = layout.build(self.log, self.spec.backend_name)
+        raw["program"] = program.build(self.log, self.spec.backend_name) if self.log.bytecode else ""
         wanted = self.spec.artifacts or tuple(name for name, text in raw.items() if text)
         return {
-            name: self.normalizer(raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
+            name: self.normalizer.artifact(name, raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
             for name in wanted
         }
 
@@ -216,11 +248,7 @@ class CompileModel:
         check_backend(self.spec)
         case = CompileCase(self.spec, name, model, self.normalizer)
         self.cases.append(case)
-        try:
-            return case.start(args, kwargs)
-        except CaseFailure as exc:
-            failure = f"[{name}] {exc}"
-        pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
+        return fail_test_on_case_failure(name, lambda: case.start(args, kwargs))
 
     def release(self) -> None:
         """Drop Dynamo's caches of this test's code objects when the test ends.
@@ -230,6 +258,8 @@ class CompileModel:
         """
         if self.cases:
             reset_dynamo()
+        for case in self.cases:
+            case.close()
 
     def check_snapshots(self, store: SnapshotStore, test_dir: Path) -> list[Outcome]:
         """Compare every case's artifacts with the stored files (or write them)."""
@@ -240,6 +270,15 @@ class CompileModel:
             for artifact, text in case.artifact_texts().items():
                 outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
         return outcomes
+
+
+def fail_test_on_case_failure(name: str, run: Callable[[], CompileResult]) -> CompileResult:
+    """A failing case (first call or `CompileResult.call`) fails the test with its message alone."""
+    try:
+        return run()
+    except CaseFailure as exc:
+        failure = f"[{name}] {exc}"
+    pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
 
 def check_backend(spec: CompileSpec) -> None:
