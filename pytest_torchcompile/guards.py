@@ -20,10 +20,9 @@ Dynamo does (L: the frame's arguments, `self` included; G: its globals).
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
-import io
 import re
-import tokenize
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -111,6 +110,7 @@ _ID_CHECK = re.compile(r"___check_(obj|type)_id\((.+?), (\d+)\)")
 _TYPE_SUFFIX = re.compile(r", type=<class '([^']*)'>$")
 _SAVED_HOOKS = re.compile(r"^torch\._functorch\.aot_autograd\.utils\.top_saved_tensors_hooks ids == None$")
 _ACCESS_ERRORS = "(AttributeError, KeyError, IndexError)"
+_BEFORE_COMMENT = re.compile(r"""((?:[^'"#]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*)#""")
 
 
 @dataclass(frozen=True)
@@ -180,13 +180,11 @@ def _leaf_rows(kind: str, leaf: Any, source: str, type_name: str, type_id: int) 
 
 
 def split_comment(part: str) -> tuple[str, str]:
-    """`code  # comment` -> (code, comment), finding the comment as Python does."""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(part).readline):
-            if token.type == tokenize.COMMENT:
-                column = token.start[1]
-                return part[:column].rstrip(), part[column + 1 :].strip()
-    except (tokenize.TokenError, SyntaxError):
+    """`code  # comment` -> (code, comment): the first `#` outside a string literal."""
+    match = _BEFORE_COMMENT.match(part)
+    if match:
+        return match.group(1).rstrip(), part[match.end() :].strip()
+    if "#" in part:  # an unbalanced quote: fall back to Dynamo's own separator
         code, _, comment = part.partition("  # ")
         return code.rstrip(), comment.strip()
     return part.strip(), ""
@@ -199,6 +197,7 @@ def frame_label(key: FrameKey) -> str:
     return f"f{key.frame_id}c{key.compile_id}"
 
 
+@functools.lru_cache(maxsize=64)
 def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -> GuardFunction:
     """`def guards_<frame>(L, G) -> bool`: all checks joined by `and`, in Dynamo's order."""
     label = frame_label(key)
@@ -266,11 +265,8 @@ def _tensor_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
         assert isinstance(call, ast.Call) and len(call.args) == 4
     except (SyntaxError, AssertionError):
         return []
-    src = ast.get_source_segment(row.code, call.args[0]) or row.source
-    keys = ast.get_source_segment(row.code, call.args[2]) or ""
-    dtype = ast.get_source_segment(row.code, call.args[3])
+    src, type_name, keys, dtype = (row.code[a.col_offset : a.end_col_offset] for a in call.args)  # one line: columns suffice
     kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    type_name = ast.get_source_segment(row.code, call.args[1]) or ""
     if type_name in _TENSOR_TYPES:
         checks = [f"type({src}) is {_TENSOR_TYPES[type_name]}"]
     else:

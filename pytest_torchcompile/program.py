@@ -13,6 +13,7 @@ comments, so the file always parses.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from .artifacts import bytecode_listing, depyf_source, frame_names
@@ -78,7 +79,7 @@ def _titled(title: str, body: str) -> str:
 def transformed(record: BytecodeRecord) -> str:
     """depyf's Python, or the `dis` listing as comments with the reason."""
     source, why = depyf_source(record.transformed)
-    if source is not None and _is_python(source):
+    if source is not None and is_python(source):
         return source
     listing = "\n".join(f"# {line}" for line in bytecode_listing(record.transformed).splitlines())
     return f"# depyf could not decompile this frame ({why or 'not valid Python'}); bytecode listing, as comments:\n{listing}"
@@ -114,12 +115,13 @@ def _aot_kind(code: str) -> str:
 def _python(text: str) -> str:
     """The text as is when it parses; otherwise as comments, saying so."""
     text = text.strip("\n")
-    if _is_python(text):
+    if is_python(text):
         return text
     return "# (not valid Python as captured; kept as comments)\n" + "\n".join(f"# {line}" for line in text.splitlines())
 
 
-def _is_python(text: str) -> bool:
+@functools.lru_cache(maxsize=256)
+def is_python(text: str) -> bool:
     try:
         ast.parse(text)
     except SyntaxError:
