@@ -137,29 +137,41 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     `pin_host` patches Inductor's codegen settings so generated C++ is the
     same on every x86 host (see `HOST_PINNED_CONFIG`).
     """
-    handler = _TraceHandler(log)
-    previous_level, previous_propagate = trace_log.level, trace_log.propagate
-    # pytest's log capture attaches its handlers to this non-propagating logger
-    # too; detach them for the call so the trace does not flood test reports.
-    foreign = list(trace_log.handlers)
-    for other in foreign:
-        trace_log.removeHandler(other)
     hook = register_bytecode_hook(
         lambda original, transformed: log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
     )
-    trace_log.addHandler(handler)
-    trace_log.setLevel(logging.DEBUG)
-    trace_log.propagate = False  # records are for us only, not for pytest's log capture
     try:
-        with inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
+        with trace_only_to(_TraceHandler(log)), inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
             yield log
     finally:
-        trace_log.removeHandler(handler)
+        hook.remove()
+
+
+@contextlib.contextmanager
+def trace_only_to(handler: logging.Handler | None) -> Iterator[None]:
+    """Send torch's structured trace to `handler` alone (None: to no one) for a while.
+
+    pytest's log capture attaches its handlers to this non-propagating logger
+    too; they are detached meanwhile so the trace does not flood test reports
+    (and torch does not build payloads nobody reads).
+    """
+    previous_level, previous_propagate = trace_log.level, trace_log.propagate
+    foreign = list(trace_log.handlers)
+    for other in foreign:
+        trace_log.removeHandler(other)
+    if handler is not None:
+        trace_log.addHandler(handler)
+        trace_log.setLevel(logging.DEBUG)
+    trace_log.propagate = False  # records are for `handler` only, not for pytest's log capture
+    try:
+        yield
+    finally:
+        if handler is not None:
+            trace_log.removeHandler(handler)
         trace_log.setLevel(previous_level)
         trace_log.propagate = previous_propagate
         for other in foreign:
             trace_log.addHandler(other)
-        hook.remove()
 
 
 def reset_dynamo() -> None:

@@ -121,8 +121,7 @@ class GuardRow:
     source: str  # the guarded value, `L['x']`; `L` for guards on the whole frame
     code: str  # Dynamo's code part without its comment
     comment: str  # the user line that installed the guard
-    type_name: str  # the guarded value's class
-    type_id: int  # its id(), for tensor subclasses compared by identity
+    type_id: int  # id() of the guarded value's class, for tensor subclasses compared by identity
 
 
 @dataclass(frozen=True)
@@ -147,6 +146,8 @@ def read_guards(log: CaptureLog) -> None:
         return
     for code in dict.fromkeys(b.original for b in log.bytecode if b.key in wanted):
         for entry in _debug_get_cache_entry_list(code):
+            if entry.compile_id is None:
+                continue
             key = FrameKey(entry.compile_id.frame_id, entry.compile_id.frame_compile_id or 0)
             if key in wanted and key not in log.guards:
                 log.guards[key] = guard_rows(entry.guard_manager.root)
@@ -157,7 +158,7 @@ def guard_rows(root: Any) -> tuple[GuardRow, ...]:
     (listed under each value it relates) once."""
     rows = list(_walk(root))
     for guard in root.get_epilogue_lambda_guards():
-        rows.extend(_leaf_rows("EPILOGUE", guard, "L", "", 0))
+        rows.extend(_leaf_rows("EPILOGUE", guard, "L", 0))
     first: dict[tuple[str, str], GuardRow] = {}
     for row in rows:
         first.setdefault((row.kind, row.code), row)
@@ -165,18 +166,17 @@ def guard_rows(root: Any) -> tuple[GuardRow, ...]:
 
 
 def _walk(manager: Any) -> Iterator[GuardRow]:
-    value_type = manager.get_type_of_guarded_value()
-    type_name = f"{value_type.__module__}.{value_type.__qualname__}".removeprefix("builtins.")
+    type_id = id(manager.get_type_of_guarded_value())
     for leaf in manager.get_leaf_guards():
-        yield from _leaf_rows(type(leaf).__name__, leaf, manager.get_source(), type_name, id(value_type))
+        yield from _leaf_rows(type(leaf).__name__, leaf, manager.get_source(), type_id)
     for child in manager.get_child_managers():
         yield from _walk(child)
 
 
-def _leaf_rows(kind: str, leaf: Any, source: str, type_name: str, type_id: int) -> Iterator[GuardRow]:
+def _leaf_rows(kind: str, leaf: Any, source: str, type_id: int) -> Iterator[GuardRow]:
     for part in leaf.verbose_code_parts():
         code, comment = split_comment(part)
-        yield GuardRow(kind, source, code, comment, type_name, type_id)
+        yield GuardRow(kind, source, code, comment, type_id)
 
 
 def split_comment(part: str) -> tuple[str, str]:

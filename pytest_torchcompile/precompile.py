@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map_only
 
+from .capture import trace_only_to
 from .diagnose import first_line, innermost
 from .spec import CompileSpec
 
@@ -77,7 +78,8 @@ class RoundTrip:
         options = {**spec.compile_kwargs(), "fullgraph": True}
         started = time.perf_counter()
         try:
-            compiled = torch.compile(target, **options).aot_compile((tuple(args), dict(kwargs)))
+            with trace_only_to(None):
+                compiled = torch.compile(target, **options).aot_compile((tuple(args), dict(kwargs)))
         except Exception as exc:
             if type(exc).__name__ in ("Unsupported", "UserError"):
                 raise fullgraph_required((first_line(exc),)) from exc
