@@ -10,7 +10,13 @@ Part `zoo`: wall time of `pytest fixtures` (the zoo) with a cold and then a
 warm Inductor cache, and how much of it is compiling (the plugin's own
 "compile s" column) versus everything else.
 
-    python benchmarks/bench_capture.py            # both parts
+Part `program`: what the `program` artifact adds to a case once the capture
+has run: reading the guard trees from Dynamo's cache entries, then laying out
+and normalizing the program (depyf's decompilation is shared with
+`transformed_code`, which the fixture builds first), against the layout and
+normalization of all other artifacts.
+
+    python benchmarks/bench_capture.py            # all parts
     python benchmarks/bench_capture.py overhead   # one part
 """
 
@@ -91,9 +97,48 @@ def zoo_walltime() -> None:
         print(f"  {label}: wall {wall:6.1f} s, compiling (compile + first call, eager excluded) {compile_s:6.1f} s, rest {wall - compile_s:6.1f} s  [{status}]")
 
 
+def program_cost(rounds: int = 7) -> None:
+    import torch
+
+    from fixtures import zoo
+    from pytest_torchcompile import artifacts, program
+    from pytest_torchcompile.capture import CaptureLog, capturing
+    from pytest_torchcompile.guards import guard_function, read_guards
+    from pytest_torchcompile.normalize import Normalizer
+
+    normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
+    print(f"program artifact per case, inductor, warm caches, {rounds} rounds (median milliseconds)")
+    print(f"{'model':<22} {'read guards':>11} {'build+normalize':>15} {'program total':>13} {'other artifacts':>15} {'lines':>6}")
+    for name in ("mlp_training", "convbn_inference", "transformer_block", "graph_break", "dynamic_shapes", "function_with_kwargs"):
+        model, args, kwargs = getattr(zoo, name)()
+        torch._dynamo.reset()
+        log = CaptureLog()
+        with torch.set_grad_enabled(name in ("mlp_training", "graph_break")), capturing(log):
+            torch.compile(model, dynamic=True if name == "dynamic_shapes" else None)(*args, **kwargs)
+        reads, builds, others = [], [], []
+        for _ in range(rounds):
+            others.append(_ms(lambda: {n: normalize(t) for n, t in artifacts.build(log, "inductor").items()}))
+            log.guards.clear()
+            guard_function.cache_clear(), program.is_python.cache_clear()  # a case's first build: nothing cached
+            reads.append(_ms(lambda: read_guards(log)))
+            builds.append(_ms(lambda: normalize.artifact("program", program.build(log, "inductor"))))
+        r, b, o = (statistics.median(x) for x in (reads, builds, others))
+        lines = len(program.build(log, "inductor").splitlines())
+        print(f"{name:<22} {r:11.2f} {b:15.2f} {r + b:13.2f} {o:15.2f} {lines:6d}")
+    torch._dynamo.reset()
+
+
+def _ms(fn: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    fn()
+    return 1000 * (time.perf_counter() - started)
+
+
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["overhead", "zoo"]
+    parts = sys.argv[1:] or ["overhead", "zoo", "program"]
     if "overhead" in parts:
         overhead()
     if "zoo" in parts:
         zoo_walltime()
+    if "program" in parts:
+        program_cost()

@@ -91,23 +91,23 @@ def transformed_code(log: CaptureLog) -> str:
 
 def decompile(record: BytecodeRecord) -> str:
     """depyf's Python for the transformed code, or a `dis` listing with a note."""
-    return _decompile_code(record.transformed)
+    source, why = depyf_source(record.transformed)
+    if source is not None:
+        return source
+    note = f"# depyf could not decompile this frame ({why}); bytecode listing follows"
+    return note + "\n" + bytecode_listing(record.transformed)
 
 
 @functools.lru_cache(maxsize=256)
-def _decompile_code(code: types.CodeType) -> str:
-    """Decompiling is the costliest part of laying out artifacts; a case with
-    several calls lays them out after each call, so each code object is
-    decompiled once."""
+def depyf_source(code: types.CodeType) -> tuple[str | None, str]:
+    """(Python source, "") from depyf, or (None, why not); each code object decompiled once."""
     try:
         import depyf
 
-        return str(depyf.decompile(code)).strip("\n")
+        return str(depyf.decompile(code)).strip("\n"), ""
     except Exception as exc:  # depyf raises many kinds; any of them means "fall back"
         opname = _OPNAME.search(str(exc))
-        what = f" at instruction {opname.group(1)}" if opname else ""
-        note = f"# depyf could not decompile this frame ({type(exc).__name__}{what}); bytecode listing follows"
-        return note + "\n" + bytecode_listing(code)
+        return None, type(exc).__name__ + (f" at instruction {opname.group(1)}" if opname else "")
 
 
 def bytecode_listing(code: types.CodeType) -> str:

@@ -16,13 +16,16 @@ import logging
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch._inductor.config as inductor_config
 from torch._dynamo.convert_frame import register_bytecode_hook
 from torch._guards import CompileContext
 from torch._logging._internal import trace_log
+
+if TYPE_CHECKING:
+    from .guards import GuardRow
 
 #: trace record kind (or artifact name) -> the plugin's name for it.
 RECORD_NAMES: dict[str, str] = {
@@ -77,6 +80,8 @@ class CaptureLog:
 
     records: list[TraceRecord] = field(default_factory=list)
     bytecode: list[BytecodeRecord] = field(default_factory=list)
+    #: guard rows per frame compile, read from Dynamo's cache right after the compile
+    guards: dict[FrameKey, tuple[GuardRow, ...]] = field(default_factory=dict)
 
     def frames(self) -> list[FrameKey]:
         """Frame compiles in (frame, compile) order."""
@@ -126,49 +131,47 @@ def _current_frame_key() -> FrameKey:
 
 
 @contextlib.contextmanager
-def quiet_trace() -> Iterator[None]:
-    """Detach other handlers from torch's trace logger for the duration.
-
-    pytest's log capture attaches its handlers to this non-propagating
-    logger too; while any handler is attached torch builds every trace
-    payload, and pytest would fill test reports with empty DEBUG lines.
-    """
-    foreign = list(trace_log.handlers)
-    for other in foreign:
-        trace_log.removeHandler(other)
-    try:
-        yield
-    finally:
-        for other in foreign:
-            trace_log.addHandler(other)
-
-
-@contextlib.contextmanager
 def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     """Attach the trace handler and bytecode hook for the duration of a call.
 
     `pin_host` patches Inductor's codegen settings so generated C++ is the
     same on every x86 host (see `HOST_PINNED_CONFIG`).
     """
-    handler = _TraceHandler(log)
-    previous_level, previous_propagate = trace_log.level, trace_log.propagate
     hook = register_bytecode_hook(
         lambda original, transformed: log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
     )
     try:
-        with quiet_trace():
-            trace_log.addHandler(handler)
-            trace_log.setLevel(logging.DEBUG)
-            trace_log.propagate = False  # records are for us only, not for pytest's log capture
-            try:
-                with inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
-                    yield log
-            finally:
-                trace_log.removeHandler(handler)
-                trace_log.setLevel(previous_level)
-                trace_log.propagate = previous_propagate
+        with trace_only_to(_TraceHandler(log)), inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
+            yield log
     finally:
         hook.remove()
+
+
+@contextlib.contextmanager
+def trace_only_to(handler: logging.Handler | None) -> Iterator[None]:
+    """Send torch's structured trace to `handler` alone (None: to no one) for a while.
+
+    pytest's log capture attaches its handlers to this non-propagating logger
+    too; they are detached meanwhile so the trace does not flood test reports
+    (and torch does not build payloads nobody reads).
+    """
+    previous_level, previous_propagate = trace_log.level, trace_log.propagate
+    foreign = list(trace_log.handlers)
+    for other in foreign:
+        trace_log.removeHandler(other)
+    if handler is not None:
+        trace_log.addHandler(handler)
+        trace_log.setLevel(logging.DEBUG)
+    trace_log.propagate = False  # records are for `handler` only, not for pytest's log capture
+    try:
+        yield
+    finally:
+        if handler is not None:
+            trace_log.removeHandler(handler)
+        trace_log.setLevel(previous_level)
+        trace_log.propagate = previous_propagate
+        for other in foreign:
+            trace_log.addHandler(other)
 
 
 def reset_dynamo() -> None:

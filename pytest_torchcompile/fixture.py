@@ -25,9 +25,11 @@ import torch._inductor.config as inductor_config
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
+from . import program
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
-from .capture import HOST_PINNED_CONFIG, CaptureLog, capturing, quiet_trace, reset_dynamo
+from .capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
 from .diagnose import compile_stage, first_line, innermost, user_frame
+from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .numerics import (
     Mismatch,
@@ -41,6 +43,8 @@ from .numerics import (
     to_fp64,
     tolerate_with_fp64,
 )
+from .precompile import PrecompileFailure, RoundTrip
+from .precompile import check as precompile_check
 from .result import CompileResult, FrameResult
 from .snapshot import Outcome, SnapshotStore, artifact_filename, safe_segment
 from .spec import CompileSpec
@@ -118,6 +122,8 @@ class CompileCase:
     calls: list[Inputs] = field(default_factory=list)
     compile_seconds: float = 0.0
     result: CompileResult | None = None
+    guard_checker: GuardChecker | None = None
+    round_trip: RoundTrip | None = None
 
     @property
     def tolerance(self) -> Tolerance:
@@ -138,6 +144,7 @@ class CompileCase:
         """Run eager then compiled on independent copies, compare, re-derive artifacts."""
         self.calls.append(clone_inputs((args, kwargs)))
         eager_inputs = clone_inputs((args, kwargs))
+        before = (copy_model(self.eager_model), clone_inputs((args, kwargs))) if self.spec.precompile else None
         eager_out, eager_seen = self._run_eager(eager_inputs)
         started = time.perf_counter()
         out, seen = self._run_compiled((args, kwargs))
@@ -147,7 +154,23 @@ class CompileCase:
             mismatches = self._mismatches(seen, eager_seen)
             if mismatches:
                 raise CaseFailure(self._numerics_failure(mismatches))
+        if before is not None:
+            self._precompiled(*before, (eager_out, out))
         return self.result
+
+    def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
+        """The precompile round trip on this call's inputs and model state (precompile.py)."""
+        breaks = tuple(self.normalizer(b).strip() for b in layout.counters(self.log).break_reasons)
+        try:
+            self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, reference, breaks, SEED)
+        except PrecompileFailure as exc:
+            raise CaseFailure(self.normalizer(str(exc))) from exc
+        if self.result is not None:
+            self.result.precompile = self.round_trip.report
+
+    def close(self) -> None:
+        if self.round_trip is not None:
+            self.round_trip.close()
 
     def _observe(self, fn: Any, module: Any, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         """Call seeded, backpropagate when the case has gradients, observe everything."""
@@ -167,7 +190,9 @@ class CompileCase:
     def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
             with capturing(self.log), inductor_config.patch({"fallback_random": True} if self.spec.fallback_random else {}):
-                return self._observe(self.compiled, self.model, inputs)
+                observed = self._observe(self.compiled, self.model, inputs)
+            read_guards(self.log)
+            return observed
         except Exception as exc:
             raise CaseFailure(self._compile_failure(exc)) from exc
 
@@ -233,7 +258,7 @@ class CompileCase:
         module = copy_model(self.pristine)
         compiled = torch.compile(module, **compile_kwargs)
         patch = {**HOST_PINNED_CONFIG, **(config or {}), **({"fallback_random": True} if fallback_random or self.spec.fallback_random else {})}
-        with quiet_trace(), inductor_config.patch(patch):
+        with trace_only_to(None), inductor_config.patch(patch):
             for inputs in self.calls:
                 _, seen = self._observe(compiled, module, clone_inputs(inputs))
         mismatches = self._mismatches(seen, reference)
@@ -268,16 +293,26 @@ class CompileCase:
             kernel_count=counters.kernel_count,
             artifacts=self.artifact_texts(),
             compile_seconds=self.compile_seconds,
-            _call=self.call,
+            _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
             _frames=functools.partial(self._frames, counters),
+            _check_guards=self.check_guards,
         )
+
+    def check_guards(self, *args: Any, **kwargs: Any) -> bool:
+        """The first frame compile's guards, as emitted in the program, on new inputs."""
+        if self.guard_checker is None:
+            self.guard_checker = GuardChecker(self.log, self.model)
+        return self.guard_checker(*args, **kwargs)
 
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
-        raw = layout.build(self.log, self.spec.backend_name, self.spec.artifacts)
-        wanted = self.spec.artifacts if self.spec.artifacts is not None else tuple(name for name, text in raw.items() if text)
+        names = self.spec.artifacts
+        raw = layout.build(self.log, self.spec.backend_name, None if names is None else [n for n in names if n != "program"])
+        if names is None or "program" in names:
+            raw["program"] = program.build(self.log, self.spec.backend_name) if self.log.bytecode else ""
+        wanted = names if names is not None else tuple(name for name, text in raw.items() if text)
         return {
-            name: self.normalizer(raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
+            name: self.normalizer.artifact(name, raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
             for name in wanted
         }
 
@@ -317,11 +352,7 @@ class CompileModel:
         check_backend(self.spec)
         case = CompileCase(self.spec, name, model, self.normalizer)
         self.cases.append(case)
-        try:
-            return case.start(args, kwargs)
-        except CaseFailure as exc:
-            failure = f"[{name}] {exc}"
-        pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
+        return fail_test_on_case_failure(name, lambda: case.start(args, kwargs))
 
     def release(self) -> None:
         """Drop Dynamo's caches of this test's code objects when the test ends.
@@ -331,6 +362,8 @@ class CompileModel:
         """
         if self.cases:
             reset_dynamo()
+        for case in self.cases:
+            case.close()
 
     def check_snapshots(self, store: SnapshotStore, test_dir: Path) -> list[Outcome]:
         """Compare every case's artifacts with the stored files (or write them)."""
@@ -341,6 +374,15 @@ class CompileModel:
             for artifact, text in case.result.artifacts.items():  # as of the case's last call
                 outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
         return outcomes
+
+
+def fail_test_on_case_failure(name: str, run: Callable[[], CompileResult]) -> CompileResult:
+    """A failing case (first call or `CompileResult.call`) fails the test with its message alone."""
+    try:
+        return run()
+    except CaseFailure as exc:
+        failure = f"[{name}] {exc}"
+    pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
 
 def check_backend(spec: CompileSpec) -> None:

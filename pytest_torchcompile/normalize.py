@@ -34,6 +34,7 @@ _GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
 _GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)$", re.MULTILINE)
 _KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
+_MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
 
 
 def mask_object_ids(text: str) -> str:
@@ -118,6 +119,15 @@ def strip_trailing_space(text: str) -> str:
     return _TRAILING_SPACE.sub("", text)
 
 
+def unmask_names(text: str) -> str:
+    """`resume_in_f_at_<N>` -> `resume_in_f_at_N`: a masked name stays a Python name.
+
+    Only for artifacts that must parse as Python (`program`); elsewhere the
+    `<N>` reads better.
+    """
+    return _MASK_IN_NAME.sub(lambda m: "N" * (len(m.group(0)) // 3), text)
+
+
 def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
     seen: dict[str, str] = {}
 
@@ -184,6 +194,10 @@ STATIC_RULES: tuple[Rule, ...] = (
 )
 
 
+#: rules applied after the common ones, for one artifact only.
+ARTIFACT_RULES: dict[str, tuple[Rule, ...]] = {"program": (unmask_names,)}
+
+
 @dataclass(frozen=True)
 class Normalizer:
     """All rules in order; path rewriting first so later rules see short paths."""
@@ -198,5 +212,12 @@ class Normalizer:
 
     def __call__(self, text: str) -> str:
         for rule in self.rules:
+            text = rule(text)
+        return text
+
+    def artifact(self, name: str, text: str) -> str:
+        """The common rules, then those of artifact `name` (see `ARTIFACT_RULES`)."""
+        text = self(text)
+        for rule in ARTIFACT_RULES.get(name, ()):
             text = rule(text)
         return text

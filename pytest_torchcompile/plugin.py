@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .normalize import Normalizer
-from .report import CaseRow, format_table
+from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .snapshot import Outcome, SnapshotStore
 from .spec import MARKER, CompileSpec, SpecError, marker_signature
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 ROWS_PROPERTY = "torchcompile_cases"
 UNUSED_PROPERTY = "torchcompile_unused"
+PRECOMPILE_PROPERTY = "torchcompile_precompile"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -103,6 +104,7 @@ class TorchCompileSession:
         self.rows: list[CaseRow] = []
         self.unused: list[str] = []
         self.outcomes: list[Outcome] = []
+        self.precompile_rows: list[PrecompileRow] = []
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TorchCompileSession:
@@ -146,6 +148,9 @@ class TorchCompileSession:
         if call.when == "call" and model is not None:
             rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
             report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
+            trips = [_precompile_row(item.nodeid, case) for case in model.cases if case.round_trip is not None]
+            if trips:
+                report.user_properties.append((PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips])))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -153,6 +158,8 @@ class TorchCompileSession:
         for name, value in report.user_properties:
             if name == ROWS_PROPERTY:
                 self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
+            elif name == PRECOMPILE_PROPERTY:
+                self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
             elif name == UNUSED_PROPERTY:
                 data = json.loads(value)
                 self.unused.extend(f"{'deleted' if data['deleted'] else 'unused'}: {p}" for p in data["paths"])
@@ -163,6 +170,10 @@ class TorchCompileSession:
         terminalreporter.write_sep("-", "torch.compile cases")
         for line in format_table(self.rows):
             terminalreporter.write_line(line)
+        if self.precompile_rows:
+            terminalreporter.write_sep("-", "torch.compile precompile round trips (aot_compile, save, load in a fresh process)")
+            for line in format_precompile_table(self.precompile_rows):
+                terminalreporter.write_line(line)
         if self.unused:
             terminalreporter.write_sep("-", "torch.compile snapshots not used by this run")
             for line in self.unused:
@@ -175,3 +186,8 @@ def _row(nodeid: str, case: Any) -> CaseRow:
     r = case.result
     return CaseRow(nodeid, case.name, r.graph_count, r.graph_break_count, r.recompile_count, r.kernel_count, round(case.compile_seconds, 2))
 
+
+def _precompile_row(nodeid: str, case: Any) -> PrecompileRow:
+    r = case.round_trip.report
+    first_load = r.load_seconds[0] if r.load_seconds else 0.0
+    return PrecompileRow(nodeid, case.name, r.artifact_bytes, round(r.compile_seconds, 2), round(r.save_seconds, 3), round(first_load, 2), len(r.load_seconds))

@@ -38,10 +38,54 @@ def format_table(rows: list[CaseRow]) -> list[str]:
     for row in rows:
         per_test[row.nodeid] = per_test.get(row.nodeid, 0) + 1
     body = [row.cells(per_test[row.nodeid] == 1) for row in sorted(rows, key=lambda r: (r.nodeid, r.case))]
-    widths = [max(len(line[i]) for line in [HEADER, *body]) for i in range(len(HEADER))]
+    return aligned(HEADER, body)
+
+
+def aligned(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned first column, right-aligned numbers."""
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
 
     def fmt(cells: tuple[str, ...]) -> str:
         first = cells[0].ljust(widths[0])
         return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))])
 
-    return [fmt(HEADER), *(fmt(cells) for cells in body)]
+    return [fmt(header), *(fmt(cells) for cells in body)]
+
+
+PRECOMPILE_HEADER = ("case", "artifact KiB", "aot_compile s", "save s", "load s", "calls")
+
+
+@dataclass(frozen=True)
+class PrecompileRow:
+    """One case's precompile round trip (`precompile=True`): size and seconds, which vary
+    between runs and so stay out of the snapshots. `load_seconds` is the first load,
+    timed inside the fresh process."""
+
+    nodeid: str
+    case: str
+    artifact_bytes: int
+    compile_seconds: float
+    save_seconds: float
+    load_seconds: float
+    calls: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PrecompileRow:
+        return cls(**data)
+
+    def cells(self) -> tuple[str, ...]:
+        return (
+            f"{self.nodeid} [{self.case}]",
+            f"{self.artifact_bytes / 1024:.1f}",
+            f"{self.compile_seconds:.2f}",
+            f"{self.save_seconds:.3f}",
+            f"{self.load_seconds:.2f}",
+            str(self.calls),
+        )
+
+
+def format_precompile_table(rows: list[PrecompileRow]) -> list[str]:
+    return aligned(PRECOMPILE_HEADER, [row.cells() for row in sorted(rows, key=lambda r: (r.nodeid, r.case))])

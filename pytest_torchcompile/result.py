@@ -5,7 +5,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .precompile import PrecompileReport
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,22 @@ class CompileResult:
     def frames(self) -> tuple[FrameResult, ...]:
         """One record per Dynamo frame compile, normalized when first read."""
         return self._frames()
+    _check_guards: Callable[..., bool] | None = field(default=None, repr=False)
+    #: `precompile=True`: artifact size and compile/save/load seconds (not snapshotted: they vary)
+    precompile: PrecompileReport | None = None
 
     def call(self, *args: Any, **kwargs: Any) -> CompileResult:
         """Call the compiled model again, check numerics, fold recompiles in."""
         return self._call(*args, **kwargs)
+
+    def check_guards(self, *args: Any, **kwargs: Any) -> bool:
+        """Would the case's first frame compile run on these inputs?
+
+        Evaluates `guards_<frame>(L, G)` exactly as emitted in the `program`
+        artifact, with L bound from the arguments as Dynamo binds the frame's
+        locals (`self` first for a module) and G the function's globals.
+        Compiles nothing and runs nothing else.
+        """
+        if self._check_guards is None:
+            raise ValueError("check_guards: this result has no captured guards")
+        return self._check_guards(*args, **kwargs)

@@ -28,6 +28,7 @@ ARTIFACT_EXTENSIONS: dict[str, str] = {
     "output_code": "code.txt",
     "runtime_wrapper": "code.txt",
     "transformed_code": "code.txt",
+    "program": "py.txt",
 }
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -42,7 +43,7 @@ class CompileSpec:
     """What `compile_model` compiles with and what it checks.
 
     The fields mirror `torch.compile`'s arguments plus the plugin's own
-    (`artifacts`, `numerics`, `grads`, `rtol`, `atol`, and the numerics
+    (`artifacts`, `numerics`, `grads`, `rtol`, `atol`, `precompile`, and the numerics
     settings below). `None` means "the default": for `artifacts` every
     artifact the backend produced, for `grads` on when any input or parameter
     requires grad, for tolerances the dtype-aware defaults of
@@ -73,6 +74,7 @@ class CompileSpec:
     fallback_random: bool = False
     bisect: bool = True
     check_stride: bool = False
+    precompile: bool = False
 
     def __post_init__(self) -> None:
         _check_backend(self.backend)
@@ -86,6 +88,7 @@ class CompileSpec:
         _check_choice("bisect", self.bisect, (True, False))
         _check_choice("check_stride", self.check_stride, (True, False))
         _check_multiplier(self.fp64_multiplier)
+        _check_choice("precompile", self.precompile, (True, False))
         _check_options(self.options)
         if self.mode is not None and self.options:
             raise SpecError("mode= and options= cannot both be given (torch.compile takes one or the other)")

@@ -39,6 +39,7 @@ from pytest_torchcompile.normalize import (
     renumber_compiled_fns,
     shorten_guard_comment_paths,
     strip_trailing_space,
+    unmask_names,
 )
 
 ROOT = "/home/u/proj"
@@ -48,7 +49,13 @@ UUID = "595f6bce_1234_4abc_9def_0123456789ab"
 NORMALIZE = Normalizer.for_paths(ROOT, TORCH)
 LOCAL_FILES = frozenset({"fixtures/zoo.py", "zoo.py", "b.py"})
 LOCAL_AWARE = PathRule(ROOT, TORCH, LOCAL_FILES.__contains__)
-ALL_RULES: list[Rule] = [*STATIC_RULES, PathRule(ROOT, TORCH), LOCAL_AWARE, NORMALIZE]
+
+
+def normalize_program(text: str) -> str:
+    return NORMALIZE.artifact("program", text)
+
+
+ALL_RULES: list[Rule] = [*STATIC_RULES, PathRule(ROOT, TORCH), LOCAL_AWARE, NORMALIZE, unmask_names, normalize_program]
 
 
 def rule_id(rule: Rule) -> str:
@@ -140,6 +147,12 @@ EXAMPLES: list[tuple[Callable[[str], str], str, str]] = [
     ),
     (mask_kernel_paths, "# kernel path: /tmp/torchinductor_root/ab/cabc.py", "# kernel path: <cache>"),
     (strip_trailing_space, "def forward(self, x):  \n    return x\t\n", "def forward(self, x):\n    return x\n"),
+    (
+        unmask_names,
+        "def guards_f1c0_torch_dynamo_resume_in_forward_at_<N>(L, G):  # zoo.py:<N>\n    return __resume_at_<N>(x)  # ['<N>_forward']",
+        "def guards_f1c0_torch_dynamo_resume_in_forward_at_N(L, G):  # zoo.py:<N>\n    return __resume_at_N(x)  # ['<N>_forward']",
+    ),
+    (normalize_program, "torch_dynamo_resume_in_forward_at_13 = __resume_at_60_4", "torch_dynamo_resume_in_forward_at_N = __resume_at_N"),
 ]
 
 
@@ -241,6 +254,8 @@ FRAGMENTS = [
     "# File: fixtures/zoo.py:42 in forward",
     '  File "x.py", line 9, in f\n',
     "torch_dynamo_resume_in_forward_at_13",
+    "resume_in_f_at_<N>",
+    "<N><N>",
     "__resume_at_60_4",
     "__temp_35",
     "__temp_0",
