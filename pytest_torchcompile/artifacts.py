@@ -32,6 +32,7 @@ RECORD_ARTIFACTS = (
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE)
 _FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE)
 _OPNAME = re.compile(r"opname='(\w+)'")
+_COUNTED_NAME = re.compile(r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)")
 _BREAK_AT = re.compile(r"Graph break in user code at (\S+)")
 _BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
 
@@ -104,10 +105,44 @@ def depyf_source(code: types.CodeType) -> tuple[str | None, str]:
     try:
         import depyf
 
-        return str(depyf.decompile(code)).strip("\n"), ""
+        steady, padded = steady_names(code)
+        source = str(depyf.decompile(steady)).strip("\n")
+        for name in sorted(padded, key=len, reverse=True):
+            source = source.replace(name, padded[name])
+        return source, ""
     except Exception as exc:  # depyf raises many kinds; any of them means "fall back"
         opname = _OPNAME.search(str(exc))
         return None, type(exc).__name__ + (f" at instruction {opname.group(1)}" if opname else "")
+
+
+def steady_names(code: types.CodeType) -> tuple[types.CodeType, dict[str, str]]:
+    """The code with Dynamo's counted names padded to one length, and padded -> original.
+
+    depyf wraps long lines at a fixed width, so `__compiled_fn_7_<uuid>`
+    and `__compiled_fn_17_<uuid>` (a process-global counter: what compiled
+    earlier in the process) would wrap a call at different places. Decompiled
+    padded, the wrap no longer depends on the counter; the original names go
+    back in afterwards so they match the other artifacts' references.
+    """
+    padded: dict[str, str] = {}
+
+    def pad_names(c: types.CodeType) -> types.CodeType:
+        names = []
+        for name in c.co_names:
+            steady = _COUNTED_NAME.sub(_pad, name)
+            if steady != name:
+                padded[steady] = name
+            names.append(steady)
+        consts = tuple(pad_names(k) if isinstance(k, types.CodeType) else k for k in c.co_consts)
+        return c.replace(co_names=tuple(names), co_consts=consts)
+
+    return pad_names(code), padded
+
+
+def _pad(match: re.Match[str]) -> str:
+    if match.group(1):
+        return match.group(1) + match.group(2).zfill(8)
+    return f"{match.group(3)}{match.group(4).zfill(8)}_{match.group(5).zfill(8)}"
 
 
 def bytecode_listing(code: types.CodeType) -> str:

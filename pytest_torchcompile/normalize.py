@@ -19,6 +19,7 @@ Rule = Callable[[str], str]
 _OBJ_ID = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )(?:\d+|<id>)(\))")
 _GRAPH_ID = re.compile(r"(# graph id: )\d+")
 _GUARD_LATENCY = re.compile(r"^\s*Guard latency = [^\n]*\n?", re.MULTILINE)
+_BUILTINS_DICT = re.compile(r"__builtins_dict___\d+")
 _COMPILED_FN = re.compile(r"__compiled_fn_\d+(?:_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})?")
 _AOT_ID = re.compile(r"(# AOT ID: \[')\d+(_\w+'\])")
 _LINE_REF = re.compile(r"(\.py):\d+\b")
@@ -59,6 +60,15 @@ def renumber_compiled_fns(text: str) -> str:
     two different graphs apart while hiding both.
     """
     return _renumber(_COMPILED_FN, "__compiled_fn_{}", text)
+
+
+def renumber_builtins_dicts(text: str) -> str:
+    """`G['__builtins_dict___20']` -> `G['__builtins_dict___0']`, in order of first use.
+
+    Dynamo names the builtins dict of each new globals scope with a
+    process-global counter, so the number says what compiled earlier.
+    """
+    return _renumber(_BUILTINS_DICT, "__builtins_dict___{}", text)
 
 
 def mask_aot_ids(text: str) -> str:
@@ -182,6 +192,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     mask_graph_ids,
     drop_guard_latency,
     renumber_compiled_fns,
+    renumber_builtins_dicts,
     mask_aot_ids,
     mask_bytecode_counters,
     mask_num_threads,

@@ -36,6 +36,7 @@ from pytest_torchcompile.normalize import (
     mask_line_numbers,
     mask_num_threads,
     mask_object_ids,
+    renumber_builtins_dicts,
     renumber_compiled_fns,
     shorten_guard_comment_paths,
     strip_trailing_space,
@@ -91,6 +92,11 @@ EXAMPLES: list[tuple[Callable[[str], str], str, str]] = [
         renumber_compiled_fns,
         f"a = __compiled_fn_7_{UUID}(x)\nb = __compiled_fn_7_{UUID}(a)\nc = __compiled_fn_3(b)",
         "a = __compiled_fn_0(x)\nb = __compiled_fn_0(a)\nc = __compiled_fn_1(b)",
+    ),
+    (
+        renumber_builtins_dicts,
+        "source=G['__builtins_dict___20']['any'] ... G['__builtins_dict___20'] ... G['__builtins_dict___7']",
+        "source=G['__builtins_dict___0']['any'] ... G['__builtins_dict___0'] ... G['__builtins_dict___1']",
     ),
     (mask_aot_ids, "# AOT ID: ['3_inference']", "# AOT ID: ['<N>_inference']"),
     (mask_aot_ids, "# AOT ID: ['12_backward']", "# AOT ID: ['<N>_backward']"),
@@ -249,6 +255,8 @@ FRAGMENTS = [
     "__compiled_fn_9(x)",
     "__compiled_fn_0",
     "__compiled_fn_12",
+    "G['__builtins_dict___20']['any']",
+    "__builtins_dict___0",
     "# AOT ID: ['3_inference']",
     "# AOT ID: ['<N>_forward']",
     "# File: fixtures/zoo.py:42 in forward",
@@ -341,3 +349,26 @@ def test_user_traceback_removed_when_its_last_line_has_no_newline(text: str) -> 
     """Found by hypothesis in CI: a traceback ending the text without a newline
     survived the first pass, and a later rule made it match on the second."""
     assert NORMALIZE(text) == ""
+
+
+def _calls(name: str):
+    """A frame that calls a Dynamo-named graph on a line long enough for depyf to wrap."""
+    source = (
+        "def forward(self, x):\n"
+        f"    graph_out_0 = {name}(x, self._modules['norm1']._parameters['weight'], tmp_4['bias'], tmp_3['qkv'], y)\n"
+        "    return graph_out_0\n"
+    )
+    scope: dict = {}
+    exec(source, scope)
+    return scope["forward"].__code__
+
+
+def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
+    """depyf wraps at a fixed width; Dynamo's counter sets the name's length."""
+    import depyf
+
+    from pytest_torchcompile.artifacts import depyf_source
+
+    early, late = _calls(f"__compiled_fn_7_{UUID}"), _calls(f"__compiled_fn_17_{UUID}")
+    assert NORMALIZE(depyf.decompile(early)) != NORMALIZE(depyf.decompile(late))
+    assert NORMALIZE(depyf_source(early)[0]) == NORMALIZE(depyf_source(late)[0])
