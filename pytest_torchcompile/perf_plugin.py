@@ -246,16 +246,21 @@ class PerfSession:
 
     @property
     def run_verdict(self) -> Verdict | None:
+        """The worst case verdict; None without --perf-gate or without cases."""
         if self.settings.gate is None or not self.verdicts:
             return None
-        return Verdict.FAIL if run_fails(self.verdicts, self.settings.gate) else worst(v.verdict for v in self.verdicts)
+        return worst(v.verdict for v in self.verdicts)
+
+    @property
+    def fails_run(self) -> bool:
+        return self.settings.gate is not None and run_fails(self.verdicts, self.settings.gate)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the baseline and CI outputs, then fail the run on a regression."""
         if self.worker or not self.cases:
             return
-        failed = self.run_verdict is Verdict.FAIL
+        failed = self.fails_run
         for write in (self._write_baseline, self._write_report, self._write_benchmark_json, self._append_step_summary):
             try:
                 write()
@@ -314,7 +319,10 @@ class PerfSession:
             title, table = "torch.compile benchmarks", render(RESULT_HEADER, result_rows(self.cases))
         else:
             verdict = self.run_verdict
-            title, table = f"perf gate: {verdict.value if verdict else 'nothing to gate'}", render(GATE_HEADER, gate_rows(self.verdicts))
+            title = f"perf gate: {verdict.value if verdict else 'nothing to gate'}"
+            if verdict is Verdict.INCONCLUSIVE:
+                title += ": the run fails (--perf-gate=strict)" if self.fails_run else ": the run does not fail (it would under --perf-gate=strict)"
+            table = render(GATE_HEADER, gate_rows(self.verdicts))
         lines = [f"### {title}", "", *table, ""] if markdown_tables else [title, *table]
         if self.settings.gate is not None and self.run_verdict not in (None, Verdict.PASS):
             lines.append(f"if the new numbers are intended, update the baseline: {self.refresh_command()}")
