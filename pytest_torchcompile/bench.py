@@ -20,7 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .gate import check_number
 from .stats import Summary, summarize
@@ -43,7 +43,7 @@ class TimingSettings:
     max_time: float = 1.0
     min_rounds: int = 10
     max_rounds: int = 20000
-    block_time: float = 0.0005
+    block_time: float = 0.0001
     warmup: int = 3
     precision: float = 0.005
     confidence: float = 0.95
@@ -52,10 +52,6 @@ class TimingSettings:
         check_number("max_time", self.max_time, 0.0, math.inf, "seconds of timing per measurement")
         if self.min_rounds < 2 or self.max_rounds < self.min_rounds:
             raise ValueError(f"rounds must satisfy 2 <= min_rounds ({self.min_rounds}) <= max_rounds ({self.max_rounds})")
-
-    def longer(self, factor: float) -> TimingSettings:
-        """The same settings with `factor` times the time budget (re-measuring)."""
-        return replace(self, max_time=self.max_time * factor)
 
 
 @dataclass(frozen=True)
@@ -78,9 +74,13 @@ class PairedTiming:
         """Pool two measurements of the same case (a re-measure adds rounds)."""
         return PairedTiming(self.eager + other.eager, self.compiled + other.compiled, max(self.iterations, other.iterations))
 
-    def summaries(self, confidence: float) -> tuple[Summary, Summary, Summary]:
-        """(eager seconds, compiled seconds, speedup), each with its median's interval."""
-        return summarize(self.eager, confidence), summarize(self.compiled, confidence), summarize(self.ratios(), confidence)
+    def series(self) -> dict[str, tuple[float, ...]]:
+        """Per-round values by metric name: eager_s, compiled_s and speedup."""
+        return {"eager_s": self.eager, "compiled_s": self.compiled, "speedup": self.ratios()}
+
+    def summaries(self, confidence: float) -> dict[str, Summary]:
+        """Each metric's median with its interval."""
+        return {name: summarize(values, confidence) for name, values in self.series().items()}
 
 
 def _no_sync() -> None:

@@ -5,12 +5,14 @@ Each call is one case: the model is compiled with the marker's settings
 compile time, the plugin's capture giving the counters), eager and compiled
 are timed interleaved with the thread count pinned, GPU figures are added
 when the inputs live on a CUDA device, and, under `--perf-gate`, the case is
-judged against its baseline and re-measured for longer before a FAIL or an
-INCONCLUSIVE stands. Nothing here depends on pytest except the failure type.
+judged against its baseline and re-measured (two more passes, pooled) before
+a FAIL or an INCONCLUSIVE stands. Nothing here depends on pytest except the failure type.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,10 +34,10 @@ from .diagnose import compile_stage, first_line, innermost, user_frame
 from .fixture import clone_inputs, copy_model
 from .gate import Baseline, CaseVerdict, Gate
 from .record import CaseRecord
-from .stats import Summary
+from .stats import Summary, pass_noise, round_sig, widen
 
-#: how much longer a re-measurement runs than the first one (its rounds are pooled with it).
-REMEASURE_FACTOR = 2.0
+#: passes a re-measurement adds (its rounds are pooled with the first pass's).
+REMEASURE_PASSES = 2
 
 
 class BenchmarkFailure(Exception):
@@ -96,6 +98,23 @@ def _no_sync() -> None:
     return None
 
 
+def settle_compile_workers(timeout: float = 120.0) -> None:
+    """Wait for Inductor's compile workers, if a compile started them, to finish booting.
+
+    With Triton, the first Inductor compile starts a pool of worker
+    processes that import torch in the background for seconds; timing while
+    they boot measures them too. Only waits on a pool that exists.
+    """
+    try:
+        from torch._inductor.async_compile import AsyncCompile
+
+        ready = getattr(AsyncCompile, "_ready_future", None)
+        if ready is not None:
+            ready.result(timeout=timeout)
+    except Exception:  # a private detail of Inductor: never let it fail a benchmark
+        pass
+
+
 @dataclass
 class BenchmarkCase:
     """One model compiled once and timed against its eager copy."""
@@ -107,7 +126,7 @@ class BenchmarkCase:
     eager: Callable[[], Any] = _no_sync
     compiled: Callable[[], Any] = _no_sync
     sync: Callable[[], Any] = _no_sync
-    paired: PairedTiming | None = None
+    passes: list[PairedTiming] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     compile_seconds: float = 0.0
     first_call_seconds: float = 0.0
@@ -116,9 +135,10 @@ class BenchmarkCase:
     notes: list[str] = field(default_factory=list)
     verdict: CaseVerdict | None = None
     iterations_hint: int | None = None
+    noise_hint: dict[str, float] = field(default_factory=dict)
     final: BenchmarkResult | None = None
 
-    def start(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def start(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], passes: int) -> None:
         reset_dynamo()
         gpu = on_cuda(model, args, kwargs)
         self.sync = torch.cuda.synchronize if gpu else _no_sync
@@ -128,19 +148,27 @@ class BenchmarkCase:
         compiled_model, (compiled_args, compiled_kwargs) = self._compile(model), clone_inputs((args, kwargs))
         self.compiled = lambda: compiled_model(*compiled_args, **compiled_kwargs)
         self._first_call(gpu)
-        self.measure(self.timing)
+        self.measure(passes)
         if not gpu:
             reason = "CUDA is not available" if not torch.cuda.is_available() else "the inputs and model are on the CPU"
             self.notes.append(f"gpu: skipped, {reason}")
 
-    def measure(self, timing: TimingSettings) -> None:
-        """Time (more) interleaved rounds, pooled with earlier ones; GPU figures afresh."""
-        hint = self.paired.iterations if self.paired is not None else self.iterations_hint
-        paired = interleave(self.eager, self.compiled, timing, self.sync, iterations=hint)
-        self.paired = paired if self.paired is None else self.paired.merged(paired)
+    @property
+    def paired(self) -> PairedTiming:
+        """All passes' rounds pooled."""
+        return functools.reduce(PairedTiming.merged, self.passes)
+
+    def measure(self, passes: int) -> None:
+        """Time `passes` more passes of interleaved rounds; GPU figures afresh.
+
+        Every pass uses the same calls per block (the first pass's, or the
+        baseline's), so they measure the same thing and can be pooled.
+        """
+        for _ in range(passes):
+            hint = self.passes[0].iterations if self.passes else self.iterations_hint
+            self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
         if self.sync is not _no_sync:
-            rep_ms = 100.0 * timing.max_time / self.timing.max_time
-            self.gpu = measure_gpu(self.eager, self.compiled, self.output_code, self.spec.mode, timing.confidence, rep_ms)
+            self.gpu = measure_gpu(self.eager, self.compiled, self.output_code, self.spec.mode, self.timing.confidence, 100.0 * passes)
 
     def _run_eager_once(self) -> None:
         try:
@@ -177,34 +205,45 @@ class BenchmarkCase:
             "kernels": counters.kernel_count,
         }
         self.output_code = "\n".join(log.payloads("output_code"))
+        if gpu:
+            settle_compile_workers()
 
     def record(self) -> CaseRecord:
-        assert self.paired is not None
-        eager, compiled, speedup = self.paired.summaries(self.timing.confidence)
+        """The pooled passes' summaries, each interval at least as wide as the
+        noise between passes (this case's own, or its baseline's) allows."""
+        paired, confidence = self.paired, self.timing.confidence
+        own = self.own_noise()
+        noise = self.noise_hint or own
         metrics = {
-            "speedup": speedup,
-            "eager_s": eager,
-            "compiled_s": compiled,
-            "compile_s": Summary.exact(self.compile_seconds),
-            "first_call_s": Summary.exact(self.first_call_seconds),
+            name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
+            for name, summary in paired.summaries(confidence).items()
         }
+        metrics.update(compile_s=Summary.exact(self.compile_seconds), first_call_s=Summary.exact(self.first_call_seconds))
         gpu = self.gpu or GpuTimings()
         metrics.update(gpu.metrics)
-        samples = {"eager_s": self.paired.eager, "compiled_s": self.paired.compiled}
-        return CaseRecord(metrics, dict(self.counters), self._settings(), tuple(self.notes + gpu.notes), dict(gpu.kernels), samples)
+        settings = self._settings()
+        if own or self.noise_hint:
+            settings["noise"] = {name: round_sig(value, 3) for name, value in (own or self.noise_hint).items()}
+        samples = {"eager_s": paired.eager, "compiled_s": paired.compiled}
+        return CaseRecord(metrics, dict(self.counters), settings, tuple(self.notes + gpu.notes), dict(gpu.kernels), samples)
+
+    def own_noise(self) -> dict[str, float]:
+        """Per metric, the spread between this case's passes (needs 3 or more)."""
+        series = [p.series() for p in self.passes]
+        noise = {name: pass_noise([s[name] for s in series]) for name in series[0]}
+        return {name: value for name, value in noise.items() if value is not None}
 
     def _settings(self) -> dict[str, Any]:
         spec = self.spec
         settings: dict[str, Any] = {"backend": spec.compile_spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
         settings.update(fullgraph=spec.fullgraph, threads=self.threads, device="cuda" if self.gpu else "cpu")
-        settings["iterations"] = self.paired.iterations if self.paired else None
+        settings["iterations"] = self.passes[0].iterations
         if spec.options:
             settings["options"] = {k: repr(v) for k, v in spec.options.items()}
         return settings
 
     def result(self) -> BenchmarkResult:
         record = self.record()
-        assert self.paired is not None
         gpu = self.gpu or GpuTimings()
         return BenchmarkResult(
             case=self.name,
@@ -215,7 +254,7 @@ class BenchmarkCase:
             first_call_seconds=self.first_call_seconds,
             threads=self.threads,
             rounds=self.paired.rounds,
-            iterations=self.paired.iterations,
+            iterations=self.passes[0].iterations,
             graph_count=self.counters["graphs"],
             graph_break_count=self.counters["graph_breaks"],
             recompile_count=self.counters["recompiles"],
@@ -239,6 +278,7 @@ class CompileBenchmark:
     threads: int
     gate: Gate | None = None
     baseline: Callable[[str], Baseline | None] | None = None
+    passes: int = 1
     cases: list[BenchmarkCase] = field(default_factory=list)
 
     def __call__(self, model: Any, *args: Any, **kwargs: Any) -> BenchmarkResult:
@@ -259,10 +299,10 @@ class CompileBenchmark:
             pytest.fail(f"usage error: {self.spec_error}", pytrace=False)
         case = BenchmarkCase(name, self.spec, self.timing, self.threads)
         self.cases.append(case)
-        case.iterations_hint = self._iterations_hint(case)
+        self._take_hints(case)
         try:
             with pinned_threads(self.threads):
-                case.start(model, args, kwargs)
+                case.start(model, args, kwargs, self.passes)
                 self._judge(case)
             case.final = case.result()
             return case.final
@@ -270,11 +310,15 @@ class CompileBenchmark:
             failure = f"[{name}] {exc}"
         pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
-    def _iterations_hint(self, case: BenchmarkCase) -> int | None:
-        """The baseline's calls per block, so both measure the same thing."""
+    def _take_hints(self, case: BenchmarkCase) -> None:
+        """From the baseline: its calls per block, so both measure the same
+        thing, and its noise between passes, the least uncertainty of ours."""
         found = self.baseline(self.key(case)) if self.baseline else None
-        hint = found.record.settings.get("iterations") if found else None
-        return hint if isinstance(hint, int) else None
+        settings = found.record.settings if found else {}
+        iterations, noise = settings.get("iterations"), settings.get("noise")
+        case.iterations_hint = iterations if isinstance(iterations, int) else None
+        if isinstance(noise, dict):
+            case.noise_hint = {k: float(v) for k, v in noise.items() if isinstance(v, (int, float))}
 
     def _judge(self, case: BenchmarkCase) -> None:
         """Judge against the baseline; a FAIL or INCONCLUSIVE is measured again first."""
@@ -282,7 +326,7 @@ class CompileBenchmark:
             return
         case.verdict = self.gate.judge(self.key(case), case.record())
         if case.verdict.needs_remeasure:
-            case.measure(case.timing.longer(REMEASURE_FACTOR))
+            case.measure(REMEASURE_PASSES)
             case.verdict = self.gate.judge(self.key(case), case.record(), remeasured=True)
 
     def release(self) -> None:

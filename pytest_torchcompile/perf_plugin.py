@@ -41,8 +41,9 @@ XDIST_SKIP = (
     "skipped; run benchmarks in a separate run without -n"
 )
 GATE_MODES = ("on", "strict")
-#: a baseline is measured this many times longer than a gated run, so its own noise counts less.
-BASELINE_TIME_FACTOR = 3.0
+#: passes a baseline is measured in: its noise counts less, and the spread
+#: between passes is recorded as the case's noise for later gates.
+BASELINE_PASSES = 5
 
 perf_key = pytest.StashKey["PerfSession"]()
 bench_key = pytest.StashKey["CompileBenchmark"]()
@@ -207,13 +208,12 @@ class PerfSession:
         overrides = {"max_time": spec.max_time, "confidence": spec.confidence, "threshold": spec.threshold}
         given = {name: value for name, value in overrides.items() if value is not None}
         timing = replace(self.settings.timing, **{k: v for k, v in given.items() if k != "threshold"})
-        if self.settings.update:
-            timing = timing.longer(BASELINE_TIME_FACTOR)
         gate = None
         if self.settings.gate is not None:
             settings = replace(self.settings.gate, **{k: v for k, v in given.items() if k != "max_time"})
             gate = Gate(settings, self.store().lookup)
-        return CompileBenchmark(item.nodeid, spec, None, timing, self.settings.threads, gate, self.store().lookup)
+        passes = BASELINE_PASSES if self.settings.update else 1
+        return CompileBenchmark(item.nodeid, spec, None, timing, self.settings.threads, gate, self.store().lookup, passes)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:

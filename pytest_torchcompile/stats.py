@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 #: contiguous batches for the batch-means interval, and the fewest samples per batch.
@@ -151,3 +151,25 @@ def log_se(summary: Summary, confidence: float) -> float:
     if summary.ci_low <= 0 or summary.ci_high <= 0:
         return 0.0
     return (math.log(summary.ci_high) - math.log(summary.ci_low)) / (2.0 * z_value(confidence))
+
+
+def pass_noise(passes: Sequence[Sequence[float]]) -> float | None:
+    """Spread between passes measured one after another: sd of their log medians.
+
+    Load on a shared machine changes over seconds, slower than the batches of
+    one pass can see; measured here, a 1 s pass's median moved ~5% between
+    passes while batch-means intervals saw less than that. None with fewer
+    than 3 passes or a non-positive value.
+    """
+    if len(passes) < 3 or any(not p or min(p) <= 0 for p in passes):
+        return None
+    return statistics.stdev(math.log(statistics.median(p)) for p in passes)
+
+
+def widen(summary: Summary, se: float, confidence: float) -> Summary:
+    """The summary with its interval at least +-z*se wide in log space."""
+    if se <= 0 or summary.median <= 0:
+        return summary
+    spread = z_value(confidence) * se
+    low, high = summary.median * math.exp(-spread), summary.median * math.exp(spread)
+    return replace(summary, ci_low=min(summary.ci_low, low), ci_high=max(summary.ci_high, high))

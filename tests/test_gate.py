@@ -11,7 +11,7 @@ from pytest_torchcompile.bench_spec import BenchmarkSpec
 from pytest_torchcompile.gate import Baseline, Gate, GateSettings, Verdict, decide, run_fails
 from pytest_torchcompile.record import CaseRecord
 from pytest_torchcompile.spec import SpecError
-from pytest_torchcompile.stats import Summary, batch_spread, median_ci, summarize
+from pytest_torchcompile.stats import Summary, batch_spread, median_ci, pass_noise, summarize, widen
 
 COUNTERS = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
 
@@ -182,3 +182,13 @@ def test_summary_fields_and_rounding() -> None:
     assert (s.median, s.min, s.q1, s.q3, s.n) == (3.0, 1.0, 2.0, 4.0, 5)
     assert s.iqr == 2.0
     assert Summary.from_json(metric(1.234567891).to_json()).median == 1.2346
+
+
+def test_noise_between_passes_sets_the_least_width_of_an_interval() -> None:
+    assert pass_noise([[1.0, 1.1], [1.0]]) is None  # fewer than 3 passes
+    noise = pass_noise([[1.0, 1.0], [1.1, 1.1], [0.9, 0.9]])
+    assert noise == pytest.approx(0.1, rel=0.1)
+    narrow = Summary(2.0, 1.0, 1.9, 2.1, 1.99, 2.01, 100)
+    wide = widen(narrow, noise, 0.95)
+    assert wide.ci_low == pytest.approx(2.0 * math.exp(-1.96 * noise), rel=1e-3)
+    assert wide.median == narrow.median and widen(wide, 0.001, 0.95) == wide  # never narrows
