@@ -67,7 +67,8 @@ class Machine:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Machine:
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
 
     def filename(self) -> str:
         """`<device or cpu model>-<threads>t-<hash of the whole fingerprint>.json`."""

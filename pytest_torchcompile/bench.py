@@ -75,8 +75,8 @@ class PairedTiming:
         return PairedTiming(self.eager + other.eager, self.compiled + other.compiled, max(self.iterations, other.iterations))
 
     def series(self) -> dict[str, tuple[float, ...]]:
-        """Per-round values by metric name: eager_s, compiled_s and speedup."""
-        return {"eager_s": self.eager, "compiled_s": self.compiled, "speedup": self.ratios()}
+        """Per-round values by metric name: speedup, eager_s and compiled_s."""
+        return {"speedup": self.ratios(), "eager_s": self.eager, "compiled_s": self.compiled}
 
     def summaries(self, confidence: float) -> dict[str, Summary]:
         """Each metric's median with its interval."""

@@ -50,7 +50,7 @@ class BenchmarkSpec:
         except SpecError as exc:
             raise SpecError(str(exc).replace(SNAPSHOT_MARKER, MARKER, 1)) from None
         object.__setattr__(self, "compile_spec", spec)
-        overrides = {"threshold": self.threshold, "confidence": self.confidence}
+        overrides: dict[str, Any] = {"threshold": self.threshold, "confidence": self.confidence}
         try:
             GateSettings(**{name: value for name, value in overrides.items() if value is not None})
             if self.max_time is not None:

@@ -190,9 +190,9 @@ def _not_gated_reason(kind: Kind, baseline: Baseline, settings: GateSettings) ->
     if kind is Kind.RATIO:
         return ""
     if not baseline.same_machine:
-        return f"machine differs from the baseline's ({baseline.source})"
+        return f"other machine ({baseline.source})"
     if kind is Kind.WALL and not settings.gate_cpu_times:
-        return "CPU wall time (ini torchcompile_perf_gate_cpu_times gates it)"
+        return "CPU wall time"
     return ""
 
 

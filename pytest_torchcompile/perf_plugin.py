@@ -206,7 +206,7 @@ class PerfSession:
         except SpecError as exc:
             return CompileBenchmark(item.nodeid, None, str(exc), self.settings.timing, self.settings.threads)
         overrides = {"max_time": spec.max_time, "confidence": spec.confidence, "threshold": spec.threshold}
-        given = {name: value for name, value in overrides.items() if value is not None}
+        given: dict[str, Any] = {name: value for name, value in overrides.items() if value is not None}
         timing = replace(self.settings.timing, **{k: v for k, v in given.items() if k != "threshold"})
         gate = None
         if self.settings.gate is not None:
@@ -238,7 +238,7 @@ class PerfSession:
         for name, value in report.user_properties:
             if name != BENCH_PROPERTY:
                 continue
-            data = json.loads(value)
+            data = json.loads(str(value))
             self.cases.append(MeasuredCase(data["key"], data["nodeid"], CaseRecord.from_json(data["record"])))
             if data["verdict"] is not None:
                 rows = tuple(Row.from_json(r) for r in data["verdict"]["rows"])

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .gate import CaseVerdict, Row
+from .gate import CaseVerdict, Row, Verdict
 from .record import CaseRecord
 from .stats import quantile
 
@@ -59,10 +59,14 @@ def fmt_percent(value: float) -> str:
 
 
 def gate_cells(row: Row) -> tuple[str, ...]:
-    change = fmt_percent(row.change) if row.change is not None else row.note if row.verdict.value == "FAIL" else ""
+    """A row's cells; why a metric is not gated goes in the verdict column,
+    what moved of the counters in the change column."""
+    counters_moved = row.change is None and row.verdict is Verdict.FAIL
+    change = fmt_percent(row.change) if row.change is not None else row.note if counters_moved else ""
     ci = f"[{fmt_percent(row.ci[0])}, {fmt_percent(row.ci[1])}]" if row.ci else ""
-    note = row.note if row.change is not None or row.verdict.value != "FAIL" else ""
-    confidence = " ".join(part for part in (ci, note) if part)
+    if row.verdict is Verdict.NOT_GATED:
+        return (row.case, row.metric, fmt_value(row.baseline, row.unit), fmt_value(row.now, row.unit), change, ci, f"not gated: {row.note}")
+    confidence = " ".join(part for part in (ci, "" if counters_moved else row.note) if part)
     return (row.case, row.metric, fmt_value(row.baseline, row.unit), fmt_value(row.now, row.unit), change, confidence, row.verdict.value)
 
 
@@ -72,7 +76,7 @@ def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
     for verdict in sorted(verdicts, key=lambda v: v.case):
         for row in verdict.rows:
             cells = gate_cells(row)
-            if verdict.remeasured and row.verdict.value in ("FAIL", "INCONCLUSIVE", "PASS") and row.change is not None:
+            if verdict.remeasured and row.verdict is not Verdict.NOT_GATED and row.change is not None:
                 cells = (*cells[:-1], f"{cells[-1]} (re-measured)")
             rows.append(cells)
     return rows
@@ -80,7 +84,7 @@ def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
 
 def result_rows(cases: Sequence[MeasuredCase]) -> list[tuple[str, ...]]:
     """What each case measured, gate or no gate."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for case in sorted(cases, key=lambda c: c.key):
         m = case.record.metrics
         speedup = m["speedup"]
