@@ -8,10 +8,15 @@ per case, keyed by `<test node id>::<case name>`:
         "tests/test_perf.py::test_chain::case_0": {
           "counters": {"graph_breaks": 0, "graphs": 1, "kernels": 1, "recompiles": 0},
           "metrics": {
-            "speedup": {"ci_high": 3.07, "ci_low": 2.98, "median": 3.02, "min": 2.61, "n": 60, "q1": 2.97, "q3": 3.06},
+            "speedup": {"ci_high": 2.4132, "ci_low": 2.3098, "median": 2.361, "min": 0.39885, "n": 12445, "q1": 2.0027, "q3": 2.9219},
             ...
           },
-          "settings": {"backend": "inductor", "iterations": 12, "mode": null, "rounds": 60, "threads": 1}
+          "settings": {
+            "backend": "inductor",
+            "iterations": 1,
+            "noise": {"compiled_s": 0.14, "eager_s": 0.135, "speedup": 0.0221},
+            ...
+          }
         }
       },
       "format": 1,
