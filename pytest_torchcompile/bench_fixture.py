@@ -210,10 +210,10 @@ class BenchmarkCase:
 
     def record(self) -> CaseRecord:
         """The pooled passes' summaries, each interval at least as wide as the
-        noise between passes (this case's own, or its baseline's) allows."""
+        noise between passes (the larger of this case's own and its baseline's) allows."""
         paired, confidence = self.paired, self.timing.confidence
         own = self.own_noise()
-        noise = self.noise_hint or own
+        noise = {name: max(own.get(name, 0.0), self.noise_hint.get(name, 0.0)) for name in {*own, *self.noise_hint}}
         metrics = {
             name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
             for name, summary in paired.summaries(confidence).items()

@@ -264,8 +264,8 @@ class PerfSession:
         for write in (self._write_baseline, self._write_report, self._write_benchmark_json, self._append_step_summary):
             try:
                 write()
-            except OSError as exc:
-                self.messages.append(f"error: {exc}")
+            except (OSError, ValueError, TypeError) as exc:  # a hook must not raise: say it, fail the run
+                self.messages.append(f"error: {type(exc).__name__}: {exc}")
                 failed = True
         if self._store is not None:
             self.messages.extend(self._store.problems)

@@ -141,13 +141,15 @@ def test_record_gate_then_planted_regression_fails_the_run(pytester: pytest.Pyte
 def test_strict_fails_without_baseline_and_another_machines_baseline_gates_the_ratio_only(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI)
     pytester.makepyfile(test_m=bench_test())
-    result = pytester.runpytest("--perf-gate=strict")
+    result = pytester.runpytest("--perf-gate=strict", "--perf-report=test_m.py/report.json")  # a file is no folder
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "perf gate: INCONCLUSIVE: the run fails (--perf-gate=strict)",
         "if the new numbers are intended, update the baseline: pytest --perf-update-baseline test_m.py::test_m",
+        "error: *Error: *test_m.py*",
     ])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
     assert baseline_files(pytester) == []
 
     pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=1)
