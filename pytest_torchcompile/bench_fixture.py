@@ -210,10 +210,11 @@ class BenchmarkCase:
 
     def record(self) -> CaseRecord:
         """The pooled passes' summaries, each interval at least as wide as the
-        noise between passes (the larger of this case's own and its baseline's) allows."""
+        noise between passes (the baseline's, else this case's own) allows."""
         paired, confidence = self.paired, self.timing.confidence
         own = self.own_noise()
-        noise = {name: max(own.get(name, 0.0), self.noise_hint.get(name, 0.0)) for name in {*own, *self.noise_hint}}
+        # the baseline's (5 passes) is the better estimate; a re-measure's 3 passes vary too much
+        noise = self.noise_hint or own
         metrics = {
             name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
             for name, summary in paired.summaries(confidence).items()
