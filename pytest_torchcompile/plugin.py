@@ -28,6 +28,9 @@ ROWS_PROPERTY = "torchcompile_cases"
 UNUSED_PROPERTY = "torchcompile_unused"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 
+#: benchmarks and the perf gate (options, marker, fixture, hooks) live in their own plugin module.
+pytest_plugins = ["pytest_torchcompile.perf_plugin"]
+
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
 

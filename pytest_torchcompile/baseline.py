@@ -1,0 +1,182 @@
+"""Baseline files: one JSON file per machine fingerprint under the baseline folder.
+
+A file holds the fingerprint of the machine that recorded it and one block
+per case, keyed by `<test node id>::<case name>`:
+
+    {
+      "cases": {
+        "tests/test_perf.py::test_chain::case_0": {
+          "counters": {"graph_breaks": 0, "graphs": 1, "kernels": 1, "recompiles": 0},
+          "metrics": {
+            "speedup": {"ci_high": 2.4132, "ci_low": 2.3098, "median": 2.361, "min": 0.39885, "n": 12445, "q1": 2.0027, "q3": 2.9219},
+            ...
+          },
+          "settings": {
+            "backend": "inductor",
+            "iterations": 1,
+            "noise": {"compiled_s": 0.14, "eager_s": 0.135, "speedup": 0.0221},
+            ...
+          }
+        }
+      },
+      "format": 1,
+      "machine": {"cpu": "AMD EPYC", "cuda": null, "device": "cpu", "threads": 1, "torch": "2.13.0+cpu", "triton": null}
+    }
+
+Keys are sorted and numbers rounded to 5 significant digits, so re-recording
+a baseline diffs only where a number moved, one case per block. Writing
+replaces this machine's file atomically, keeps the cases this run did not
+measure, and never touches other machines' files: a baseline folder may hold
+a laptop's and a CI runner's files side by side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .gate import Baseline
+from .record import CaseRecord
+from .snapshot import atomic_write_text
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What makes absolute times comparable: same device, software and threads."""
+
+    device: str
+    cpu: str
+    torch: str
+    triton: str | None
+    cuda: str | None
+    threads: int
+
+    @classmethod
+    def current(cls, threads: int) -> Machine:
+        """This machine, with the thread count benchmarks are pinned to."""
+        import torch  # called from the benchmark fixture, where torch is loaded anyway
+
+        device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+        return cls(device, cpu_model(), torch.__version__, _version("triton"), torch.version.cuda, threads)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Machine:
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
+
+    def filename(self) -> str:
+        """`<device or cpu model>-<threads>t-<hash of the whole fingerprint>.json`."""
+        digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:8]
+        name = self.cpu if self.device == "cpu" else self.device
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "machine"
+        return f"{slug}-{self.threads}t-{digest}.json"
+
+    def likeness(self, other: Machine) -> int:
+        """How many fingerprint fields agree (to pick the closest foreign baseline)."""
+        return sum(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo, else what platform knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+@dataclass
+class BaselineFile:
+    """One machine's file as read: its fingerprint and its cases."""
+
+    path: Path
+    machine: Machine
+    cases: dict[str, dict[str, Any]]
+
+
+@dataclass
+class BaselineStore:
+    """Reads every machine's file under `root` once; writes this machine's."""
+
+    root: Path
+    machine: Machine
+    problems: list[str] = field(default_factory=list)
+    _files: list[BaselineFile] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.machine.filename()
+
+    def files(self) -> list[BaselineFile]:
+        if self._files is None:
+            self._files = [f for f in (self._read(p) for p in sorted(self.root.glob("*.json"))) if f is not None]
+        return self._files
+
+    def _read(self, path: Path) -> BaselineFile | None:
+        """A damaged or foreign file is skipped and reported, never fatal."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT:
+                raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
+            return BaselineFile(path, Machine.from_json(data["machine"]), dict(data["cases"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            self.problems.append(f"skipped baseline file {path.name}: {type(exc).__name__}: {exc}")
+            return None
+
+    def lookup(self, case: str) -> Baseline | None:
+        """This machine's record of `case`, else the closest other machine's."""
+        holders = [f for f in self.files() if case in f.cases]
+        if not holders:
+            return None
+        best = max(holders, key=lambda f: (f.machine == self.machine, self.machine.likeness(f.machine), f.path.name))
+        try:
+            record = CaseRecord.from_json(best.cases[case])
+        except (KeyError, TypeError, ValueError) as exc:
+            self.problems.append(f"baseline of {case} in {best.path.name} is damaged: {type(exc).__name__}: {exc}")
+            return None
+        return Baseline(record, best.machine == self.machine, best.path.name)
+
+    def write(self, records: Mapping[str, CaseRecord]) -> Path:
+        """Merge `records` into this machine's file, keeping its other cases."""
+        own = next((f for f in self.files() if f.path == self.path and f.machine == self.machine), None)
+        cases = dict(own.cases) if own else {}
+        cases.update({name: record.to_json(samples=False) for name, record in records.items()})
+        data = {"cases": cases, "format": FORMAT, "machine": self.machine.to_json()}
+        atomic_write_text(self.path, dumps(data) + "\n")
+        self._files = None
+        return self.path
+
+
+def dumps(value: Any, indent: str = "") -> str:
+    """JSON with sorted keys, nested objects indented, flat objects on one line.
+
+    A metric's summary (median, interval, quartiles) is one line, so a
+    re-recorded baseline diffs as one changed line per moved metric.
+    """
+    if not isinstance(value, dict) or not any(isinstance(v, (dict, list)) for v in value.values()):
+        return json.dumps(value, sort_keys=True)
+    inner = indent + "  "
+    items = [f"{inner}{json.dumps(key)}: {dumps(value[key], inner)}" for key in sorted(value)]
+    return "{\n" + ",\n".join(items) + f"\n{indent}}}"

@@ -1,0 +1,340 @@
+"""The `compile_benchmark` fixture's object: compile, time eager against compiled, judge.
+
+Each call is one case: the model is compiled with the marker's settings
+(its first call timed as first-call latency, Dynamo's own metrics giving the
+compile time, the plugin's capture giving the counters), eager and compiled
+are timed interleaved with the thread count pinned, GPU figures are added
+when the inputs live on a CUDA device, and, under `--perf-gate`, the case is
+judged against its baseline and re-measured (two more passes, pooled) before
+a FAIL or an INCONCLUSIVE stands. Nothing here depends on pytest except the failure type.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
+from torch.utils._pytree import tree_flatten
+
+from . import artifacts as layout
+from .bench import PairedTiming, TimingSettings, interleave
+from .bench_gpu import GpuTimings, measure_gpu
+from .bench_spec import MARKER, BenchmarkSpec
+from .capture import CaptureLog, capturing, reset_dynamo
+from .diagnose import compile_stage, first_line, innermost, user_frame
+from .fixture import clone_inputs, copy_model
+from .gate import Baseline, CaseVerdict, Gate
+from .record import CaseRecord
+from .stats import Summary, pass_noise, round_sig, widen
+
+#: passes a re-measurement adds (its rounds are pooled with the first pass's).
+REMEASURE_PASSES = 2
+
+
+class BenchmarkFailure(Exception):
+    """The case could not be measured (eager failed, compile failed)."""
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """One case's figures; times are seconds per call, `speedup` is eager/compiled.
+
+    `eager`, `compiled` and `speedup` are medians with min, quartiles and a
+    confidence interval of the median (`Summary`). `gpu` holds the GPU
+    metrics (empty on CPU, with the reason in `notes`), `kernel_times` the
+    time of each Triton kernel. `verdict` is the gate's PASS, FAIL or
+    INCONCLUSIVE under `--perf-gate`, else None.
+    """
+
+    case: str
+    speedup: Summary
+    eager: Summary
+    compiled: Summary
+    compile_seconds: float
+    first_call_seconds: float
+    threads: int
+    rounds: int
+    iterations: int
+    graph_count: int
+    graph_break_count: int
+    recompile_count: int
+    kernel_count: int
+    gpu: dict[str, Summary]
+    kernel_times: dict[str, Summary]
+    notes: tuple[str, ...]
+    verdict: str | None
+    record: CaseRecord = field(repr=False)
+
+
+@contextmanager
+def pinned_threads(threads: int) -> Iterator[None]:
+    """Compile and time with `threads` intra-op threads, restoring the old count."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def on_cuda(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the inputs or the model's parameters live on a CUDA device."""
+    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters()) + list(model.buffers())
+    return any(t.is_cuda for t in tensors)
+
+
+def _no_sync() -> None:
+    return None
+
+
+def settle_compile_workers(timeout: float = 120.0) -> None:
+    """Wait for Inductor's compile workers, if a compile started them, to finish booting.
+
+    With Triton, the first Inductor compile starts a pool of worker
+    processes that import torch in the background for seconds; timing while
+    they boot measures them too. Only waits on a pool that exists.
+    """
+    try:
+        from torch._inductor.async_compile import AsyncCompile
+
+        ready = getattr(AsyncCompile, "_ready_future", None)
+        if ready is not None:
+            ready.result(timeout=timeout)
+    except Exception:  # a private detail of Inductor: never let it fail a benchmark
+        pass
+
+
+@dataclass
+class BenchmarkCase:
+    """One model compiled once and timed against its eager copy."""
+
+    name: str
+    spec: BenchmarkSpec
+    timing: TimingSettings
+    threads: int
+    eager: Callable[[], Any] = _no_sync
+    compiled: Callable[[], Any] = _no_sync
+    sync: Callable[[], Any] = _no_sync
+    passes: list[PairedTiming] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+    first_call_seconds: float = 0.0
+    output_code: str = ""
+    gpu: GpuTimings | None = None
+    notes: list[str] = field(default_factory=list)
+    verdict: CaseVerdict | None = None
+    iterations_hint: int | None = None
+    noise_hint: dict[str, float] = field(default_factory=dict)
+    final: BenchmarkResult | None = None
+
+    def start(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], passes: int) -> None:
+        reset_dynamo()
+        gpu = on_cuda(model, args, kwargs)
+        self.sync = torch.cuda.synchronize if gpu else _no_sync
+        eager_model, (eager_args, eager_kwargs) = copy_model(model), clone_inputs((args, kwargs))
+        self.eager = lambda: eager_model(*eager_args, **eager_kwargs)
+        self._run_eager_once()
+        compiled_model, (compiled_args, compiled_kwargs) = self._compile(model), clone_inputs((args, kwargs))
+        self.compiled = lambda: compiled_model(*compiled_args, **compiled_kwargs)
+        self._first_call(gpu)
+        self.measure(passes)
+        if not gpu:
+            reason = "CUDA is not available" if not torch.cuda.is_available() else "the inputs and model are on the CPU"
+            self.notes.append(f"gpu: skipped, {reason}")
+
+    @property
+    def paired(self) -> PairedTiming:
+        """All passes' rounds pooled."""
+        return functools.reduce(PairedTiming.merged, self.passes)
+
+    def measure(self, passes: int) -> None:
+        """Time `passes` more passes of interleaved rounds; GPU figures afresh.
+
+        Every pass uses the same calls per block (the first pass's, or the
+        baseline's), so they measure the same thing and can be pooled.
+        """
+        for _ in range(passes):
+            hint = self.passes[0].iterations if self.passes else self.iterations_hint
+            self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
+        if self.sync is not _no_sync:
+            self.gpu = measure_gpu(self.eager, self.compiled, self.output_code, self.spec.mode, self.timing.confidence, 100.0 * passes)
+
+    def _run_eager_once(self) -> None:
+        try:
+            self.eager()
+            self.sync()
+        except Exception as exc:
+            raise BenchmarkFailure(f"eager run failed (the model itself raised, before any compile):\n{user_frame(exc)}{first_line(exc)}") from exc
+
+    def _compile(self, model: Any) -> Callable[..., Any]:
+        try:
+            return torch.compile(model, **self.spec.compile_spec.compile_kwargs())
+        except Exception as exc:  # an unknown backend name is refused here
+            raise BenchmarkFailure(f"usage error: {MARKER}(backend={self.spec.backend!r}): {first_line(exc)}") from exc
+
+    def _first_call(self, gpu: bool) -> None:
+        """Compile by calling once: first-call latency, compile time, counters, output code."""
+        log = CaptureLog()
+        clear_compilation_metrics()
+        started = time.perf_counter()
+        try:
+            with capturing(log, pin_host=False), inductor_config.patch({"benchmark_kernel": True} if gpu else {}):
+                self.compiled()
+                self.sync()
+        except Exception as exc:
+            stage = compile_stage(exc, self.spec.compile_spec.backend_name, not isinstance(self.spec.backend, str))
+            raise BenchmarkFailure(f"compile failed in stage: {stage}\n{first_line(innermost(exc))}") from exc
+        self.first_call_seconds = time.perf_counter() - started
+        self.compile_seconds = sum(m.entire_frame_compile_time_s or 0.0 for m in get_compilation_metrics())
+        counters = layout.counters(log)
+        self.counters = {
+            "graphs": counters.graph_count,
+            "graph_breaks": counters.graph_break_count,
+            "recompiles": counters.recompile_count,
+            "kernels": counters.kernel_count,
+        }
+        self.output_code = "\n".join(log.payloads("output_code"))
+        if gpu:
+            settle_compile_workers()
+
+    def record(self) -> CaseRecord:
+        """The pooled passes' summaries, each interval at least as wide as the
+        noise between passes (the baseline's, else this case's own) allows."""
+        paired, confidence = self.paired, self.timing.confidence
+        own = self.own_noise()
+        # the baseline's (5 passes) is the better estimate; a re-measure's 3 passes vary too much
+        noise = self.noise_hint or own
+        metrics = {
+            name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
+            for name, summary in paired.summaries(confidence).items()
+        }
+        metrics.update(compile_s=Summary.exact(self.compile_seconds), first_call_s=Summary.exact(self.first_call_seconds))
+        gpu = self.gpu or GpuTimings()
+        metrics.update(gpu.metrics)
+        settings = self._settings()
+        if own or self.noise_hint:
+            settings["noise"] = {name: round_sig(value, 3) for name, value in (own or self.noise_hint).items()}
+        samples = {"eager_s": paired.eager, "compiled_s": paired.compiled}
+        return CaseRecord(metrics, dict(self.counters), settings, tuple(self.notes + gpu.notes), dict(gpu.kernels), samples)
+
+    def own_noise(self) -> dict[str, float]:
+        """Per metric, the spread between this case's passes (needs 3 or more)."""
+        series = [p.series() for p in self.passes]
+        noise = {name: pass_noise([s[name] for s in series]) for name in series[0]}
+        return {name: value for name, value in noise.items() if value is not None}
+
+    def _settings(self) -> dict[str, Any]:
+        spec = self.spec
+        settings: dict[str, Any] = {"backend": spec.compile_spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
+        settings.update(fullgraph=spec.fullgraph, threads=self.threads, device="cuda" if self.gpu else "cpu")
+        settings["iterations"] = self.passes[0].iterations
+        if spec.options:
+            settings["options"] = {k: repr(v) for k, v in spec.options.items()}
+        return settings
+
+    def result(self) -> BenchmarkResult:
+        record = self.record()
+        gpu = self.gpu or GpuTimings()
+        return BenchmarkResult(
+            case=self.name,
+            speedup=record.metrics["speedup"],
+            eager=record.metrics["eager_s"],
+            compiled=record.metrics["compiled_s"],
+            compile_seconds=self.compile_seconds,
+            first_call_seconds=self.first_call_seconds,
+            threads=self.threads,
+            rounds=self.paired.rounds,
+            iterations=self.passes[0].iterations,
+            graph_count=self.counters["graphs"],
+            graph_break_count=self.counters["graph_breaks"],
+            recompile_count=self.counters["recompiles"],
+            kernel_count=self.counters["kernels"],
+            gpu=dict(gpu.metrics),
+            kernel_times=dict(gpu.kernels),
+            notes=record.notes,
+            verdict=self.verdict.verdict.value if self.verdict else None,
+            record=record,
+        )
+
+
+@dataclass
+class CompileBenchmark:
+    """The object behind the `compile_benchmark` fixture: one per test."""
+
+    nodeid: str
+    spec: BenchmarkSpec | None
+    spec_error: str | None
+    timing: TimingSettings
+    threads: int
+    gate: Gate | None = None
+    baseline: Callable[[str], Baseline | None] | None = None
+    passes: int = 1
+    cases: list[BenchmarkCase] = field(default_factory=list)
+
+    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> BenchmarkResult:
+        return self._run(f"case_{len(self.cases)}", model, args, kwargs)
+
+    def case(self, name: str) -> Callable[..., BenchmarkResult]:
+        """`compile_benchmark.case("small")(model, x)`: a case with a chosen name."""
+        if any(c.name == name for c in self.cases):
+            pytest.fail(f"compile_benchmark.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
+        return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
+
+    def key(self, case: BenchmarkCase) -> str:
+        """The case's name in baselines and reports: `<node id>::<case>`."""
+        return f"{self.nodeid}::{case.name}"
+
+    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BenchmarkResult:
+        if self.spec is None:
+            pytest.fail(f"usage error: {self.spec_error}", pytrace=False)
+        case = BenchmarkCase(name, self.spec, self.timing, self.threads)
+        self.cases.append(case)
+        self._take_hints(case)
+        try:
+            with pinned_threads(self.threads):
+                case.start(model, args, kwargs, self.passes)
+                self._judge(case)
+            case.final = case.result()
+            return case.final
+        except BenchmarkFailure as exc:
+            failure = f"[{name}] {exc}"
+        pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
+
+    def _take_hints(self, case: BenchmarkCase) -> None:
+        """From the baseline: its calls per block, so both measure the same
+        thing, and its noise between passes, the least uncertainty of ours."""
+        found = self.baseline(self.key(case)) if self.baseline else None
+        settings = found.record.settings if found else {}
+        iterations, noise = settings.get("iterations"), settings.get("noise")
+        case.iterations_hint = iterations if isinstance(iterations, int) else None
+        if isinstance(noise, dict):
+            case.noise_hint = {k: float(v) for k, v in noise.items() if isinstance(v, (int, float))}
+
+    def _judge(self, case: BenchmarkCase) -> None:
+        """Judge against the baseline; a FAIL or INCONCLUSIVE is measured again first."""
+        if self.gate is None:
+            return
+        case.verdict = self.gate.judge(self.key(case), case.record())
+        if case.verdict.needs_remeasure:
+            case.measure(REMEASURE_PASSES)
+            case.verdict = self.gate.judge(self.key(case), case.record(), remeasured=True)
+
+    def release(self) -> None:
+        """Drop Dynamo's caches of this test's code when the test ends (see CompileModel.release)."""
+        if self.cases:
+            reset_dynamo()
+
+    def finished(self) -> list[tuple[str, BenchmarkCase]]:
+        """(key, case) of every case that was measured to the end."""
+        return [(self.key(c), c) for c in self.cases if c.final is not None]

@@ -1,0 +1,223 @@
+"""The perf gate: this run's records against the baseline, PASS, FAIL or INCONCLUSIVE.
+
+Pure functions over plain data (`CaseRecord`, `GateSettings`): no pytest, no
+torch, no files, so every verdict rule is unit-tested with synthetic numbers.
+
+The rules (DESIGN section 5):
+- counters (graphs, graph breaks, recompiles, kernels) must equal the
+  baseline's exactly; they are deterministic and need no statistics;
+- a statistical metric compares medians. The change is now/baseline - 1 with
+  a confidence interval from both measurements' intervals combined in log
+  space. It FAILs when the change is worse than the threshold *and* the
+  interval excludes no change; it PASSes when the change is within the
+  threshold and the interval excludes a regression of twice the threshold;
+  it is INCONCLUSIVE otherwise (possibly noise, or too noisy to tell);
+- ratios (speedup, measured interleaved) are gated whatever the machine;
+  absolute times only when the baseline's machine fingerprint is this one,
+  CPU wall times only when asked as well; the rest is reported;
+- a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
+  with `strict` on any INCONCLUSIVE too.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .record import COUNTERS, METRICS, CaseRecord, Kind, MetricInfo
+from .stats import Summary, log_se, z_value
+
+COUNTER_METRIC = "counters"
+#: a PASS needs an interval that excludes a regression this many times the threshold.
+PRECISION_FACTOR = 2.0
+ALL_METRICS = "(case)"
+
+
+class Verdict(str, enum.Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    NOT_GATED = "not gated"
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What counts as a regression: an effect size and a confidence.
+
+    `threshold` is the smallest relative change that fails (0.10: a speedup
+    10% lower, or a time 10% longer); `confidence` is that of the intervals.
+    `strict` also fails on INCONCLUSIVE (a missing baseline included).
+    `gate_cpu_times` gates CPU wall times per call on the same machine too.
+    """
+
+    threshold: float = 0.10
+    confidence: float = 0.95
+    strict: bool = False
+    gate_cpu_times: bool = False
+
+    def __post_init__(self) -> None:
+        check_number("threshold", self.threshold, 0.0, 1.0, "a fraction, e.g. 0.1 for 10%")
+        check_number("confidence", self.confidence, 0.5, 1.0, "e.g. 0.95")
+
+
+def check_number(name: str, value: object, low: float, high: float, example: str) -> None:
+    """A ValueError naming the setting unless `low < value < high`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
+        below = f" and below {high:g}" if math.isfinite(high) else ""
+        raise ValueError(f"{name}={value!r} must be a number above {low:g}{below} ({example})")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A case's baseline record, and whether it was measured on this machine."""
+
+    record: CaseRecord
+    same_machine: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the gate table; numbers stay numbers until formatting."""
+
+    case: str
+    metric: str
+    unit: str
+    baseline: float | str | None
+    now: float | str | None
+    change: float | None
+    ci: tuple[float, float] | None
+    verdict: Verdict
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Row:
+        fields = dict(data)
+        fields["verdict"] = Verdict(fields["verdict"])
+        fields["ci"] = tuple(fields["ci"]) if fields.get("ci") is not None else None
+        return cls(**fields)
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """All rows of one case and whether it was re-measured before they stood."""
+
+    case: str
+    rows: tuple[Row, ...]
+    remeasured: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        return worst(row.verdict for row in self.rows)
+
+    @property
+    def needs_remeasure(self) -> bool:
+        """A statistical metric that did not PASS may be noise: measure again."""
+        return any(
+            row.metric in METRICS and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and row.baseline is not None
+            for row in self.rows
+        )
+
+
+def worst(verdicts: Iterable[Verdict]) -> Verdict:
+    """FAIL over INCONCLUSIVE over PASS; a case with nothing gated PASSes."""
+    found = set(verdicts)
+    for verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE):
+        if verdict in found:
+            return verdict
+    return Verdict.PASS
+
+
+def run_fails(verdicts: Iterable[CaseVerdict], settings: GateSettings) -> bool:
+    """The run fails on any FAIL; with `strict`, on any INCONCLUSIVE too."""
+    failing = {Verdict.FAIL, Verdict.INCONCLUSIVE} if settings.strict else {Verdict.FAIL}
+    return any(v.verdict in failing for v in verdicts)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Settings plus a way to find a case's baseline; judges one case at a time."""
+
+    settings: GateSettings
+    lookup: Callable[[str], Baseline | None]
+
+    def judge(self, case: str, record: CaseRecord, remeasured: bool = False) -> CaseVerdict:
+        baseline = self.lookup(case)
+        if baseline is None:
+            missing = Row(case, ALL_METRICS, "", None, "measured", None, None, Verdict.INCONCLUSIVE,
+                          "no baseline: record one with pytest --perf-update-baseline")
+            return CaseVerdict(case, (missing,), remeasured)
+        rows = [counter_row(case, record.counters, baseline.record.counters)]
+        for name, summary in record.metrics.items():
+            rows.append(metric_row(case, name, summary, baseline, self.settings))
+        return CaseVerdict(case, tuple(rows), remeasured)
+
+
+def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> Row:
+    """Counters must match exactly; the change names each one that moved."""
+    names = [name for name in COUNTERS if name in now or name in base]
+    moved = [f"{name} {now.get(name, 0) - base.get(name, 0):+d}" for name in names if now.get(name) != base.get(name)]
+    shown = "/".join(str(now.get(name, "-")) for name in names), "/".join(str(base.get(name, "-")) for name in names)
+    verdict = Verdict.FAIL if moved else Verdict.PASS
+    note = ", ".join(moved)
+    return Row(case, f"{COUNTER_METRIC} ({'/'.join(names)})", "", shown[1], shown[0], None, None, verdict, note or "exact")
+
+
+def metric_row(case: str, name: str, now: Summary, baseline: Baseline, settings: GateSettings) -> Row:
+    """Compare one metric, or say why it is only reported."""
+    info = METRICS.get(name, MetricInfo(Kind.INFO, ""))
+    base = baseline.record.metrics.get(name)
+    if base is None:
+        verdict = Verdict.INCONCLUSIVE if info.kind is Kind.RATIO else Verdict.NOT_GATED
+        return Row(case, name, info.unit, None, now.median, None, None, verdict, "not in the baseline")
+    change, ci = relative_change(now, base, settings.confidence)
+    reason = _not_gated_reason(info.kind, baseline, settings)
+    verdict = Verdict.NOT_GATED if reason else decide(change, ci, info.higher_is_better, settings.threshold)
+    return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, reason)
+
+
+def _not_gated_reason(kind: Kind, baseline: Baseline, settings: GateSettings) -> str:
+    if kind is Kind.INFO:
+        return "reported"
+    if kind is Kind.RATIO:
+        return ""
+    if not baseline.same_machine:
+        return f"other machine ({baseline.source})"
+    if kind is Kind.WALL and not settings.gate_cpu_times:
+        return "CPU wall time"
+    return ""
+
+
+def relative_change(now: Summary, base: Summary, confidence: float) -> tuple[float, tuple[float, float]]:
+    """now/base - 1 and its interval, both measurements' uncertainty combined."""
+    if now.median <= 0 or base.median <= 0:
+        return (math.inf if now.median > base.median else 0.0), (-math.inf, math.inf)
+    log_ratio = math.log(now.median / base.median)
+    spread = z_value(confidence) * math.hypot(log_se(now, confidence), log_se(base, confidence))
+    return math.expm1(log_ratio), (math.expm1(log_ratio - spread), math.expm1(log_ratio + spread))
+
+
+def decide(change: float, ci: tuple[float, float], higher_is_better: bool, threshold: float) -> Verdict:
+    """The verdict on one metric from its change and the change's interval.
+
+    FAIL: worse than the threshold, and the interval excludes no change.
+    PASS: within the threshold, and the interval excludes a regression of
+    `PRECISION_FACTOR` times the threshold (the measurement could have seen one).
+    INCONCLUSIVE: worse than the threshold but possibly noise, or too noisy to tell.
+    """
+    # In "gain" terms (positive = better): the estimate and the interval's ends.
+    if higher_is_better:
+        gain, worse_end, better_end = change, ci[0], ci[1]
+    else:
+        gain, worse_end, better_end = -change, -ci[1], -ci[0]
+    if gain < -threshold:
+        return Verdict.FAIL if better_end < 0 else Verdict.INCONCLUSIVE
+    return Verdict.PASS if worse_end > -PRECISION_FACTOR * threshold else Verdict.INCONCLUSIVE

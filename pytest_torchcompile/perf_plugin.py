@@ -1,0 +1,345 @@
+"""pytest side of benchmarks: options, the `compile_benchmark` marker and fixture, the gate's hooks.
+
+Loaded by `plugin.py` (`pytest_plugins`); like it, it does not import torch.
+Per-run state lives in `PerfSession`, registered in `pytest_configure`; a
+test's benchmark object lives in `item.stash`; each measured case travels to
+the session as JSON in `report.user_properties`. The gate's per-case
+verdicts are taken inside the test (a case is re-measured there before a
+FAIL stands); the run's verdict, the baseline file and the CI outputs are
+produced in `pytest_sessionfinish`, which sets the exit status, and the
+tables are printed in `pytest_terminal_summary`. No hook raises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .bench import TimingSettings
+from .bench_spec import MARKER, BenchmarkSpec, marker_signature
+from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
+from .perf_report import GATE_HEADER, RESULT_HEADER, MeasuredCase, align, benchmark_json, gate_rows, json_report, markdown, result_rows
+from .record import CaseRecord
+from .snapshot import atomic_write_text
+from .spec import SpecError
+
+if TYPE_CHECKING:
+    from .baseline import BaselineStore
+    from .bench_fixture import CompileBenchmark
+
+BENCH_PROPERTY = "torchcompile_benchmark"
+XDIST_SKIP = (
+    "compile_benchmark does not run in pytest-xdist workers (benchmarks running in parallel measure each other): "
+    "skipped; run benchmarks in a separate run without -n"
+)
+GATE_MODES = ("on", "strict")
+#: passes a baseline is measured in: its noise counts less, and the spread
+#: between passes is recorded as the case's noise for later gates.
+BASELINE_PASSES = 5
+
+perf_key = pytest.StashKey["PerfSession"]()
+bench_key = pytest.StashKey["CompileBenchmark"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("torchcompile", "torch.compile snapshots (pytest-torchcompile)")
+    group.addoption("--perf-update-baseline", action="store_true", default=False,
+                    help="record this run's compile_benchmark results as this machine's baseline")
+    group.addoption("--perf-gate", nargs="?", const="on", default=None, type=gate_mode, metavar="strict",
+                    help="compare compile_benchmark results with the baseline and fail the run on a regression; "
+                         "=strict also fails on INCONCLUSIVE (e.g. a missing baseline)")
+    group.addoption("--perf-baseline-dir", default=None, type=folder, metavar="DIR",
+                    help="baseline folder relative to the rootdir (overrides ini torchcompile_perf_baseline)")
+    group.addoption("--perf-report", default=None, type=file_path, metavar="PATH", help="write the benchmark and gate results as JSON")
+    group.addoption("--perf-benchmark-json", default=None, type=file_path, metavar="PATH",
+                    help="write the benchmark results in pytest-benchmark's JSON format (for pytest-benchmark compare)")
+    parser.addini("torchcompile_perf_baseline", default="perf-baselines", help="baseline folder, relative to the rootdir")
+    parser.addini("torchcompile_perf_threshold", default="0.10", help="smallest relative regression that fails the gate (0.10 = 10%%)")
+    parser.addini("torchcompile_perf_confidence", default="0.95", help="confidence of the gate's intervals")
+    parser.addini("torchcompile_perf_max_time", default="1.0", help="seconds of timing per benchmark case (before re-measuring)")
+    parser.addini("torchcompile_perf_threads", default="1", help="intra-op threads benchmarks are pinned to")
+    parser.addini("torchcompile_perf_gate_cpu_times", type="bool", default=False,
+                  help="also gate CPU wall times per call when the baseline is this machine's")
+
+
+def gate_mode(value: str) -> str:
+    if value not in GATE_MODES:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a gate mode: use --perf-gate or --perf-gate=strict (write --perf-gate=on before a path)")
+    return value
+
+
+def folder(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must name a folder, e.g. perf-baselines")
+    return value
+
+
+def file_path(value: str) -> str:
+    if not value.strip() or value.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"{value!r} must name a file, e.g. perf.json")
+    return value
+
+
+@dataclass(frozen=True)
+class PerfSettings:
+    """Everything the session needs from flags and ini, validated once."""
+
+    baseline_dir: Path
+    update: bool
+    gate: GateSettings | None
+    timing: TimingSettings
+    threads: int
+    report: Path | None
+    benchmark_json: Path | None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> PerfSettings:
+        rootdir = Path(config.rootpath)
+        mode = config.getoption("perf_gate")
+        try:
+            gate = GateSettings(
+                threshold=_ini_number(config, "torchcompile_perf_threshold", float),
+                confidence=_ini_number(config, "torchcompile_perf_confidence", float),
+                strict=mode == "strict",
+                gate_cpu_times=bool(config.getini("torchcompile_perf_gate_cpu_times")),
+            )
+            timing = TimingSettings(max_time=_ini_number(config, "torchcompile_perf_max_time", float), confidence=gate.confidence)
+            threads = _ini_number(config, "torchcompile_perf_threads", int)
+            if threads < 1:
+                raise ValueError(f"torchcompile_perf_threads={threads} must be at least 1")
+        except ValueError as exc:
+            raise pytest.UsageError(f"pytest-torchcompile ini option: {exc}") from None
+        report, bench_json = config.getoption("perf_report"), config.getoption("perf_benchmark_json")
+        return cls(
+            baseline_dir=rootdir / (config.getoption("perf_baseline_dir") or config.getini("torchcompile_perf_baseline")),
+            update=bool(config.getoption("perf_update_baseline")),
+            gate=gate if mode else None,
+            timing=timing,
+            threads=threads,
+            report=Path(report) if report else None,
+            benchmark_json=Path(bench_json) if bench_json else None,
+        )
+
+
+def _ini_number(config: pytest.Config, name: str, kind: type[float] | type[int]) -> Any:
+    raw = str(config.getini(name)).strip()
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"{name} = {raw!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{marker_signature()}: time eager against compiled and gate on the baseline (pytest-torchcompile)")
+    session = PerfSession.from_config(config)
+    config.stash[perf_key] = session
+    config.pluginmanager.register(session, "torchcompile-perf-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(perf_key, None)
+    if session is not None:
+        config.pluginmanager.unregister(session)
+        del config.stash[perf_key]
+
+
+@pytest.fixture
+def compile_benchmark(request: pytest.FixtureRequest) -> Iterator[CompileBenchmark]:
+    """Time a model (or function) eager against compiled; returns a BenchmarkResult per call."""
+    session = request.config.stash[perf_key]
+    if session.worker:
+        pytest.skip(XDIST_SKIP)
+    benchmark = session.benchmark_for(request.node)
+    request.node.stash[bench_key] = benchmark
+    yield benchmark
+    benchmark.release()
+
+
+class PerfSession:
+    """Per-run state: measured cases, verdicts, and what the run wrote."""
+
+    def __init__(self, settings: PerfSettings, rootdir: Path, worker: bool) -> None:
+        self.settings = settings
+        self.rootdir = rootdir
+        self.worker = worker
+        self.cases: list[MeasuredCase] = []
+        self.verdicts: list[CaseVerdict] = []
+        self.skipped_in_workers = 0
+        self.messages: list[str] = []
+        self._store: BaselineStore | None = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> PerfSession:
+        settings = PerfSettings.from_config(config)
+        worker = hasattr(config, "workerinput")
+        distributed = config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+        if distributed and not worker and (settings.gate or settings.update):
+            raise pytest.UsageError(
+                "--perf-gate and --perf-update-baseline need benchmarks to run, and compile_benchmark does not run "
+                "in pytest-xdist workers: run them with -n 0 (or -p no:xdist)"
+            )
+        return cls(settings, Path(config.rootpath), worker)
+
+    def store(self) -> BaselineStore:
+        """The baseline files, read on first use (torch is loaded by then)."""
+        if self._store is None:
+            from .baseline import BaselineStore, Machine
+
+            self._store = BaselineStore(self.settings.baseline_dir, Machine.current(self.settings.threads))
+        return self._store
+
+    def benchmark_for(self, item: pytest.Item) -> CompileBenchmark:
+        """A test's benchmark object, with the marker's overrides of the ini settings."""
+        from .bench_fixture import CompileBenchmark
+
+        marker = item.get_closest_marker(MARKER)
+        try:
+            spec = BenchmarkSpec.from_marker(marker.args, marker.kwargs) if marker else BenchmarkSpec()
+        except SpecError as exc:
+            return CompileBenchmark(item.nodeid, None, str(exc), self.settings.timing, self.settings.threads)
+        overrides = {"max_time": spec.max_time, "confidence": spec.confidence, "threshold": spec.threshold}
+        given: dict[str, Any] = {name: value for name, value in overrides.items() if value is not None}
+        timing = replace(self.settings.timing, **{k: v for k, v in given.items() if k != "threshold"})
+        gate = None
+        if self.settings.gate is not None:
+            settings = replace(self.settings.gate, **{k: v for k, v in given.items() if k != "max_time"})
+            gate = Gate(settings, self.store().lookup)
+        passes = BASELINE_PASSES if self.settings.update else 1
+        return CompileBenchmark(item.nodeid, spec, None, timing, self.settings.threads, gate, self.store().lookup, passes)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        report = yield
+        benchmark = item.stash.get(bench_key, None)
+        if call.when == "call" and benchmark is not None:
+            for key, case in benchmark.finished():
+                verdict = case.verdict
+                data = {
+                    "key": key,
+                    "nodeid": item.nodeid,
+                    "record": case.final.record.to_json() if case.final else None,
+                    "verdict": None if verdict is None else {"rows": [r.to_json() for r in verdict.rows], "remeasured": verdict.remeasured},
+                }
+                report.user_properties.append((BENCH_PROPERTY, json.dumps(data)))
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect cases here so the xdist controller would see its workers' too."""
+        if report.skipped and XDIST_SKIP in str(report.longrepr):
+            self.skipped_in_workers += 1
+        for name, value in report.user_properties:
+            if name != BENCH_PROPERTY:
+                continue
+            data = json.loads(str(value))
+            self.cases.append(MeasuredCase(data["key"], data["nodeid"], CaseRecord.from_json(data["record"])))
+            if data["verdict"] is not None:
+                rows = tuple(Row.from_json(r) for r in data["verdict"]["rows"])
+                self.verdicts.append(CaseVerdict(data["key"], rows, data["verdict"]["remeasured"]))
+
+    @property
+    def run_verdict(self) -> Verdict | None:
+        """The worst case verdict; None without --perf-gate or without cases."""
+        if self.settings.gate is None or not self.verdicts:
+            return None
+        return worst(v.verdict for v in self.verdicts)
+
+    @property
+    def fails_run(self) -> bool:
+        return self.settings.gate is not None and run_fails(self.verdicts, self.settings.gate)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Write the baseline and CI outputs, then fail the run on a regression."""
+        if self.worker or not self.cases:
+            return
+        failed = self.fails_run
+        for write in (self._write_baseline, self._write_report, self._write_benchmark_json, self._append_step_summary):
+            try:
+                write()
+            except (OSError, ValueError, TypeError) as exc:  # a hook must not raise: say it, fail the run
+                self.messages.append(f"error: {type(exc).__name__}: {exc}")
+                failed = True
+        if self._store is not None:
+            self.messages.extend(self._store.problems)
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _machine(self) -> dict[str, Any]:
+        return self.store().machine.to_json()
+
+    def _write_baseline(self) -> None:
+        if not self.settings.update:
+            return
+        path = self.store().write({c.key: c.record for c in self.cases})
+        self.messages.append(f"baseline written: {self._show(path)} ({len(self.cases)} cases)")
+
+    def _write_report(self) -> None:
+        if self.settings.report is None:
+            return
+        verdict = self.run_verdict.value if self.run_verdict else None
+        data = json_report(verdict, self.verdicts, self.cases, self._machine(), self.messages)
+        path = self.rootdir / self.settings.report
+        atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        self.messages.append(f"perf report written: {self._show(path)}")
+
+    def _write_benchmark_json(self) -> None:
+        if self.settings.benchmark_json is None:
+            return
+        path = self.rootdir / self.settings.benchmark_json
+        atomic_write_text(path, json.dumps(benchmark_json(self.cases, self._machine()), indent=2) + "\n")
+        self.messages.append(f"pytest-benchmark JSON written: {self._show(path)}")
+
+    def _append_step_summary(self) -> None:
+        target = os.environ.get("GITHUB_STEP_SUMMARY")
+        if not target:
+            return
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(self.summary_lines(markdown_tables=True)) + "\n")
+
+    def _show(self, path: Path) -> str:
+        return str(path.relative_to(self.rootdir)) if path.is_relative_to(self.rootdir) else str(path)
+
+    def refresh_command(self) -> str:
+        """The one command that re-records the baselines of the cases that did not pass."""
+        nodeids = sorted({c.case.rsplit("::", 1)[0] for c in self.verdicts if c.verdict is not Verdict.PASS})
+        return " ".join(["pytest --perf-update-baseline", *map(shlex.quote, nodeids)])
+
+    def summary_lines(self, markdown_tables: bool) -> list[str]:
+        """The gate's verdict, its table (or the results table) and what to do next."""
+        render = markdown if markdown_tables else align
+        if self.settings.gate is None:
+            title, table = "torch.compile benchmarks", render(RESULT_HEADER, result_rows(self.cases))
+        else:
+            verdict = self.run_verdict
+            title = f"perf gate: {verdict.value if verdict else 'nothing to gate'}"
+            if verdict is Verdict.INCONCLUSIVE:
+                title += ": the run fails (--perf-gate=strict)" if self.fails_run else ": the run does not fail (it would under --perf-gate=strict)"
+            table = render(GATE_HEADER, gate_rows(self.verdicts))
+        lines = [f"### {title}", "", *table, ""] if markdown_tables else [title, *table]
+        if self.settings.gate is not None and self.run_verdict not in (None, Verdict.PASS):
+            lines.append(f"if the new numbers are intended, update the baseline: {self.refresh_command()}")
+        return lines
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.worker:
+            return
+        if self.cases:
+            terminalreporter.write_sep("-", "torch.compile benchmarks")
+            for line in align(RESULT_HEADER, result_rows(self.cases)):
+                terminalreporter.write_line(line)
+        if self.settings.gate is not None and self.cases:
+            terminalreporter.write_sep("-", "torch.compile perf gate")
+            for line in self.summary_lines(markdown_tables=False):
+                terminalreporter.write_line(line)
+        if self.skipped_in_workers:
+            terminalreporter.write_line(f"{self.skipped_in_workers} compile_benchmark test(s): {XDIST_SKIP}")
+        for message in self.messages:
+            terminalreporter.write_line(message)

@@ -1,0 +1,99 @@
+"""What one benchmark case measured, as plain data.
+
+A `CaseRecord` travels from an xdist worker or a test to the session (as
+JSON in `report.user_properties`), into baseline files and reports, and back
+into the gate. It holds no torch objects, so the gate and the baseline store
+are testable without torch.
+
+Metric names and what kind of quantity each is live here, beside the
+record, so the gate, the tables and the docs read one list.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .stats import Summary
+
+
+class Kind(enum.Enum):
+    """How a metric may be compared with a baseline."""
+
+    RATIO = "ratio"  # eager/compiled measured interleaved: gated on any machine
+    ABSOLUTE = "absolute"  # GPU kernel time, replay time, peak memory: gated on the same machine
+    WALL = "wall"  # CPU wall time per call: too noisy across runs, gated only when asked
+    INFO = "info"  # compile time, first-call latency: reported, never gated
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """A metric's kind, its unit for display and whether higher is better."""
+
+    kind: Kind
+    unit: str  # "x", "s", "bytes"
+    higher_is_better: bool = False
+
+
+METRICS: dict[str, MetricInfo] = {
+    "speedup": MetricInfo(Kind.RATIO, "x", higher_is_better=True),
+    "gpu_speedup": MetricInfo(Kind.RATIO, "x", higher_is_better=True),
+    "eager_s": MetricInfo(Kind.WALL, "s"),
+    "compiled_s": MetricInfo(Kind.WALL, "s"),
+    "gpu_eager_s": MetricInfo(Kind.ABSOLUTE, "s"),
+    "gpu_compiled_s": MetricInfo(Kind.ABSOLUTE, "s"),
+    "cudagraph_s": MetricInfo(Kind.ABSOLUTE, "s"),
+    "gpu_peak_eager_bytes": MetricInfo(Kind.ABSOLUTE, "bytes"),
+    "gpu_peak_compiled_bytes": MetricInfo(Kind.ABSOLUTE, "bytes"),
+    "compile_s": MetricInfo(Kind.INFO, "s"),
+    "first_call_s": MetricInfo(Kind.INFO, "s"),
+}
+
+#: deterministic counters, compared exactly (never with statistics).
+COUNTERS = ("graphs", "graph_breaks", "recompiles", "kernels")
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One case: its metrics (name -> Summary), counters, and how it was run.
+
+    `settings` says what was measured (backend, mode, threads, rounds ...),
+    `notes` why something was not (e.g. "gpu: CUDA is not available").
+    `kernels` holds per-Triton-kernel times (name -> Summary) on GPU.
+    `samples` holds the raw per-round seconds of `eager_s` and `compiled_s`
+    for reports; baseline files leave them out (`to_json(samples=False)`).
+    """
+
+    metrics: Mapping[str, Summary]
+    counters: Mapping[str, int]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    kernels: Mapping[str, Summary] = field(default_factory=dict)
+    samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+    def to_json(self, samples: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "counters": dict(self.counters),
+            "metrics": {name: s.to_json() for name, s in self.metrics.items()},
+            "settings": dict(self.settings),
+        }
+        if self.kernels:
+            data["kernels"] = {name: s.to_json() for name, s in self.kernels.items()}
+        if self.notes:
+            data["notes"] = list(self.notes)
+        if samples and self.samples:
+            data["samples"] = {name: list(values) for name, values in self.samples.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CaseRecord:
+        return cls(
+            metrics={name: Summary.from_json(s) for name, s in data["metrics"].items()},
+            counters={name: int(v) for name, v in data["counters"].items()},
+            settings=dict(data.get("settings", {})),
+            notes=tuple(data.get("notes", ())),
+            kernels={name: Summary.from_json(s) for name, s in data.get("kernels", {}).items()},
+            samples={name: tuple(values) for name, values in data.get("samples", {}).items()},
+        )
