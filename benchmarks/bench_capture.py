@@ -17,7 +17,7 @@ and normalizing the program (depyf's decompilation is shared with
 normalization of all other artifacts.
 
     python benchmarks/bench_capture.py            # all parts
-    python benchmarks/bench_capture.py overhead   # one part
+    python benchmarks/bench_capture.py overhead   # one part (cold: the same, caches disabled)
 """
 
 from __future__ import annotations
@@ -36,8 +36,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def compile_once(model: Any, args: tuple[Any, ...], capture: bool) -> float:
-    """Seconds for reset + compile + first call (+ backward), with or without capture."""
+def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
+    """Seconds for reset + compile + first call (+ backward).
+
+    mode "bare": no capture; "trace": the capture's handler and hook attached
+    (torch builds its trace payloads) but nothing laid out; "full": as the
+    fixture does, every artifact laid out and normalized once.
+    """
     import torch
     import torch._inductor.config as inductor_config
 
@@ -47,15 +52,16 @@ def compile_once(model: Any, args: tuple[Any, ...], capture: bool) -> float:
 
     torch._dynamo.reset()
     started = time.perf_counter()
-    if capture:
+    if mode == "bare":
+        with inductor_config.patch(HOST_PINNED_CONFIG):
+            run(torch.compile(model), args)
+    else:
         log = CaptureLog()
         with capturing(log):
             run(torch.compile(model), args)
-        normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
-        {name: normalize(text) for name, text in artifacts.build(log, "inductor").items()}
-    else:
-        with inductor_config.patch(HOST_PINNED_CONFIG):
-            run(torch.compile(model), args)
+        if mode == "full":
+            normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
+            {name: normalize(text) for name, text in artifacts.build(log, "inductor").items()}
     return time.perf_counter() - started
 
 
@@ -65,20 +71,33 @@ def run(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         out.sum().backward()
 
 
-def overhead(rounds: int = 7) -> None:
+def overhead(rounds: int = 7, cold: bool = False) -> None:
+    """Interleaved bare / trace / full compiles; `cold` disables Inductor's caches."""
+    import torch._inductor.config as inductor_config
+
     from fixtures import zoo
 
-    print(f"capture overhead, interleaved, warm caches, {rounds} rounds (median seconds)")
-    print(f"{'model':<20} {'bare':>8} {'captured':>9} {'overhead':>9}")
+    modes = ("bare", "trace", "full")
+    with inductor_config.patch(force_disable_caches=cold):
+        _overhead(zoo, modes, rounds, "cold (caches disabled)" if cold else "warm caches")
+
+
+def _overhead(zoo: Any, modes: tuple[str, ...], rounds: int, label: str) -> None:
+    print(f"capture overhead, interleaved, {label}, {rounds} rounds (median seconds)")
+    print(f"{'model':<20} {'bare':>8} {'+trace':>8} {'+layout':>8} {'overhead':>9} {'torch part':>11} {'ours':>7}")
     for name, build in (("mlp_training", zoo.mlp_training), ("graph_break", zoo.graph_break), ("transformer_block", zoo.transformer_block)):
         model, args, _ = build()
-        compile_once(model, args, False), compile_once(model, args, True)  # warm both cache keys
-        bare, captured = [], []
+        for mode in modes:  # warm every cache key and code path
+            compile_once(model, args, mode)
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
         for _ in range(rounds):
-            bare.append(compile_once(model, args, False))
-            captured.append(compile_once(model, args, True))
-        b, c = statistics.median(bare), statistics.median(captured)
-        print(f"{name:<20} {b:8.3f} {c:9.3f} {100 * (c / b - 1):8.1f}%")
+            for mode in modes:
+                times[mode].append(compile_once(model, args, mode))
+        bare, trace, full = (statistics.median(times[mode]) for mode in modes)
+        print(
+            f"{name:<20} {bare:8.3f} {trace:8.3f} {full:8.3f} {100 * (full / bare - 1):8.1f}% "
+            f"{100 * (trace / bare - 1):10.1f}% {100 * (full - trace) / bare:6.1f}%"
+        )
 
 
 def zoo_walltime() -> None:
@@ -138,6 +157,8 @@ if __name__ == "__main__":
     parts = sys.argv[1:] or ["overhead", "zoo", "program"]
     if "overhead" in parts:
         overhead()
+    if "cold" in parts:
+        overhead(rounds=3, cold=True)
     if "zoo" in parts:
         zoo_walltime()
     if "program" in parts:

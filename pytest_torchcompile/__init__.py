@@ -1,12 +1,35 @@
 """pytest-torchcompile: regression tests for torch.compile.
 
 Snapshots of what the compiler produced (graphs, guards, generated code,
-counters) and numerics against eager, through one marker and one fixture.
-Importing this package does not import torch.
+counters), numerics against eager with the diverging stage named, and a
+performance gate, through markers and fixtures. Importing this package does
+not import torch; `BenchmarkResult`, whose module does, loads on first use.
 """
 
+from typing import Any
+
+from .gate import GateSettings, Verdict
 from .report import CaseRow
+from .result import CompileResult, FrameResult
 from .spec import ARTIFACT_EXTENSIONS, CompileSpec, SpecError
 
-__all__ = ["ARTIFACT_EXTENSIONS", "CaseRow", "CompileSpec", "SpecError"]
+__all__ = [
+    "ARTIFACT_EXTENSIONS",
+    "BenchmarkResult",
+    "CaseRow",
+    "CompileResult",
+    "CompileSpec",
+    "FrameResult",
+    "GateSettings",
+    "SpecError",
+    "Verdict",
+]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BenchmarkResult":
+        from .bench_fixture import BenchmarkResult
+
+        return BenchmarkResult
+    raise AttributeError(f"module 'pytest_torchcompile' has no attribute {name!r}")
