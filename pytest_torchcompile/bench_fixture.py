@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -31,7 +31,7 @@ from .bench_gpu import GpuTimings, measure_gpu
 from .bench_spec import MARKER, BenchmarkSpec
 from .capture import CaptureLog, capturing, reset_dynamo
 from .diagnose import compile_stage, first_line, innermost, user_frame
-from .fixture import clone_inputs, copy_model
+from .fixture import NamedCases, clone_inputs, copy_model
 from .gate import Baseline, CaseVerdict, Gate
 from .record import CaseRecord
 from .stats import Summary, pass_noise, round_sig, widen
@@ -269,7 +269,7 @@ class BenchmarkCase:
 
 
 @dataclass
-class CompileBenchmark:
+class CompileBenchmark(NamedCases[BenchmarkResult]):
     """The object behind the `compile_benchmark` fixture: one per test."""
 
     nodeid: str
@@ -281,15 +281,7 @@ class CompileBenchmark:
     baseline: Callable[[str], Baseline | None] | None = None
     passes: int = 1
     cases: list[BenchmarkCase] = field(default_factory=list)
-
-    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> BenchmarkResult:
-        return self._run(f"case_{len(self.cases)}", model, args, kwargs)
-
-    def case(self, name: str) -> Callable[..., BenchmarkResult]:
-        """`compile_benchmark.case("small")(model, x)`: a case with a chosen name."""
-        if any(c.name == name for c in self.cases):
-            pytest.fail(f"compile_benchmark.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
+    fixture_name: ClassVar[str] = "compile_benchmark"
 
     def key(self, case: BenchmarkCase) -> str:
         """The case's name in baselines and reports: `<node id>::<case>`."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 import torch
@@ -328,23 +328,41 @@ def _only(log: CaptureLog, key: Any) -> CaptureLog:
     return CaptureLog([r for r in log.records if r.key == key], [b for b in log.bytecode if b.key == key])
 
 
+ResultT = TypeVar("ResultT")
+
+
+class NamedCases(Generic[ResultT]):
+    """A fixture object whose every call is one case: `case_0`, `case_1`, ...
+
+    `fixture.case("small")(model, x)` chooses the name instead (a snapshot
+    folder, a baseline key). Subclasses keep `cases` and implement `_run`.
+    """
+
+    fixture_name: ClassVar[str]
+    cases: list[Any]
+
+    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
+        raise NotImplementedError
+
+    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> ResultT:
+        return self._run(f"case_{len(self.cases)}", model, args, kwargs)
+
+    def case(self, name: str) -> Callable[..., ResultT]:
+        """A case with a chosen name; each name once per test."""
+        if any(c.name == name for c in self.cases):
+            pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
+        return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
+
+
 @dataclass
-class CompileModel:
+class CompileModel(NamedCases[CompileResult]):
     """The object behind the `compile_model` fixture: one per test."""
 
     spec: CompileSpec | None
     spec_error: str | None
     normalizer: Normalizer
     cases: list[CompileCase] = field(default_factory=list)
-
-    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> CompileResult:
-        return self._run(f"case_{len(self.cases)}", model, args, kwargs)
-
-    def case(self, name: str) -> Callable[..., CompileResult]:
-        """`compile_model.case("small")(model, x)`: a case with a chosen folder name."""
-        if any(c.name == name for c in self.cases):
-            pytest.fail(f"compile_model.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
+    fixture_name: ClassVar[str] = "compile_model"
 
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         if self.spec is None:

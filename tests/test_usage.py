@@ -81,3 +81,29 @@ def test_help_lists_options_and_marker_without_torch(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*--update-snapshots*", "*--torchcompile-snapshot-dir*", "*NO TORCH*"])
     markers = pytester.runpytest("--markers")
     markers.stdout.fnmatch_lines(["*compile_snapshot(backend='inductor', mode=None, *"])
+
+
+def test_a_case_name_used_twice_is_a_usage_error_for_both_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest, torch
+
+        @pytest.mark.compile_snapshot(backend="eager", artifacts=())
+        def test_snapshot(compile_model):
+            compile_model.case("small")(torch.sin, torch.randn(2))
+            compile_model.case("small")(torch.cos, torch.randn(2))
+
+        @pytest.mark.compile_benchmark(backend="eager", max_time=0.05)
+        def test_benchmark(compile_benchmark):
+            compile_benchmark.case("small")(torch.sin, torch.randn(2))
+            compile_benchmark.case("small")(torch.cos, torch.randn(2))
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*compile_model.case('small') is used twice in this test; give each case its own name*",
+            "*compile_benchmark.case('small') is used twice in this test; give each case its own name*",
+        ]
+    )
