@@ -31,7 +31,7 @@ from .bench_gpu import GpuTimings, measure_gpu
 from .bench_spec import MARKER, BenchmarkSpec
 from .capture import CaptureLog, capturing, reset_dynamo
 from .diagnose import compile_stage, first_line, innermost, user_frame
-from .fixture import NamedCases, clone_inputs, copy_model
+from .fixture import CaseFailure, NamedCases, clone_inputs, copy_model, fail_test_on_case_failure
 from .gate import Baseline, CaseVerdict, Gate
 from .record import CaseRecord
 from .stats import Summary, pass_noise, round_sig, widen
@@ -40,7 +40,7 @@ from .stats import Summary, pass_noise, round_sig, widen
 REMEASURE_PASSES = 2
 
 
-class BenchmarkFailure(Exception):
+class BenchmarkFailure(CaseFailure):
     """The case could not be measured (eager failed, compile failed)."""
 
 
@@ -293,15 +293,15 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
         case = BenchmarkCase(name, self.spec, self.timing, self.threads)
         self.cases.append(case)
         self._take_hints(case)
-        try:
+
+        def measure() -> BenchmarkResult:
             with pinned_threads(self.threads):
                 case.start(model, args, kwargs, self.passes)
                 self._judge(case)
             case.final = case.result()
             return case.final
-        except BenchmarkFailure as exc:
-            failure = f"[{name}] {exc}"
-        pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
+
+        return fail_test_on_case_failure(name, measure)
 
     def _take_hints(self, case: BenchmarkCase) -> None:
         """From the baseline: its calls per block, so both measure the same

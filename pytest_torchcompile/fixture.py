@@ -124,6 +124,7 @@ class CompileCase:
     result: CompileResult | None = None
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
+    references: dict[tuple[bool, int], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -213,7 +214,7 @@ class CompileCase:
         if not needs_fp64(mismatches, tolerance):
             return mismatches
         try:
-            reference = self._replay_eager(to_fp64)
+            reference = self._reference(fp64=True)
         except Exception as exc:  # e.g. an op without a float64 kernel: keep the plain verdict, say why
             note = f"; no fp64 reference ({type(exc).__name__}: {first_line(exc)})"
             return [dataclasses.replace(m, detail=m.detail + note) if m.tensors is not None else m for m in mismatches]
@@ -253,7 +254,7 @@ class CompileCase:
 
     def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, config: dict[str, Any] | None = None) -> str | None:
         """Re-run the case from its start with other compile settings; describe the first mismatch, if any."""
-        reference = self._replay_eager(lambda value: value)
+        reference = self._reference(fp64=False)
         reset_dynamo()
         module = copy_model(self.pristine)
         compiled = torch.compile(module, **compile_kwargs)
@@ -263,6 +264,17 @@ class CompileCase:
                 _, seen = self._observe(compiled, module, clone_inputs(inputs))
         mismatches = self._mismatches(seen, reference)
         return str(mismatches[0]) if mismatches else None
+
+    def _reference(self, fp64: bool) -> dict[str, Any]:
+        """Eager's observation of the last call, replayed from the case's start (in float64 if asked).
+
+        It depends only on the calls so far, so every stage replay and every
+        run of the bisector shares one.
+        """
+        key = (fp64, len(self.calls))
+        if key not in self.references:
+            self.references[key] = self._replay_eager(to_fp64 if fp64 else lambda value: value)
+        return self.references[key]
 
     def _replay_eager(self, convert: Callable[[Any], Any]) -> dict[str, Any]:
         """Eager from the case's start (converted, e.g. to float64); the last call's observation."""
@@ -394,8 +406,8 @@ class CompileModel(NamedCases[CompileResult]):
         return outcomes
 
 
-def fail_test_on_case_failure(name: str, run: Callable[[], CompileResult]) -> CompileResult:
-    """A failing case (first call or `CompileResult.call`) fails the test with its message alone."""
+def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
+    """A failing case (first call, `CompileResult.call`, a benchmark) fails the test with its message alone."""
     try:
         return run()
     except CaseFailure as exc:
