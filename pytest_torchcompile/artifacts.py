@@ -231,5 +231,13 @@ def build(log: CaptureLog, backend: str, names: Iterable[str] | None = None) -> 
         **{name: functools.partial(record_artifact, log, name) for name in RECORD_ARTIFACTS},
         "transformed_code": lambda: transformed_code(log),
         "summary": lambda: summary(backend, counters(log)),
+        "program": lambda: _program(log, backend),
     }
     return {name: makers[name]() for name in (makers if names is None else names)}
+
+
+def _program(log: CaptureLog, backend: str) -> str:
+    """The `program` artifact; program.py builds on this module, hence the late import."""
+    from .program import build as build_program
+
+    return build_program(log, backend) if log.bytecode else ""

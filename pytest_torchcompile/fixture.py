@@ -25,7 +25,6 @@ import torch._inductor.config as inductor_config
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
-from . import program
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from .capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
 from .diagnose import compile_stage, first_line, innermost, user_frame
@@ -319,9 +318,7 @@ class CompileCase:
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
         names = self.spec.artifacts
-        raw = layout.build(self.log, self.spec.backend_name, None if names is None else [n for n in names if n != "program"])
-        if names is None or "program" in names:
-            raw["program"] = program.build(self.log, self.spec.backend_name) if self.log.bytecode else ""
+        raw = layout.build(self.log, self.spec.backend_name, names)
         wanted = names if names is not None else tuple(name for name, text in raw.items() if text)
         return {
             name: self.normalizer.artifact(name, raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
