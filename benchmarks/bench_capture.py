@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 def all_but_program() -> list[str]:
     """Every artifact but `program`, which this script measures as a part of its own."""
-    from pytest_torchcompile.spec import ARTIFACT_EXTENSIONS
+    from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
     return [name for name in ARTIFACT_EXTENSIONS if name != "program"]
 
@@ -54,8 +54,8 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
     import torch._inductor.config as inductor_config
 
     from pytest_torchcompile import artifacts
-    from pytest_torchcompile.capture import HOST_PINNED_CONFIG, CaptureLog, capturing
-    from pytest_torchcompile.normalize import Normalizer
+    from pytest_torchcompile.common.capture import HOST_PINNED_CONFIG, CaptureLog, capturing
+    from pytest_torchcompile.snapshot.normalize import Normalizer
 
     torch._dynamo.reset()
     started = time.perf_counter()
@@ -128,9 +128,9 @@ def program_cost(rounds: int = 7) -> None:
 
     from fixtures import zoo
     from pytest_torchcompile import artifacts, program
-    from pytest_torchcompile.capture import CaptureLog, capturing
-    from pytest_torchcompile.guards import guard_function, read_guards
-    from pytest_torchcompile.normalize import Normalizer
+    from pytest_torchcompile.common.capture import CaptureLog, capturing
+    from pytest_torchcompile.snapshot.guards import guard_function, read_guards
+    from pytest_torchcompile.snapshot.normalize import Normalizer
 
     normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
     print(f"program artifact per case, inductor, warm caches, {rounds} rounds (median milliseconds)")

@@ -34,10 +34,10 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
     """One passing case, whole and in parts (the parts are the case's own steps)."""
     import torch
 
-    from pytest_torchcompile.fixture import CompileCase, clone_inputs, copy_model
-    from pytest_torchcompile.normalize import Normalizer
-    from pytest_torchcompile.numerics import compare
-    from pytest_torchcompile.spec import CompileSpec
+    from pytest_torchcompile.snapshot.fixture import CompileCase, clone_inputs, copy_model
+    from pytest_torchcompile.snapshot.normalize import Normalizer
+    from pytest_torchcompile.snapshot.numerics import compare
+    from pytest_torchcompile.snapshot.spec import CompileSpec
 
     model, args, kwargs = build()
     normalizer = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))

@@ -8,10 +8,10 @@ not import torch; `BenchmarkResult`, whose module does, loads on first use.
 
 from typing import Any
 
-from .gate import GateSettings, Verdict
-from .report import CaseRow
-from .result import CompileResult, FrameResult
-from .spec import ARTIFACT_EXTENSIONS, CompileSpec, SpecError
+from .perf.gate import GateSettings, Verdict
+from .snapshot.report import CaseRow
+from .snapshot.result import CompileResult, FrameResult
+from .snapshot.spec import ARTIFACT_EXTENSIONS, CompileSpec, SpecError
 
 __all__ = [
     "ARTIFACT_EXTENSIONS",
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name == "BenchmarkResult":
-        from .bench_fixture import BenchmarkResult
+        from .perf.fixture import BenchmarkResult
 
         return BenchmarkResult
     raise AttributeError(f"module 'pytest_torchcompile' has no attribute {name!r}")

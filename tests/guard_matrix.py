@@ -22,10 +22,10 @@ import torch
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 from fixtures import zoo
-from pytest_torchcompile.fixture import CompileCase
-from pytest_torchcompile.guards import frame_function, frame_locals
-from pytest_torchcompile.normalize import Normalizer
-from pytest_torchcompile.spec import CompileSpec
+from pytest_torchcompile.snapshot.fixture import CompileCase
+from pytest_torchcompile.snapshot.guards import frame_function, frame_locals
+from pytest_torchcompile.snapshot.normalize import Normalizer
+from pytest_torchcompile.snapshot.spec import CompileSpec
 
 REPO = Path(__file__).resolve().parents[1]
 NO_GRAD = {"convbn_inference", "transformer_block", "buffer_mutation", "nested_outputs"}

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.baseline import BaselineStore, Machine, dumps
-from pytest_torchcompile.bench import PairedTiming, TimingSettings, choose_iterations, interleave
-from pytest_torchcompile.bench_gpu import kernel_sources
-from pytest_torchcompile.perf_report import benchmark_stats, markdown
-from pytest_torchcompile.record import CaseRecord
-from pytest_torchcompile.stats import Summary
+from pytest_torchcompile.perf.baseline import BaselineStore, Machine, dumps
+from pytest_torchcompile.perf.timing import PairedTiming, TimingSettings, choose_iterations, interleave
+from pytest_torchcompile.perf.gpu import kernel_sources
+from pytest_torchcompile.perf.report import benchmark_stats, markdown
+from pytest_torchcompile.perf.record import CaseRecord
+from pytest_torchcompile.perf.stats import Summary
 
 HERE = Machine("cpu", "Some CPU", "2.13.0+cpu", None, None, 1)
 LAPTOP = Machine("cpu", "Other CPU", "2.13.0+cpu", None, None, 1)

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from pytest_torchcompile.bench_spec import BenchmarkSpec
-from pytest_torchcompile.gate import Baseline, Gate, GateSettings, Verdict, decide, run_fails
-from pytest_torchcompile.record import CaseRecord
-from pytest_torchcompile.spec import SpecError
-from pytest_torchcompile.stats import Summary, batch_spread, median_ci, pass_noise, summarize, widen
+from pytest_torchcompile.perf.spec import BenchmarkSpec
+from pytest_torchcompile.perf.gate import Baseline, Gate, GateSettings, Verdict, decide, run_fails
+from pytest_torchcompile.perf.record import CaseRecord
+from pytest_torchcompile.snapshot.spec import SpecError
+from pytest_torchcompile.perf.stats import Summary, batch_spread, median_ci, pass_noise, summarize, widen
 
 COUNTERS = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
 

@@ -1,4 +1,4 @@
-"""Unit tests for the pure text rules in `pytest_torchcompile.normalize`.
+"""Unit tests for the pure text rules in `pytest_torchcompile.snapshot.normalize`.
 
 Snapshots are only useful if the same model gives the same text on every run,
 host and checkout, and if a real change to the compiled code still shows up.
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_torchcompile.normalize import (
+from pytest_torchcompile.snapshot.normalize import (
     STATIC_RULES,
     Normalizer,
     PathRule,
@@ -367,7 +367,7 @@ def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
     """depyf wraps at a fixed width; Dynamo's counter sets the name's length."""
     import depyf
 
-    from pytest_torchcompile.artifacts import depyf_source
+    from pytest_torchcompile.snapshot.artifacts import depyf_source
 
     early, late = _calls(f"__compiled_fn_7_{UUID}"), _calls(f"__compiled_fn_17_{UUID}")
     assert NORMALIZE(depyf.decompile(early)) != NORMALIZE(depyf.decompile(late))

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import pytest
 import torch
 
-from pytest_torchcompile.attribution import attribute, random_ops, stages_for
-from pytest_torchcompile.numerics import (
+from pytest_torchcompile.snapshot.attribution import attribute, random_ops, stages_for
+from pytest_torchcompile.snapshot.numerics import (
     Tolerance,
     argument_names,
     compare,

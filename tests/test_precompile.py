@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_torchcompile.report import PrecompileRow, format_precompile_table
+from pytest_torchcompile.snapshot.report import PrecompileRow, format_precompile_table
 
 MODELS = '''
 import pytest, torch
@@ -110,7 +110,7 @@ def test_precompile_failures_before_any_fresh_process(pytester: pytest.Pytester)
 
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_precompile_keyword_must_be_a_bool(value: object) -> None:
-    from pytest_torchcompile.spec import CompileSpec, SpecError
+    from pytest_torchcompile.snapshot.spec import CompileSpec, SpecError
 
     with pytest.raises(SpecError, match=r"compile_snapshot\(precompile=.*\) is not allowed; expected one of True, False"):
         CompileSpec(precompile=value)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_torchcompile.spec import CompileSpec, SpecError
+from pytest_torchcompile.snapshot.spec import CompileSpec, SpecError
 
 
 @pytest.mark.parametrize(

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .bench import TimingSettings
-from .bench_spec import MARKER, BenchmarkSpec, marker_signature
+from .timing import TimingSettings
+from .spec import MARKER, BenchmarkSpec, marker_signature
 from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
-from .perf_report import GATE_HEADER, RESULT_HEADER, MeasuredCase, align, benchmark_json, gate_rows, json_report, markdown, result_rows
+from .report import GATE_HEADER, RESULT_HEADER, MeasuredCase, align, benchmark_json, gate_rows, json_report, markdown, result_rows
 from .record import CaseRecord
-from .snapshot import atomic_write_text
-from .spec import SpecError
+from ..snapshot.store import atomic_write_text
+from ..snapshot.spec import SpecError
 
 if TYPE_CHECKING:
     from .baseline import BaselineStore
-    from .bench_fixture import CompileBenchmark
+    from .fixture import CompileBenchmark
 
 BENCH_PROPERTY = "torchcompile_benchmark"
 XDIST_SKIP = (
@@ -198,7 +198,7 @@ class PerfSession:
 
     def benchmark_for(self, item: pytest.Item) -> CompileBenchmark:
         """A test's benchmark object, with the marker's overrides of the ini settings."""
-        from .bench_fixture import CompileBenchmark
+        from .fixture import CompileBenchmark
 
         marker = item.get_closest_marker(MARKER)
         try:

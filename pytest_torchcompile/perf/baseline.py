@@ -43,7 +43,7 @@ from typing import Any
 
 from .gate import Baseline
 from .record import CaseRecord
-from .snapshot import atomic_write_text
+from ..snapshot.store import atomic_write_text
 
 FORMAT = 1
 

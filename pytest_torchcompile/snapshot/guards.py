@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .capture import CaptureLog, FrameKey
+from ..common.capture import CaptureLog, FrameKey
 
 #: Python helpers the emitted guard functions call (the program's prelude).
 PRELUDE = '''

@@ -25,7 +25,7 @@ from torch._guards import CompileContext
 from torch._logging._internal import trace_log
 
 if TYPE_CHECKING:
-    from .guards import GuardRow
+    from ..snapshot.guards import GuardRow
 
 #: trace record kind (or artifact name) -> the plugin's name for it.
 RECORD_NAMES: dict[str, str] = {

@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bench import TimingSettings
+from .timing import TimingSettings
 from .gate import GateSettings
-from .spec import MARKER as SNAPSHOT_MARKER
-from .spec import CompileSpec, SpecError
+from ..snapshot.spec import MARKER as SNAPSHOT_MARKER
+from ..snapshot.spec import CompileSpec, SpecError
 
 MARKER = "compile_benchmark"
 

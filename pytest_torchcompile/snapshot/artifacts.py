@@ -15,7 +15,7 @@ import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .capture import BytecodeRecord, CaptureLog, FrameKey
+from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
 
 #: artifacts that are one trace record kind each, laid out frame by frame.
 RECORD_ARTIFACTS = (

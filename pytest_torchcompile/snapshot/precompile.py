@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map_only
 
-from .capture import trace_only_to
-from .diagnose import first_line, innermost
+from ..common.capture import trace_only_to
+from ..common.diagnose import first_line, innermost
 from .spec import CompileSpec
 
 _REJECTED = re.compile(r"verbose_code_parts=(\[.*?\])\s*,\s*num_guards_executed", re.DOTALL)
@@ -110,7 +110,7 @@ class RoundTrip:
                 f"artifact, and the model's class importable there (defined at module level): {first_line(exc)}"
             ) from exc
         done = subprocess.run(
-            [sys.executable, "-m", "pytest_torchcompile.precompile", str(self.artifact), str(call), str(result)],
+            [sys.executable, "-m", "pytest_torchcompile.snapshot.precompile", str(self.artifact), str(call), str(result)],
             env=_child_env(),
             capture_output=True,
             text=True,
@@ -174,7 +174,7 @@ def _child_env() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m pytest_torchcompile.precompile ARTIFACT CALL RESULT`."""
+    """`python -m pytest_torchcompile.snapshot.precompile ARTIFACT CALL RESULT`."""
     artifact, call_path, result_path = argv
     call = torch.load(call_path, weights_only=False)
     started = time.perf_counter()

@@ -25,13 +25,13 @@ import torch._inductor.config as inductor_config
 from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 from torch.utils._pytree import tree_flatten
 
-from . import artifacts as layout
-from .bench import PairedTiming, TimingSettings, interleave
-from .bench_gpu import GpuTimings, measure_gpu
-from .bench_spec import MARKER, BenchmarkSpec
-from .capture import CaptureLog, capturing, reset_dynamo
-from .diagnose import compile_stage, first_line, innermost, user_frame
-from .fixture import CaseFailure, NamedCases, clone_inputs, copy_model, fail_test_on_case_failure
+from ..snapshot import artifacts as layout
+from .timing import PairedTiming, TimingSettings, interleave
+from .gpu import GpuTimings, measure_gpu
+from .spec import MARKER, BenchmarkSpec
+from ..common.capture import CaptureLog, capturing, reset_dynamo
+from ..common.diagnose import compile_stage, first_line, innermost, user_frame
+from ..snapshot.fixture import CaseFailure, NamedCases, clone_inputs, copy_model, fail_test_on_case_failure
 from .gate import Baseline, CaseVerdict, Gate
 from .record import CaseRecord
 from .stats import Summary, pass_noise, round_sig, widen

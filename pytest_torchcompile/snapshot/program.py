@@ -17,7 +17,7 @@ import functools
 import re
 
 from .artifacts import bytecode_listing, depyf_source, frame_names
-from .capture import BytecodeRecord, CaptureLog, FrameKey
+from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
 from .guards import PRELUDE, guard_function
 
 HEADER = """\

@@ -26,8 +26,8 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 
 from . import artifacts as layout
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
-from .capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
-from .diagnose import compile_stage, first_line, innermost, user_frame
+from ..common.capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
+from ..common.diagnose import compile_stage, first_line, innermost, user_frame
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .numerics import (
@@ -45,7 +45,7 @@ from .numerics import (
 from .precompile import PrecompileFailure, RoundTrip
 from .precompile import check as precompile_check
 from .result import CompileResult, FrameResult
-from .snapshot import Outcome, SnapshotStore, artifact_filename, safe_segment
+from .store import Outcome, SnapshotStore, artifact_filename, safe_segment
 from .spec import CompileSpec
 
 SEED = 0

@@ -1,0 +1,1 @@
+"""The perf wing: time compiled against eager, record baselines, gate CI on regressions."""

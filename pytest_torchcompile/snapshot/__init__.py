@@ -1,0 +1,1 @@
+"""The snapshot wing: compile a model, capture what the compiler produced, snapshot it, check numerics."""
