@@ -1,0 +1,387 @@
+"""Did the compiler's behaviour move between two snapshots of one case, or only its text?
+
+`compare_case(old, new)` takes the artifact texts of one case on each side
+(`{"summary": ..., "guards": ..., ...}`, as stored or as captured) and returns
+a `CaseDiff`: a verdict, the counters old -> new, and what moved, each
+finding marked behaviour or text. Pure: no files, no torch, no pytest; the
+upgrade report (`python -m pytest_torchcompile diff`) and a failing snapshot
+test both call it.
+
+What counts as behaviour (what the compiled program does, and when it is
+reused), everything else being text (how the same thing is printed):
+
+- the counters: graphs, graph breaks, recompiles, kernels, ops per graph,
+  the backend; graph-break and recompile reasons;
+- per graph, the multiset of ops an FX graph calls (Dynamo, AOT and
+  post-grad graphs); a graph produced on one side only;
+- per graph, its dataflow (ops, constant arguments, result types and edges)
+  when the ops are the same, *unless* the graph's generated code (kernels
+  and wrapper calls) is present on both sides and the same: then the graphs
+  differ only on the way to the same program (`sum(x, [-1])` printed
+  `sum(x, [1])` for a 2-D `x`), which is reported as text;
+- generated kernels whose source differs beyond their own name (fused
+  differently, added, removed, or the same fusion with other code), and
+  the extern ops and kernels the wrapper calls, in order;
+- guards, compared by their check (the code, without provenance comments),
+  then by kind and source: a check added or removed, or a check on the same
+  kind and source that changed (a tensor's dtype, shape or stride), is
+  behaviour. A check that only changed kind or place in the tree
+  (`LAMBDA_GUARD: G['F'] is G[...].F` becoming `OBJECT_ALIASING` on `G['F']`)
+  is text, and so is a `GLOBAL_STATE` guard whose only change is a switch
+  that one torch does not know (`cuda_matmul_precision` on 2.15): the
+  switches both know are compared by value.
+
+Text: renumbering and renaming (`add_9` -> `add_7`, kernel names with the
+same body), comments, formatting, wrapper code that calls the same kernels
+(`assert_size_stride` grouped), artifacts without a semantic reading
+(`transformed_code`, `program`, `runtime_wrapper`), and a guards, summary or
+wrapper artifact that only one side recorded (another torch no longer emits
+`runtime_wrapper`; a marker dropped `guards` from its artifacts).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .diff_parse import (
+    Graph,
+    GraphKey,
+    Guard,
+    Program,
+    Summary,
+    global_state,
+    parse_graph,
+    parse_guards,
+    parse_output_code,
+    parse_summary,
+    split_sections,
+)
+
+BEHAVIOUR = "behaviour changed"
+TEXT = "text only"
+UNCHANGED = "unchanged"
+
+#: artifacts read as FX graphs: their ops and dataflow are behaviour.
+GRAPH_ARTIFACTS = ("dynamo_graph", "aot_forward", "aot_backward", "aot_inference", "post_grad_graph")
+#: artifacts whose absence on one side is itself behaviour (a graph or program not produced).
+PRODUCED_ARTIFACTS = (*GRAPH_ARTIFACTS, "output_code")
+#: the counters of a case's row, in order.
+COUNTERS = ("graphs", "graph breaks", "recompiles", "kernels", "ops")
+_SHOWN = 4
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that moved. `topic` is the short name the one-line verdict lists."""
+
+    behaviour: bool
+    topic: str
+    message: str
+    artifacts: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        """The message, naming the artifacts it was found in unless it starts with the one it names."""
+        named = len(self.artifacts) == 1 and self.message.startswith(self.artifacts[0])
+        return self.message if named or not self.artifacts else f"{self.message} ({', '.join(self.artifacts)})"
+
+
+Counts = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class CaseDiff:
+    """The verdict for one case, its counters old -> new, and what moved."""
+
+    verdict: str
+    counters: dict[str, Counts] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+    def moved(self) -> list[str]:
+        """`kernels 5 -> 7` for each counter that moved."""
+        return [f"{name} {_show(old)} -> {_show(new)}" for name, (old, new) in self.counters.items() if old != new]
+
+    def line(self) -> str:
+        """`behaviour changed: kernels 5 -> 7, ops 59 -> 105`, or `text only: ...`, or `unchanged`."""
+        if self.verdict == UNCHANGED:
+            return UNCHANGED
+        wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
+        parts = self.moved() if self.verdict == BEHAVIOUR else []
+        topics = list(dict.fromkeys(f.topic for f in wanted if f.topic != "counters"))
+        parts += topics[:_SHOWN] + ([f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else [])
+        return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
+
+
+def _show(value: str | None) -> str:
+    return "-" if value is None else value
+
+
+def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
+    """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
+    findings: list[Finding] = []
+    summaries = (parse_summary(old.get("summary", "")), parse_summary(new.get("summary", "")))
+    counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
+    if counters:
+        findings += _summary_findings(*summaries, counters, has_code="output_code" in old and "output_code" in new)
+    same_program, program_findings = _compare_programs(old.get("output_code"), new.get("output_code"))
+    findings += program_findings
+    for name in sorted(set(old) | set(new)):
+        findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
+    findings = _merged(findings)
+    if any(f.behaviour for f in findings):
+        verdict = BEHAVIOUR
+    elif findings or any(old.get(n) != new.get(n) for n in set(old) | set(new)):
+        verdict = TEXT
+    else:
+        verdict = UNCHANGED
+    return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+def _compare_artifact(name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]) -> list[Finding]:
+    if old == new:
+        return []
+    if old is None or new is None:
+        side = "NEW" if old is None else "OLD"
+        return [Finding(name in PRODUCED_ARTIFACTS, f"{name} only in {side.lower()}", f"{name}: only in {side}", (name,))]
+    if name in ("summary", "output_code"):  # read above, with the other side's counters and kernels
+        return []
+    if name in GRAPH_ARTIFACTS:
+        return _compare_graphs(name, old, new, same_program)
+    if name == "guards":
+        return _compare_guards(old, new)
+    return [Finding(False, f"{name} text", f"{name}: text differs (not read for behaviour)", (name,))]
+
+
+# ---------------------------------------------------------------- summary
+
+
+def _counters(old: Summary, new: Summary) -> dict[str, Counts]:
+    def ops(s: Summary) -> str | None:
+        per_graph = s.ops_per_graph()
+        return None if per_graph is None else "+".join(map(str, per_graph))
+
+    def text(value: int | None) -> str | None:
+        return None if value is None else str(value)
+
+    return {
+        "graphs": (text(old.graphs), text(new.graphs)),
+        "graph breaks": (text(old.graph_breaks), text(new.graph_breaks)),
+        "recompiles": (text(old.recompiles), text(new.recompiles)),
+        "kernels": (text(old.kernels), text(new.kernels)),
+        "ops": (ops(old), ops(new)),
+    }
+
+
+def _summary_findings(old: Summary, new: Summary, counters: dict[str, Counts], has_code: bool) -> list[Finding]:
+    found = [Finding(True, "counters", f"{name}: {_show(o)} -> {_show(n)}") for name, (o, n) in counters.items() if o != n]
+    if old.backend != new.backend:
+        found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
+    found += _multiset_findings("graph break", old.break_reasons, new.break_reasons, topic="break reasons")
+    found += _multiset_findings("recompile reason", old.recompile_reasons, new.recompile_reasons, topic="recompile reasons")
+    old_kernels = [k for f in old.frames for k in f.kernels]
+    new_kernels = [k for f in new.frames for k in f.kernels]
+    if not has_code and Counter(old_kernels) != Counter(new_kernels):
+        found.append(Finding(True, "kernel names", "summary: kernel names differ, and no output_code on both sides tells a rename from a new fusion", ("summary",)))
+    return found
+
+
+def _multiset_findings(what: str, old: Iterable[str], new: Iterable[str], topic: str) -> list[Finding]:
+    before, after = Counter(old), Counter(new)
+    found = [Finding(True, topic, f"{what} removed: {r}") for r in (before - after).elements()]
+    return found + [Finding(True, topic, f"{what} added: {r}") for r in (after - before).elements()]
+
+
+# ---------------------------------------------------------------- graphs
+
+
+def _compare_graphs(name: str, old: str, new: str, same_program: set[tuple[int, int]]) -> list[Finding]:
+    before, after = split_sections(old), split_sections(new)
+    found: list[Finding] = []
+    for key in sorted(set(before) | set(after)):
+        if key not in before or key not in after:
+            side = "NEW" if key not in before else "OLD"
+            found.append(Finding(True, "graphs", f"{key.label()}: graph only in {side}", (name,)))
+            continue
+        if before[key] != after[key]:
+            found.append(_graph_finding(name, key, parse_graph(before[key]), parse_graph(after[key]), same_program))
+    return found
+
+
+def _graph_finding(name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]) -> Finding:
+    if old.ops != new.ops:
+        return Finding(True, "ops", f"{key.label()} ops: {_delta(old.ops, new.ops)}", (name,))
+    if old.dataflow == new.dataflow:
+        return Finding(False, "FX renumbering", "FX graphs: names, numbering or comments only", (name,))
+    removed, added = list((old.nodes - new.nodes).elements()), list((new.nodes - old.nodes).elements())
+    example = f": {_node_change(removed[0], added[0])}" if removed and added else ""
+    count = max(len(removed), len(added))
+    if (key.frame, key.compile) in same_program:
+        message = f"{key.label()}: same ops, same generated code; {count} node(s) with other arguments{example}"
+        return Finding(False, "graph arguments", message, (name,))
+    return Finding(True, "graph dataflow", f"{key.label()}: same ops, {count} node(s) differ{example}", (name,))
+
+
+def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
+    """`aten.sum.dim_IntList(_, [-1], True) -> aten.sum.dim_IntList(_, [1], True)`, with result types where they differ."""
+    if old[1] == new[1]:
+        return f"{old[0]} -> {new[0]}"
+    return f"{old[0]}: {old[1]} -> {new[0]}: {new[1]}"
+
+
+def _delta(old: Counter[str], new: Counter[str]) -> str:
+    removed = [f"-{op}" + (f" x{n}" if n > 1 else "") for op, n in sorted((old - new).items())]
+    added = [f"+{op}" + (f" x{n}" if n > 1 else "") for op, n in sorted((new - old).items())]
+    return " ".join(removed + added)
+
+
+# ---------------------------------------------------------------- generated code
+
+
+def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, int]], list[Finding]]:
+    """Findings on the output code, and the frame compiles whose generated program did not change."""
+    if old is None or new is None:
+        return set(), []
+    before, after = split_sections(old), split_sections(new)
+    found: list[Finding] = []
+    changed: set[tuple[int, int]] = set()
+    for key in sorted(set(before) | set(after)):
+        frame = (key.frame, key.compile)
+        if key not in before or key not in after:
+            side = "NEW" if key not in before else "OLD"
+            found.append(Finding(True, "generated code", f"output_code {key.label()}: only in {side}", ("output_code",)))
+            changed.add(frame)
+            continue
+        if before[key] == after[key]:
+            continue
+        program_findings = _program_findings(key, parse_output_code(before[key]), parse_output_code(after[key]))
+        if any(f.behaviour for f in program_findings):
+            changed.add(frame)
+        found += program_findings or [Finding(False, "wrapper text", "output_code: wrapper text only (same kernels, same calls)", ("output_code",))]
+    frames = {(k.frame, k.compile) for k in (*before, *after)}
+    return frames - changed, found
+
+
+def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding]:
+    found: list[Finding] = []
+    renamed, pairs, removed, added = _pair_kernels(old, new)
+    found += [Finding(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}", ("output_code",)) for a, b in renamed]
+    for a, b in pairs:
+        if a.fused == b.fused:
+            found.append(Finding(True, "kernel code", f"output_code {key.label()}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})", ("output_code",)))
+        else:
+            found.append(Finding(True, "fusion", f"output_code {key.label()}: kernel fused differently: {a.name} -> {b.name}", ("output_code",)))
+    found += [Finding(True, "fusion", f"output_code {key.label()}: kernel removed: {k.name}", ("output_code",)) for k in removed]
+    found += [Finding(True, "fusion", f"output_code {key.label()}: kernel added: {k.name}", ("output_code",)) for k in added]
+    if old.externs() != new.externs():
+        found.append(Finding(True, "extern calls", f"output_code {key.label()}: extern calls {_delta(old.externs(), new.externs())}", ("output_code",)))
+    elif not found and _call_order(old) != _call_order(new):
+        found.append(Finding(True, "call order", f"output_code {key.label()}: kernels and extern ops called in another order", ("output_code",)))
+    return found
+
+
+def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
+    """(renamed pairs), (changed pairs), removed, added: same body first, then same name, then same index."""
+    left, right = list(old.kernels), list(new.kernels)
+    renamed: list[tuple[str, str]] = []
+    for kernel in list(left):
+        twin = next((k for k in right if k.body == kernel.body and k.name == kernel.name), None)
+        twin = twin or next((k for k in right if k.body == kernel.body), None)
+        if twin is not None:
+            left.remove(kernel)
+            right.remove(twin)
+            if twin.name != kernel.name:
+                renamed.append((kernel.name, twin.name))
+    pairs = []
+    for same in (lambda a, b: a.name == b.name, lambda a, b: a.name.rsplit("_", 1)[-1] == b.name.rsplit("_", 1)[-1]):
+        for kernel in list(left):
+            twin = next((k for k in right if same(kernel, k)), None)
+            if twin is not None:
+                left.remove(kernel)
+                right.remove(twin)
+                pairs.append((kernel, twin))
+    return renamed, pairs, left, right
+
+
+def _lines_changed(old: str, new: str) -> str:
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0))[2:]
+    return f"-{sum(line.startswith('-') for line in diff)} +{sum(line.startswith('+') for line in diff)} lines"
+
+
+def _call_order(program: Program) -> list[str]:
+    bodies = {k.name: k.body for k in program.kernels}
+    return [bodies.get(call, call) for call in program.calls]
+
+
+# ---------------------------------------------------------------- guards
+
+
+def _compare_guards(old: str, new: str) -> list[Finding]:
+    before, after = split_sections(old), split_sections(new)
+    found: list[Finding] = []
+    for key in sorted(set(before) | set(after)):
+        found += _guard_findings(key, parse_guards(before.get(key, "")), parse_guards(after.get(key, "")))
+    if not found:
+        found.append(Finding(False, "guards text", "guards: same checks; comments, layout or markers only", ("guards",)))
+    return found
+
+
+def _guard_findings(key: GraphKey, old: list[Guard], new: list[Guard]) -> list[Finding]:
+    checks_old = Counter(g.check for g in old if g.check)
+    checks_new = Counter(g.check for g in new if g.check)
+    found: list[Finding] = []
+    relabelled = _relabelled(old, new, checks_old & checks_new)
+    if relabelled:
+        found.append(Finding(False, "guards relabelled", f"guards: same checks under another kind or place: {', '.join(relabelled)}", ("guards",)))
+    lost = [g for g in old if g.check and (checks_old - checks_new)[g.check] > 0]
+    gained = [g for g in new if g.check and (checks_new - checks_old)[g.check] > 0]
+    for a in list(lost):
+        b = next((g for g in gained if (g.kind, g.source) == (a.kind, a.source)), None)
+        if b is not None:
+            lost.remove(a)
+            gained.remove(b)
+            found.append(_changed_guard(key, a, b))
+    found += [Finding(True, "guards", f"guards {key.label()}: removed {_where(g)}", ("guards",)) for g in lost]
+    found += [Finding(True, "guards", f"guards {key.label()}: added {_where(g)}", ("guards",)) for g in gained]
+    return found
+
+
+def _relabelled(old: list[Guard], new: list[Guard], common: Counter[str]) -> list[str]:
+    """`LAMBDA_GUARD -> OBJECT_ALIASING` for each check both sides have, under another kind or source."""
+    moves = []
+    for check in common:
+        before = sorted((g.kind, g.source) for g in old if g.check == check)
+        after = sorted((g.kind, g.source) for g in new if g.check == check)
+        if before != after:
+            moves.append(f"{before[0][0]} -> {after[0][0]}" if before[0][0] != after[0][0] else f"{before[0][0]} moved")
+    return [f"{move} x{n}" if n > 1 else move for move, n in Counter(moves).items()]
+
+
+def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
+    before, after = global_state(old.check), global_state(new.check)
+    if old.kind == "GLOBAL_STATE" and before is not None and after is not None:
+        shared = set(before) & set(after)
+        if all(before[k] == after[k] for k in shared):
+            extra = sorted(set(before) ^ set(after))
+            return Finding(False, "GLOBAL_STATE switches", f"guards: GLOBAL_STATE checks a switch only one side knows ({', '.join(extra)}), the others equal", ("guards",))
+        moved = ", ".join(f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k])
+        return Finding(True, "guards", f"guards {key.label()}: GLOBAL_STATE {moved}", ("guards",))
+    return Finding(True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",))
+
+
+def _where(guard: Guard) -> str:
+    """`ID_MATCH: ___check_obj_id(G['f'], <id>)`; the source is named when the check does not show it."""
+    shown = guard.source and guard.source not in guard.check
+    return f"{guard.kind} on {guard.source}: {guard.check}" if shown else f"{guard.kind}: {guard.check}"
+
+
+# ---------------------------------------------------------------- grouping
+
+
+def _merged(findings: list[Finding]) -> list[Finding]:
+    """One finding per message: the same ops moving in four graph artifacts is one line naming the four."""
+    merged: dict[tuple[bool, str, str], dict[str, None]] = {}
+    for f in findings:
+        merged.setdefault((f.behaviour, f.topic, f.message), {}).update(dict.fromkeys(f.artifacts))
+    return [Finding(b, t, m, tuple(a)) for (b, t, m), a in merged.items()]

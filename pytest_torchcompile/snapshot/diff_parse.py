@@ -1,0 +1,364 @@
+"""Read snapshot texts back into the facts a comparison needs; pure text, no torch.
+
+The upgrade report (`python -m pytest_torchcompile diff`) and a failing
+snapshot's verdict both ask one question of two sets of artifact texts: did
+the compiler's *behaviour* move, or only its *text*? Answering it needs the
+texts as facts, not lines: the counters of `summary`, each FX graph as a
+dataflow of ops (so that `add_9` renumbered to `add_7` is no change), each
+generated kernel with its own name masked (so that a kernel renamed is told
+apart from one fused differently), and each guard as a check on a source (so
+that a guard re-labelled or moved in the tree is told apart from a new one).
+
+Every parser here accepts any text: an artifact in a format it does not know
+gives fewer facts, never an exception, because the report must work on sets
+recorded by other torch versions and other versions of this plugin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+#: `# ===== frame 0 compile 1: forward ===== [2 of 2]`, the header artifacts.py writes per frame compile.
+_SECTION = re.compile(r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class GraphKey:
+    """One frame compile (a Dynamo graph), and which of its payloads (forward/backward)."""
+
+    frame: int
+    compile: int
+    part: int = 1
+
+    def label(self) -> str:
+        part = f" #{self.part}" if self.part > 1 else ""
+        return f"frame {self.frame}/{self.compile}{part}"
+
+
+def split_sections(text: str) -> dict[GraphKey, str]:
+    """The text of each frame compile; a text without headers is one section, frame 0/0."""
+    sections: dict[GraphKey, list[str]] = {}
+    current = GraphKey(0, 0)
+    for line in text.splitlines():
+        match = _SECTION.match(line)
+        if match:
+            current = GraphKey(int(match[1]), int(match[2]), int(match[4] or 1))
+            sections.setdefault(current, [])
+            continue
+        sections.setdefault(current, []).append(line)
+    return {key: "\n".join(lines) for key, lines in sections.items() if any(line.strip() for line in lines)}
+
+
+# ---------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class FrameSummary:
+    """One `- frame F compile C: NAME: N ops, K kernels` entry and its kernel names."""
+
+    key: GraphKey
+    name: str
+    ops: int
+    kernels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The counters of a `summary` artifact; a field the text lacks is None."""
+
+    backend: str | None = None
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    kernels: int | None = None
+    break_reasons: tuple[str, ...] = ()
+    recompile_reasons: tuple[str, ...] = ()
+    frames: tuple[FrameSummary, ...] = ()
+
+    def ops_per_graph(self) -> tuple[int, ...] | None:
+        return tuple(f.ops for f in self.frames) if self.frames else None
+
+
+_FIELD = re.compile(r"^(backend|graphs|graph breaks|recompiles|kernels): *(.*)$")
+_FRAME = re.compile(r"^\s+- frame (\d+) compile (\d+): (.*): (\d+) ops, (\d+) kernels\s*$")
+_BULLET = re.compile(r"^  - (.*)$")
+_CONTINUED = re.compile(r"^    (\S.*)$")
+_KERNEL_LINE = re.compile(r"^\s{6,}(\w+)\s*$")
+
+
+def parse_summary(text: str) -> Summary:
+    """Counters, reasons and per-frame ops/kernels from the `summary` text."""
+    fields: dict[str, str] = {}
+    reasons: dict[str, list[str]] = {"graph breaks": [], "recompiles": []}
+    frames: list[FrameSummary] = []
+    section = ""
+    for line in text.splitlines():
+        if (match := _FIELD.match(line)) is not None:
+            section = match[1]
+            fields[section] = match[2].strip()
+        elif line.startswith("frames:"):
+            section = "frames"
+        elif section == "frames" and (match := _FRAME.match(line)) is not None:
+            key = GraphKey(int(match[1]), int(match[2]))
+            frames.append(FrameSummary(key, match[3], int(match[4]), ()))
+        elif section == "frames" and frames and (match := _KERNEL_LINE.match(line)) is not None:
+            last = frames[-1]
+            frames[-1] = FrameSummary(last.key, last.name, last.ops, (*last.kernels, match[1]))
+        elif section in reasons and (match := _BULLET.match(line)) is not None:
+            reasons[section].append(match[1].strip())
+        elif section in reasons and reasons[section] and (match := _CONTINUED.match(line)) is not None:
+            reasons[section][-1] += "\n" + match[1]
+    return Summary(
+        backend=fields.get("backend"),
+        graphs=_int(fields.get("graphs")),
+        graph_breaks=_int(fields.get("graph breaks")),
+        recompiles=_int(fields.get("recompiles")),
+        kernels=_int(fields.get("kernels")),
+        break_reasons=tuple(reasons["graph breaks"]),
+        recompile_reasons=tuple(reasons["recompiles"]),
+        frames=tuple(frames),
+    )
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
+# ---------------------------------------------------------------- FX graphs
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One printed FX graph as facts.
+
+    `ops` is the multiset of operators it calls (`aten.relu.default`, or for a
+    Dynamo graph the callee: `torch.tanh`, `.sum`, `>`); `dataflow` the
+    multiset of node fingerprints, each a hash of the node's operator, its
+    constant arguments, its result type and, recursively, the fingerprints of
+    its inputs. Two graphs with equal `dataflow` compute the same thing with
+    the same shapes, whatever their nodes are named or in which order they are
+    printed. `nodes` keeps each node's local form (inputs masked as `_`) for
+    saying what differs.
+    """
+
+    ops: Counter[str]
+    dataflow: Counter[str]
+    nodes: Counter[tuple[str, str]]
+
+
+_DEF = re.compile(r"^\s*def forward\(")
+_PARAM = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*:\s*\"([^\"]*)\"")
+_NODE = re.compile(r"^\s+([A-Za-z_]\w*)(?:\s*:\s*\"([^\"]*)\")?\s*=\s*(.+?)\s*$")
+_DELETIONS = re.compile(r";\s+(?:[A-Za-z_]\w*\s*=\s*)+None\s*$")
+_IDENT = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)")
+_TORCH_OP = re.compile(r"^torch\.ops\.(\w+\.\w+(?:\.\w+)?)\(")
+_CALLEE = re.compile(r"^([A-Za-z_][\w.]*)\(")
+_SYMBOL = re.compile(r"\b([suz])\d+\b")
+_RETURN = re.compile(r"^\s+return\b(.*)$")
+_COMMENT = re.compile(r"\s+#.*$")
+
+
+def parse_graph(text: str) -> Graph:
+    """Ops, dataflow fingerprints and node forms of one printed FX graph section."""
+    text = _canonical_symbols(text)
+    prints: dict[str, str] = {}
+    ops: Counter[str] = Counter()
+    dataflow: Counter[str] = Counter()
+    nodes: Counter[tuple[str, str]] = Counter()
+    inputs = 0
+    lines = iter(text.splitlines())
+    for line in lines:
+        if _DEF.match(line):
+            header = line
+            while not header.rstrip().endswith(":") and (more := next(lines, None)) is not None:
+                header += " " + _COMMENT.sub("", more)
+            for name, annotation in _PARAM.findall(header.split("(", 1)[1]):
+                prints[name] = _hash(f"input {inputs} {annotation}")
+                inputs += 1
+            continue
+        if (ret := _RETURN.match(line)) is not None:
+            body = ret[1]
+            while body.count("(") > body.count(")") and (more := next(lines, None)) is not None:
+                body += " " + _COMMENT.sub("", more).strip()
+            out = _with_refs(_COMMENT.sub("", body).strip(), prints)
+            dataflow[_hash("return " + out[0])] += 1
+            continue
+        match = _NODE.match(line)
+        if match is None or line.lstrip().startswith("#"):
+            continue
+        name, annotation, expr = match[1], match[2] or "", _DELETIONS.sub("", match[3])
+        if expr in prints and not annotation:  # `l_x_ = L_x_`: a rename, not a node
+            prints[name] = prints[expr]
+            continue
+        deep, local = _with_refs(expr, prints)
+        prints[name] = _hash(f"{deep} -> {annotation}")
+        dataflow[prints[name]] += 1
+        nodes[(local.removeprefix("torch.ops."), annotation)] += 1
+        ops[_operator(expr, prints)] += 1
+    return Graph(ops, dataflow, nodes)
+
+
+def _with_refs(expr: str, prints: dict[str, str]) -> tuple[str, str]:
+    """`expr` with each node it reads replaced by that node's fingerprint, and by `_`."""
+    deep = _IDENT.sub(lambda m: f"#{prints[m[1]]}" if m[1] in prints else m[1], expr)
+    local = _IDENT.sub(lambda m: "_" if m[1] in prints else m[1], expr)
+    return deep, local
+
+
+def _operator(expr: str, prints: dict[str, str]) -> str:
+    """`aten.add.Tensor` for a torch op; the callee (`torch.tanh`, `.sum`) or the expression's shape otherwise."""
+    if (match := _TORCH_OP.match(expr)) is not None:
+        return match[1]
+    if (match := _CALLEE.match(expr)) is not None:
+        head, _, method = match[1].partition(".")
+        return f".{method}" if head in prints and method else match[1]
+    return _IDENT.sub(lambda m: "_" if m[1] in prints else m[1], expr)
+
+
+def _canonical_symbols(text: str) -> str:
+    """Number shape symbols (`s77`, `u3`) in order of first use: their numbers are hashes, not meaning."""
+    seen: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        return seen.setdefault(match[0], f"{match[1]}{len([k for k in seen if k[0] == match[1]])}")
+
+    return _SYMBOL.sub(rename, text)
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- output code
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One generated kernel: its name, and its source with that name masked."""
+
+    name: str
+    body: str
+
+    @property
+    def fused(self) -> str:
+        """The fused ops the name lists: `cpp_fused_add_relu_3` -> `add_relu`."""
+        return _FUSED.sub("", self.name)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One output code: its kernels, and the calls the wrapper makes, in order."""
+
+    kernels: tuple[Kernel, ...]
+    calls: tuple[str, ...] = field(default=())
+
+    def externs(self) -> Counter[str]:
+        names = {k.name for k in self.kernels}
+        return Counter(c for c in self.calls if c not in names)
+
+
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(")
+_BODY_END = re.compile(r"^\s*'''")
+_FUSED = re.compile(r"^(?:cpp|triton_\w+?|cuda|halide)_fused_|_\d+$")
+_CALL = re.compile(r"(?<![\w.])(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|aten\.\w+(?:\.\w+)?|[A-Za-z_]\w*)(?:\.run)?\(")
+
+
+def parse_output_code(text: str) -> Program:
+    """Kernels (bodies with their own name masked) and the wrapper's calls to kernels and extern ops."""
+    kernels: list[Kernel] = []
+    outside: list[str] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        match = _KERNEL_DEF.match(lines[index])
+        if match is None:
+            outside.append(lines[index])
+            index += 1
+            continue
+        start = index
+        index += 1
+        while index < len(lines) and not _BODY_END.match(lines[index]):
+            index += 1
+        body = "\n".join(lines[start : index + 1]).replace(match[1], "<kernel>")
+        kernels.append(Kernel(match[1], body.split(" = ", 1)[1]))
+        index += 1
+    names = {k.name for k in kernels}
+    calls = tuple(
+        callee
+        for line in outside
+        if not line.lstrip().startswith("#")
+        for callee in _CALL.findall(line)
+        if callee in names or "." in callee
+    )
+    return Program(tuple(kernels), calls)
+
+
+# ---------------------------------------------------------------- guards
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One leaf guard: its kind, the source it is attached to, and its check.
+
+    `check` is the guard's code without the provenance comment and without
+    the `, type=<...>` annotation ID and type matches carry; '' for a bare
+    marker line (`+- OBJECT_ALIASING` printed on the second of two sources
+    whose check is printed on the first).
+    """
+
+    kind: str
+    source: str
+    check: str
+
+
+_TREE_LINE = re.compile(r"^((?:\| )*)\+- (.*)$")
+_MANAGER = re.compile(r"^(?:\w*GuardManager)(?:: source=(.*?), accessed_by=.*)?$")
+_LEAF = re.compile(r"^([A-Z][A-Z0-9_]*)(?::\s*(.*))?$")
+_PROVENANCE = re.compile(r"\s+#\s.*$")
+_TYPE_NOTE = re.compile(r"^(___check_(?:obj|type)_id\(.*?\)), type=.*$")
+_SPACES = re.compile(r"\s+")
+_PLACEHOLDER = re.compile(r"(?<=[:\[,])(<\w+>)(?=[,}\]])")  # `"num_threads":<N>`, masked by normalize, is not JSON
+
+
+def parse_guards(text: str) -> list[Guard]:
+    """The leaf guards of Dynamo's guard tree text (`| | +- TYPE_MATCH: ...`), with the source each guards."""
+    guards: list[Guard] = []
+    sources: dict[int, str] = {}
+    for line in text.splitlines():
+        match = _TREE_LINE.match(line)
+        if match is None:
+            continue
+        depth = len(match[1]) // 2
+        item = match[2].strip()
+        manager = _MANAGER.match(item)
+        if manager is not None:
+            sources[depth] = manager[1] or ""
+            continue
+        leaf = _LEAF.match(item)
+        if leaf is None:
+            continue
+        source = next((sources[d] for d in range(depth - 1, -1, -1) if d in sources), "")
+        guards.append(Guard(leaf[1], source, _check(leaf[2] or "")))
+    return guards
+
+
+def _check(code: str) -> str:
+    code = _PROVENANCE.sub("", code).strip()
+    code = _TYPE_NOTE.sub(r"\1", code)
+    return _SPACES.sub(" ", code)
+
+
+def global_state(check: str) -> dict[str, object] | None:
+    """The switches a GLOBAL_STATE guard compares (`___check_global_state() against {...}`), or None."""
+    _, sep, raw = check.partition(" against ")
+    if not sep:
+        return None
+    try:
+        value = json.loads(_PLACEHOLDER.sub(r'"\1"', raw))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
