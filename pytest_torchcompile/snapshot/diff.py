@@ -334,25 +334,50 @@ def _guard_findings(key: GraphKey, old: list[Guard], new: list[Guard]) -> list[F
     relabelled = _relabelled(old, new, checks_old & checks_new)
     if relabelled:
         found.append(Finding(False, "guards relabelled", f"guards: same checks under another kind or place: {', '.join(relabelled)}", ("guards",)))
-    lost = [g for g in old if g.check and (checks_old - checks_new)[g.check] > 0]
-    gained = [g for g in new if g.check and (checks_new - checks_old)[g.check] > 0]
+    lost = _excess(old, checks_old - checks_new)
+    gained = _excess(new, checks_new - checks_old)
     for a in list(lost):
         b = next((g for g in gained if (g.kind, g.source) == (a.kind, a.source)), None)
         if b is not None:
             lost.remove(a)
             gained.remove(b)
             found.append(_changed_guard(key, a, b))
-    found += [Finding(True, "guards", f"guards {key.label()}: removed {_where(g)}", ("guards",)) for g in lost]
-    found += [Finding(True, "guards", f"guards {key.label()}: added {_where(g)}", ("guards",)) for g in gained]
+    found += _added_or_removed(key, "removed", lost)
+    found += _added_or_removed(key, "added", gained)
     return found
+
+
+def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Finding]:
+    """One finding per guard kind: the check itself for a single guard, the sources for several."""
+    found = []
+    for kind in dict.fromkeys(g.kind for g in guards):
+        same = [g for g in guards if g.kind == kind]
+        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on " + ", ".join(g.source or g.check for g in same)
+        found.append(Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",)))
+    return found
+
+
+def _excess(guards: list[Guard], extra: Counter[str]) -> list[Guard]:
+    """The guards whose check this side has more often than the other (the last ones, when repeated)."""
+    budget = Counter(extra)
+    picked = []
+    for guard in reversed(guards):
+        if budget[guard.check] > 0:
+            budget[guard.check] -= 1
+            picked.append(guard)
+    return picked[::-1]
 
 
 def _relabelled(old: list[Guard], new: list[Guard], common: Counter[str]) -> list[str]:
     """`LAMBDA_GUARD -> OBJECT_ALIASING` for each check both sides have, under another kind or source."""
+    places: tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]] = ({}, {})
+    for side, guards in zip(places, (old, new)):
+        for g in guards:
+            if g.check in common:
+                side.setdefault(g.check, []).append((g.kind, g.source))
     moves = []
     for check in common:
-        before = sorted((g.kind, g.source) for g in old if g.check == check)
-        after = sorted((g.kind, g.source) for g in new if g.check == check)
+        before, after = sorted(places[0][check]), sorted(places[1][check])
         if before != after:
             moves.append(f"{before[0][0]} -> {after[0][0]}" if before[0][0] != after[0][0] else f"{before[0][0]} moved")
     return [f"{move} x{n}" if n > 1 else move for move, n in Counter(moves).items()]

@@ -160,6 +160,7 @@ _CALLEE = re.compile(r"^([A-Za-z_][\w.]*)\(")
 _SYMBOL = re.compile(r"\b([suz])\d+\b")
 _RETURN = re.compile(r"^\s+return\b(.*)$")
 _COMMENT = re.compile(r"\s+#.*$")
+_SPACES = re.compile(r"\s+")
 
 
 def parse_graph(text: str) -> Graph:
@@ -184,8 +185,8 @@ def parse_graph(text: str) -> Graph:
             body = ret[1]
             while body.count("(") > body.count(")") and (more := next(lines, None)) is not None:
                 body += " " + _COMMENT.sub("", more).strip()
-            out = _with_refs(_COMMENT.sub("", body).strip(), prints)
-            dataflow[_hash("return " + out[0])] += 1
+            out = _SPACES.sub("", _with_refs(_COMMENT.sub("", body), prints)[0]).replace(",)", ")")
+            dataflow[_hash("return " + out)] += 1
             continue
         match = _NODE.match(line)
         if match is None or line.lstrip().startswith("#"):
@@ -195,7 +196,7 @@ def parse_graph(text: str) -> Graph:
             prints[name] = prints[expr]
             continue
         deep, local = _with_refs(expr, prints)
-        prints[name] = _hash(f"{deep} -> {annotation}")
+        prints[name] = _hash(f"{_SPACES.sub('', deep)} -> {annotation}")
         dataflow[prints[name]] += 1
         nodes[(local.removeprefix("torch.ops."), annotation)] += 1
         ops[_operator(expr, prints)] += 1
@@ -320,7 +321,6 @@ _MANAGER = re.compile(r"^(?:\w*GuardManager)(?:: source=(.*?), accessed_by=.*)?$
 _LEAF = re.compile(r"^([A-Z][A-Z0-9_]*)(?::\s*(.*))?$")
 _PROVENANCE = re.compile(r"\s+#\s.*$")
 _TYPE_NOTE = re.compile(r"^(___check_(?:obj|type)_id\(.*?\)), type=.*$")
-_SPACES = re.compile(r"\s+")
 _PLACEHOLDER = re.compile(r"(?<=[:\[,])(<\w+>)(?=[,}\]])")  # `"num_threads":<N>`, masked by normalize, is not JSON
 
 
