@@ -44,7 +44,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .diff_parse import (
     Graph,
@@ -101,7 +101,7 @@ class CaseDiff:
 
     def moved(self) -> list[str]:
         """`kernels 5 -> 7` for each counter that moved."""
-        return [f"{name} {_show(old)} -> {_show(new)}" for name, (old, new) in self.counters.items() if old != new]
+        return [f"{name} {old} -> {new}" for name, (old, new) in self.counters.items() if _moved(old, new)]
 
     def line(self) -> str:
         """`behaviour changed: kernels 5 -> 7, ops 59 -> 105`, or `text only: ...`, or `unchanged`."""
@@ -112,6 +112,11 @@ class CaseDiff:
         topics = list(dict.fromkeys(f.topic for f in wanted if f.topic != "counters"))
         parts += topics[:_SHOWN] + ([f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else [])
         return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
+
+
+def _moved(old: str | None, new: str | None) -> bool:
+    """A counter one side does not state (another summary format) is not compared."""
+    return old is not None and new is not None and old != new
 
 
 def _show(value: str | None) -> str:
@@ -130,9 +135,17 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     for name in sorted(set(old) | set(new)):
         findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
     findings = _merged(findings)
+    named = {a for f in findings for a in f.artifacts}
+    if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(summaries[1]):
+        named.add("summary")  # only the kernel names moved: the output_code findings say how
+    findings += [
+        Finding(False, f"{name} text", f"{name}: text differs, same facts", (name,))
+        for name in sorted(set(old) | set(new))
+        if old.get(name) != new.get(name) and name not in named
+    ]
     if any(f.behaviour for f in findings):
         verdict = BEHAVIOUR
-    elif findings or any(old.get(n) != new.get(n) for n in set(old) | set(new)):
+    elif findings:
         verdict = TEXT
     else:
         verdict = UNCHANGED
@@ -151,7 +164,7 @@ def _compare_artifact(name: str, old: str | None, new: str | None, same_program:
         return _compare_graphs(name, old, new, same_program)
     if name == "guards":
         return _compare_guards(old, new)
-    return [Finding(False, f"{name} text", f"{name}: text differs (not read for behaviour)", (name,))]
+    return [Finding(False, "unread text", "text differs, not read for behaviour", (name,))]
 
 
 # ---------------------------------------------------------------- summary
@@ -174,8 +187,12 @@ def _counters(old: Summary, new: Summary) -> dict[str, Counts]:
     }
 
 
+def _without_kernel_names(summary: Summary) -> Summary:
+    return replace(summary, frames=tuple(replace(f, kernels=()) for f in summary.frames))
+
+
 def _summary_findings(old: Summary, new: Summary, counters: dict[str, Counts], has_code: bool) -> list[Finding]:
-    found = [Finding(True, "counters", f"{name}: {_show(o)} -> {_show(n)}") for name, (o, n) in counters.items() if o != n]
+    found = [Finding(True, "counters", f"{name}: {o} -> {n}") for name, (o, n) in counters.items() if _moved(o, n)]
     if old.backend != new.backend:
         found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
     found += _multiset_findings("graph break", old.break_reasons, new.break_reasons, topic="break reasons")
@@ -213,20 +230,25 @@ def _graph_finding(name: str, key: GraphKey, old: Graph, new: Graph, same_progra
     if old.ops != new.ops:
         return Finding(True, "ops", f"{key.label()} ops: {_delta(old.ops, new.ops)}", (name,))
     if old.dataflow == new.dataflow:
-        return Finding(False, "FX renumbering", "FX graphs: names, numbering or comments only", (name,))
+        return Finding(False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,))
     removed, added = list((old.nodes - new.nodes).elements()), list((new.nodes - old.nodes).elements())
     example = f": {_node_change(removed[0], added[0])}" if removed and added else ""
     count = max(len(removed), len(added))
     if (key.frame, key.compile) in same_program:
-        message = f"{key.label()}: same ops, same generated code; {count} node(s) with other arguments{example}"
+        message = f"{key.label()}: same ops and output code, {_nodes(count)} with other arguments{example}"
         return Finding(False, "graph arguments", message, (name,))
-    return Finding(True, "graph dataflow", f"{key.label()}: same ops, {count} node(s) differ{example}", (name,))
+    return Finding(True, "graph dataflow", f"{key.label()}: same ops, {_nodes(count)} with other arguments or types{example}", (name,))
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node" + ("s" if count != 1 else "")
 
 
 def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
     """`aten.sum.dim_IntList(_, [-1], True) -> aten.sum.dim_IntList(_, [1], True)`, with result types where they differ."""
     if old[1] == new[1]:
-        return f"{old[0]} -> {new[0]}"
+        op, paren, _ = old[0].partition("(")
+        return f"{old[0]} -> {new[0].removeprefix(op) if paren and new[0].startswith(op + paren) else new[0]}"
     return f"{old[0]}: {old[1]} -> {new[0]}: {new[1]}"
 
 
@@ -258,7 +280,7 @@ def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, 
         program_findings = _program_findings(key, parse_output_code(before[key]), parse_output_code(after[key]))
         if any(f.behaviour for f in program_findings):
             changed.add(frame)
-        found += program_findings or [Finding(False, "wrapper text", "output_code: wrapper text only (same kernels, same calls)", ("output_code",))]
+        found += program_findings or [Finding(False, "wrapper text", "output_code: wrapper text only, same kernels and calls", ("output_code",))]
     frames = {(k.frame, k.compile) for k in (*before, *after)}
     return frames - changed, found
 
@@ -333,7 +355,7 @@ def _guard_findings(key: GraphKey, old: list[Guard], new: list[Guard]) -> list[F
     found: list[Finding] = []
     relabelled = _relabelled(old, new, checks_old & checks_new)
     if relabelled:
-        found.append(Finding(False, "guards relabelled", f"guards: same checks under another kind or place: {', '.join(relabelled)}", ("guards",)))
+        found.append(Finding(False, "guards relabelled", f"guards: same checks, other kind or place: {', '.join(relabelled)}", ("guards",)))
     lost = _excess(old, checks_old - checks_new)
     gained = _excess(new, checks_new - checks_old)
     for a in list(lost):

@@ -325,7 +325,19 @@ _PLACEHOLDER = re.compile(r"(?<=[:\[,])(<\w+>)(?=[,}\]])")  # `"num_threads":<N>
 
 
 def parse_guards(text: str) -> list[Guard]:
-    """The leaf guards of Dynamo's guard tree text (`| | +- TYPE_MATCH: ...`), with the source each guards."""
+    """The leaf guards of Dynamo's guard tree text (`| | +- TYPE_MATCH: ...`), with the source each guards.
+
+    A text with no tree line (another format) gives one guard per line, kind
+    `line`, so that a changed line is still a changed check.
+    """
+    guards = _tree_guards(text)
+    if guards:
+        return guards
+    lines = (_check(line) for line in text.splitlines() if not _SECTION.match(line))
+    return [Guard("line", "", line) for line in lines if line]
+
+
+def _tree_guards(text: str) -> list[Guard]:
     guards: list[Guard] = []
     sources: dict[int, str] = {}
     for line in text.splitlines():

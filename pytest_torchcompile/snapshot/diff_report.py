@@ -134,12 +134,9 @@ def _details(report: CaseReport, shared: list[Finding]) -> list[str]:
     if report.diff is None or report.verdict == UNCHANGED:
         return []
     lines = [f.render() for f in report.diff.findings if f.behaviour]
-    text = [f for f in report.diff.findings if not f.behaviour and f not in shared]
-    if text and report.verdict == BEHAVIOUR:
-        lines.append("text: " + "; ".join(f.render() for f in text))
-    else:
-        lines += [f.render() for f in text]
-    return lines
+    text = [f.render() for f in report.diff.findings if not f.behaviour and f not in shared]
+    joined = ("text: " if lines else "") + "; ".join(text)
+    return lines + ([joined] if text and len(joined) <= _WIDTH - 4 else text)
 
 
 def _clip(line: str, width: int = _WIDTH) -> str:
@@ -157,11 +154,15 @@ def render_text(report: Report) -> str:
     lines += [fmt(header), *(fmt(r) for r in rows), ""]
     shared = _shared_text(report)
     if shared:
-        lines.append("text changes in every changed case: " + "; ".join(f.render() for f in shared))
+        lines.append("text changes in every changed case:")
+        lines += [_clip(f"  - {f.render()}") for f in shared]
     for case in report.cases:
         details = _details(case, shared)
-        if details:
-            lines.append(f"{case.case.removeprefix(prefix)}: {case.verdict}")
+        head = f"{case.case.removeprefix(prefix)}: {case.verdict}"
+        if len(details) == 1 and case.verdict == TEXT and len(head) + len(details[0]) < _WIDTH - 2:
+            lines.append(f"{head}: {details[0]}")
+        elif details:
+            lines.append(head)
             lines += [_clip(f"  - {d}") for d in details]
     lines.append(report.total_line())
     return "\n".join(lines) + "\n"
@@ -170,7 +171,7 @@ def render_text(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     """The same report for a PR comment or `$GITHUB_STEP_SUMMARY`."""
     prefix = _prefix(c.case for c in report.cases)
-    title = f"### Snapshot diff: `{report.old}` -> `{report.new}`"
+    title = f"**Snapshot diff** `{report.old}` -> `{report.new}`"
     lines = [title, "", report.total_line() + (f" (cases under `{prefix}`)" if prefix else ""), ""]
     lines.append("| case | " + " | ".join(COUNTERS) + " | verdict |")
     lines.append("|---" * (len(COUNTERS) + 2) + "|")
