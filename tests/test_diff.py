@@ -244,6 +244,16 @@ def test_extern_call_swapped_is_behaviour() -> None:
     assert "output_code frame 0/0: extern calls -extern_kernels.addmm +extern_kernels.mm" in _messages(diff, behaviour=True)
 
 
+def test_kernels_called_in_another_order_is_behaviour() -> None:
+    old = zoo("test_nested_outputs")
+    lines = old["output_code"].split("\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith("        cpp_fused_mean_silu_0("))
+    second = next(i for i, line in enumerate(lines) if line.startswith("        cpp_fused__softmax_argmax_1("))
+    lines[first], lines[second] = lines[second], lines[first]
+    diff = compare_case(old, edited(old, output_code=lambda _: "\n".join(lines)))
+    assert (diff.verdict, diff.line()) == (BEHAVIOUR, "behaviour changed: call order")
+
+
 def test_wrapper_asserts_regrouped_are_text_only() -> None:
     """torch 2.15 groups `assert_size_stride` calls: the same kernels, called the same way."""
     old = zoo("test_function_with_kwargs")

@@ -200,7 +200,8 @@ def _summary_findings(old: Summary, new: Summary, counters: dict[str, Counts], h
     old_kernels = [k for f in old.frames for k in f.kernels]
     new_kernels = [k for f in new.frames for k in f.kernels]
     if not has_code and Counter(old_kernels) != Counter(new_kernels):
-        found.append(Finding(True, "kernel names", "summary: kernel names differ, and no output_code on both sides tells a rename from a new fusion", ("summary",)))
+        message = "summary: kernel names differ, and no output_code on both sides tells a rename from a new fusion"
+        found.append(Finding(True, "kernel names", message, ("summary",)))
     return found
 
 
@@ -272,7 +273,7 @@ def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, 
         frame = (key.frame, key.compile)
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
-            found.append(Finding(True, "generated code", f"output_code {key.label()}: only in {side}", ("output_code",)))
+            found.append(_code(True, "generated code", f"output_code {key.label()}: only in {side}"))
             changed.add(frame)
             continue
         if before[key] == after[key]:
@@ -280,27 +281,31 @@ def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, 
         program_findings = _program_findings(key, parse_output_code(before[key]), parse_output_code(after[key]))
         if any(f.behaviour for f in program_findings):
             changed.add(frame)
-        found += program_findings or [Finding(False, "wrapper text", "output_code: wrapper text only, same kernels and calls", ("output_code",))]
+        found += program_findings or [_code(False, "wrapper text", "output_code: wrapper text only, same kernels and calls")]
     frames = {(k.frame, k.compile) for k in (*before, *after)}
     return frames - changed, found
 
 
 def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding]:
-    found: list[Finding] = []
+    where = f"output_code {key.label()}"
     renamed, pairs, removed, added = _pair_kernels(old, new)
-    found += [Finding(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}", ("output_code",)) for a, b in renamed]
+    found = [_code(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}") for a, b in renamed]
     for a, b in pairs:
         if a.fused == b.fused:
-            found.append(Finding(True, "kernel code", f"output_code {key.label()}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})", ("output_code",)))
+            found.append(_code(True, "kernel code", f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})"))
         else:
-            found.append(Finding(True, "fusion", f"output_code {key.label()}: kernel fused differently: {a.name} -> {b.name}", ("output_code",)))
-    found += [Finding(True, "fusion", f"output_code {key.label()}: kernel removed: {k.name}", ("output_code",)) for k in removed]
-    found += [Finding(True, "fusion", f"output_code {key.label()}: kernel added: {k.name}", ("output_code",)) for k in added]
+            found.append(_code(True, "fusion", f"{where}: kernel fused differently: {a.name} -> {b.name}"))
+    found += [_code(True, "fusion", f"{where}: kernel removed: {k.name}") for k in removed]
+    found += [_code(True, "fusion", f"{where}: kernel added: {k.name}") for k in added]
     if old.externs() != new.externs():
-        found.append(Finding(True, "extern calls", f"output_code {key.label()}: extern calls {_delta(old.externs(), new.externs())}", ("output_code",)))
-    elif not found and _call_order(old) != _call_order(new):
-        found.append(Finding(True, "call order", f"output_code {key.label()}: kernels and extern ops called in another order", ("output_code",)))
+        found.append(_code(True, "extern calls", f"{where}: extern calls {_delta(old.externs(), new.externs())}"))
+    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
+        found.append(_code(True, "call order", f"{where}: kernels and extern ops called in another order"))
     return found
+
+
+def _code(behaviour: bool, topic: str, message: str) -> Finding:
+    return Finding(behaviour, topic, message, ("output_code",))
 
 
 def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
@@ -411,7 +416,8 @@ def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
         shared = set(before) & set(after)
         if all(before[k] == after[k] for k in shared):
             extra = sorted(set(before) ^ set(after))
-            return Finding(False, "GLOBAL_STATE switches", f"guards: GLOBAL_STATE checks a switch only one side knows ({', '.join(extra)}), the others equal", ("guards",))
+            message = f"guards: GLOBAL_STATE checks a switch only one side knows ({', '.join(extra)}), the others equal"
+            return Finding(False, "GLOBAL_STATE switches", message, ("guards",))
         moved = ", ".join(f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k])
         return Finding(True, "guards", f"guards {key.label()}: GLOBAL_STATE {moved}", ("guards",))
     return Finding(True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",))

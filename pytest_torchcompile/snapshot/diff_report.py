@@ -179,15 +179,25 @@ def render_markdown(report: Report) -> str:
         verdict = f"**{c.verdict}**" if c.verdict == BEHAVIOUR else c.verdict
         lines.append(f"| `{c.case.removeprefix(prefix)}` | " + " | ".join(_cell(c, n) for n in COUNTERS) + f" | {verdict} |")
     shared = _shared_text(report)
-    if shared:
-        lines += ["", "Text changes in every changed case:", "", "```text", *(f.render() for f in shared), "```"]
     for case in report.cases:
-        details = _details(case, shared)
-        if details:
-            lines += ["", f"`{case.case.removeprefix(prefix)}`: {case.verdict}", "", "```text"]
-            lines += [f"- {d}" for d in details]
-            lines.append("```")
+        if case.verdict == BEHAVIOUR:
+            lines += _md_block(case, prefix, shared)
+    text_cases = [c for c in report.cases if c.verdict == TEXT]
+    if shared or text_cases:
+        lines += ["", f"<details><summary>Text only: {len(text_cases)} case(s), and the text changes every changed case shares</summary>"]
+        if shared:
+            lines += ["", "Every changed case:", "", "```text", *(f"- {f.render()}" for f in shared), "```"]
+        for case in text_cases:
+            lines += _md_block(case, prefix, shared)
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def _md_block(case: CaseReport, prefix: str, shared: list[Finding]) -> list[str]:
+    details = _details(case, shared)
+    if not details:
+        return []
+    return ["", f"`{case.case.removeprefix(prefix)}`: {case.verdict}", "", "```text", *(f"- {d}" for d in details), "```"]
 
 
 def to_json(report: Report) -> str:
