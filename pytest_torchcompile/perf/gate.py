@@ -6,6 +6,9 @@ torch, no files, so every verdict rule is unit-tested with synthetic numbers.
 The rules (DESIGN section 5):
 - counters (graphs, graph breaks, recompiles, kernels) must equal the
   baseline's exactly; they are deterministic and need no statistics;
+- so must exact metrics (peak GPU memory in bytes), on the baseline's own
+  machine: equal is PASS (0 == 0 included), different is FAIL with the
+  difference shown; no interval, so no [-inf, +inf] for a zero;
 - a statistical metric compares medians. The change is now/baseline - 1 with
   a confidence interval from both measurements' intervals combined in log
   space. It FAILs when the change is worse than the threshold *and* the
@@ -28,7 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .record import COUNTERS, METRICS, CaseRecord, Kind, MetricInfo
-from .stats import Summary, log_se, z_value
+from .stats import Summary, log_se, round_sig, z_value
 
 COUNTER_METRIC = "counters"
 #: a PASS needs an interval that excludes a regression this many times the threshold.
@@ -120,9 +123,11 @@ class CaseVerdict:
 
     @property
     def needs_remeasure(self) -> bool:
-        """A statistical metric that did not PASS may be noise: measure again."""
+        """A statistical metric that did not PASS may be noise: measure again.
+        (Counters and exact metrics are deterministic: measuring again cannot change them.)"""
         return any(
-            row.metric in METRICS and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and row.baseline is not None
+            row.metric in METRICS and METRICS[row.metric].kind is not Kind.EXACT
+            and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and row.baseline is not None
             for row in self.rows
         )
 
@@ -178,10 +183,30 @@ def metric_row(case: str, name: str, now: Summary, baseline: Baseline, settings:
     if base is None:
         verdict = Verdict.INCONCLUSIVE if info.kind is Kind.RATIO else Verdict.NOT_GATED
         return Row(case, name, info.unit, None, now.median, None, None, verdict, "not in the baseline")
+    if info.kind is Kind.EXACT:
+        return exact_row(case, name, info.unit, now.median, base.median, baseline)
     change, ci = relative_change(now, base, settings.confidence)
     reason = _not_gated_reason(info.kind, baseline, settings)
     verdict = Verdict.NOT_GATED if reason else decide(change, ci, info.higher_is_better, settings.threshold)
     return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, reason)
+
+
+def exact_row(case: str, name: str, unit: str, now: float, base: float, baseline: Baseline) -> Row:
+    """An exact metric is equal or not, like a counter: the difference shows in the change column."""
+    if not baseline.same_machine:
+        return Row(case, name, unit, base, now, None, None, Verdict.NOT_GATED, f"other machine ({baseline.source})")
+    if same_exact(now, base):
+        return Row(case, name, unit, base, now, None, None, Verdict.PASS, "exact")
+    difference = now - base
+    shown = f"{difference:+,.0f}" if float(difference).is_integer() else f"{difference:+g}"
+    return Row(case, name, unit, base, now, None, None, Verdict.FAIL, f"{shown} {unit}".rstrip())
+
+
+def same_exact(now: float, base: float) -> bool:
+    """Equal; or, against a baseline written when exact figures were rounded to
+    5 significant digits like timings (stored as a float: 67109000.0 for
+    64 MiB), equal at that precision. New baselines store them whole (an int)."""
+    return now == base or (isinstance(base, float) and round_sig(float(now)) == base)
 
 
 def _not_gated_reason(kind: Kind, baseline: Baseline, settings: GateSettings) -> str:

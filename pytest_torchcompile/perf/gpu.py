@@ -63,7 +63,7 @@ def measure_gpu(
     timings.metrics["gpu_compiled_s"] = summarize(compiled_s, confidence)
     timings.metrics["gpu_speedup"] = summarize([e / c for e, c in zip(eager_s, compiled_s)], confidence)
     for name, fn in (("eager", eager), ("compiled", compiled)):
-        timings.metrics[f"gpu_peak_{name}_bytes"] = Summary.exact(float(peak_bytes(fn)))
+        timings.metrics[f"gpu_peak_{name}_bytes"] = Summary.exact(peak_bytes(fn))
     _replay(compiled, mode, confidence, timings)
     _kernels(output_code, flush, rep_ms, confidence, timings)
     del flush

@@ -23,7 +23,8 @@ class Kind(enum.Enum):
     """How a metric may be compared with a baseline."""
 
     RATIO = "ratio"  # eager/compiled measured interleaved: gated on any machine
-    ABSOLUTE = "absolute"  # GPU kernel time, replay time, peak memory: gated on the same machine
+    ABSOLUTE = "absolute"  # GPU kernel time: gated on the same machine, with statistics
+    EXACT = "exact"  # peak memory in bytes: deterministic, equal or not, on the same machine
     WALL = "wall"  # CPU wall time per call: too noisy across runs, gated only when asked
     INFO = "info"  # compile time, first-call latency: reported, never gated
 
@@ -45,8 +46,8 @@ METRICS: dict[str, MetricInfo] = {
     "gpu_eager_s": MetricInfo(Kind.ABSOLUTE, "s"),
     "gpu_compiled_s": MetricInfo(Kind.ABSOLUTE, "s"),
     "cudagraph_s": MetricInfo(Kind.ABSOLUTE, "s"),
-    "gpu_peak_eager_bytes": MetricInfo(Kind.ABSOLUTE, "bytes"),
-    "gpu_peak_compiled_bytes": MetricInfo(Kind.ABSOLUTE, "bytes"),
+    "gpu_peak_eager_bytes": MetricInfo(Kind.EXACT, "bytes"),
+    "gpu_peak_compiled_bytes": MetricInfo(Kind.EXACT, "bytes"),
     "compile_s": MetricInfo(Kind.INFO, "s"),
     "first_call_s": MetricInfo(Kind.INFO, "s"),
 }
