@@ -18,6 +18,13 @@ The rules (DESIGN section 5):
 - ratios (speedup, measured interleaved) are gated whatever the machine;
   absolute times only when the baseline's machine fingerprint is this one,
   CPU wall times only when asked as well; the rest is reported;
+- GPU kernel times (`record.GPU_TIMES`) are compared only when measured by
+  the same method as the baseline's (CUDA-graph replay or per-call events:
+  they measure different things). Per-call event times are not gated when
+  the case is launch-bound (they time the CPU's launch path: 2-4x between
+  processes on an H100) or when Inductor runs its own CUDA graphs
+  (`mode="reduce-overhead"`: they cannot be captured again; the interleaved
+  wall-time `speedup` judges what they buy);
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
   with `strict` on any INCONCLUSIVE too.
 """
@@ -30,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .record import COUNTERS, METRICS, CaseRecord, Kind, MetricInfo
+from .record import COUNTERS, EVENTS, GPU_TIMES, METRICS, TIMING_LABELS, CaseRecord, Kind, MetricInfo
 from .stats import Summary, log_se, round_sig, z_value
 
 COUNTER_METRIC = "counters"
@@ -161,8 +168,8 @@ class Gate:
                           "no baseline: record one with pytest --perf-update-baseline")
             return CaseVerdict(case, (missing,), remeasured)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
-        for name, summary in record.metrics.items():
-            rows.append(metric_row(case, name, summary, baseline, self.settings))
+        for name in record.metrics:
+            rows.append(metric_row(case, name, record, baseline, self.settings))
         return CaseVerdict(case, tuple(rows), remeasured)
 
 
@@ -176,19 +183,44 @@ def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> R
     return Row(case, f"{COUNTER_METRIC} ({'/'.join(names)})", "", shown[1], shown[0], None, None, verdict, note or "exact")
 
 
-def metric_row(case: str, name: str, now: Summary, baseline: Baseline, settings: GateSettings) -> Row:
-    """Compare one metric, or say why it is only reported."""
+def metric_row(case: str, name: str, record: CaseRecord, baseline: Baseline, settings: GateSettings) -> Row:
+    """Compare one metric of `record`, or say why it is only reported."""
     info = METRICS.get(name, MetricInfo(Kind.INFO, ""))
-    base = baseline.record.metrics.get(name)
+    now, base = record.metrics[name], baseline.record.metrics.get(name)
     if base is None:
         verdict = Verdict.INCONCLUSIVE if info.kind is Kind.RATIO else Verdict.NOT_GATED
         return Row(case, name, info.unit, None, now.median, None, None, verdict, "not in the baseline")
     if info.kind is Kind.EXACT:
         return exact_row(case, name, info.unit, now.median, base.median, baseline)
     change, ci = relative_change(now, base, settings.confidence)
-    reason = _not_gated_reason(info.kind, baseline, settings)
+    reason = gpu_time_reason(record, baseline.record) if name in GPU_TIMES else ""
+    reason = reason or _not_gated_reason(info.kind, baseline, settings)
     verdict = Verdict.NOT_GATED if reason else decide(change, ci, info.higher_is_better, settings.threshold)
-    return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, reason)
+    # a gated GPU time says how it was measured (in the confidence column)
+    note = reason or (TIMING_LABELS.get(record.gpu_timing() or "", "") if name in GPU_TIMES else "")
+    return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, note)
+
+
+def gpu_time_reason(now: CaseRecord, base: CaseRecord) -> str:
+    """Why a GPU kernel-time figure is not gated ('' when it is).
+
+    A replay time and a per-call time measure different things, so a baseline
+    made with one method is never compared with the other. Per-call event
+    times of a launch-bound case (either record says so) or of Inductor's own
+    CUDA graphs measure the CPU's launches, which move 2-4x between
+    processes (samples/h100-torch2.11/timing-probe.txt).
+    """
+    now_method, base_method = now.gpu_timing(), base.gpu_timing()
+    if now_method != base_method:
+        shown = [TIMING_LABELS.get(m or "", str(m)) for m in (base_method, now_method)]
+        return f"baseline by {shown[0]}, now by {shown[1]}: re-record the baseline"
+    if now_method != EVENTS:
+        return ""
+    if now.settings.get("gpu_inductor_cudagraphs") or base.settings.get("gpu_inductor_cudagraphs"):
+        return "Inductor's CUDA graphs (reduce-overhead): per-call GPU time; speedup is gated"
+    if now.settings.get("gpu_launch_bound") or base.settings.get("gpu_launch_bound"):
+        return "launch-bound: per-call GPU time measures the CPU's launches"
+    return ""
 
 
 def exact_row(case: str, name: str, unit: str, now: float, base: float, baseline: Baseline) -> Row:
