@@ -163,9 +163,7 @@ class GpuMeasurement:
     def _measure_pass(
         self, eager: Callable[[], Any], compiled: Callable[[], Any], output_code: str, confidence: float, rep_ms: float
     ) -> GpuPass:
-        import torch
-
-        flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+        flush = l2_flush_buffer()
         eager_call, compiled_call = event_times([eager, compiled], flush, rep_ms)
         if not self.passes:  # deterministic, or slow: once per case
             self._peaks(eager, compiled)
@@ -297,6 +295,13 @@ def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> 
         return bool(inductor_config.triton.cudagraphs)
     except Exception:  # an Inductor without that key: assume not
         return False
+
+
+def l2_flush_buffer() -> Any:
+    """The buffer zeroed before each timed call so it runs on a cold L2 (as `do_bench`)."""
+    import torch
+
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
 
 def event_times(fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, warmup_ms: float = 25.0) -> list[list[float]]:
