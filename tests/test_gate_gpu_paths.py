@@ -171,3 +171,16 @@ def test_inductor_cuda_graphs_are_never_captured_again(device: Device) -> None:
     assert m.method == EVENTS
     assert m.settings() == {"gpu_timing": EVENTS, "gpu_launch_bound": True, "gpu_inductor_cudagraphs": True}
     assert len([n for n in m.all_notes() if "Inductor's own CUDA graphs" in n]) == 1
+
+
+def test_gate_quality_gpu_mode_says_it_needs_cuda() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the message on a machine without CUDA")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality.py"
+    done = subprocess.run([sys.executable, str(script), "--gpu"], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "gate_quality.py --gpu needs CUDA" in done.stderr and "nothing was run" in done.stderr
