@@ -6,7 +6,7 @@ fresh processes): on a launch-bound model (6 x Linear(64, 64) on 4x64)
 per-call CUDA events after an L2 flush moved 33-109 us (eager) and 75-201 us
 (compiled) between processes, while CUDA-graph replay
 (`triton.testing.do_bench_cudagraph`) moved 12.6-13.0 us; on a
-bandwidth-bound chain both agree within 3-9%. So, per pass:
+bandwidth-bound chain they agree within 10%. So, per pass:
 
 - per-call events: eager and compiled alternate call by call, CUDA events
   around each call after warm-up, the L2 cache flushed (a 256 MiB buffer
@@ -55,7 +55,7 @@ REPLAY_RETRIES = 10
 MAX_CALLS_PER_GRAPH = 1000
 #: per-call event time / replay time at or above which a side is launch-bound.
 #: From the H100 probe (5 processes): bandwidth-bound sides measured 1.00-1.10
-#: (highest: compiled 243.8 us / 222.7 us), launch-bound ones 2.6-13.8 (lowest:
+#: (highest: compiled 243.8 us / 222.7 us), launch-bound ones 2.6-15.6 (lowest:
 #: eager 32.8 us / 12.6 us). 1.5 sits between with a margin both ways, and means
 #: a third of the per-call time is the GPU waiting for launches. (Events run
 #: after an L2 flush, replay on a warm L2, so a cache-friendly kernel can read
