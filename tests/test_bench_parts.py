@@ -61,6 +61,34 @@ def test_interleave_alternates_which_side_goes_first() -> None:
     assert timed == ("e" * k + "c" * k + "c" * k + "e" * k) * 2
 
 
+def test_every_timed_block_ends_with_a_sync() -> None:
+    """On GPU `sync` is torch.cuda.synchronize: each block's clock must stop after
+    the queued kernels ran, not when the CPU returned (the reduce-overhead gate
+    rests on this per-call wall-time ratio)."""
+    clock, events = SteppedClock(), []
+
+    def side(name: str, seconds: float):
+        work = clock.work(seconds)
+
+        def run() -> None:
+            events.append(name)
+            work()
+
+        return run
+
+    def sync() -> None:
+        events.append("|")
+        clock.now += 50e-6  # the GPU's queued work: counted only because the block waits for it
+
+    settings = TimingSettings(max_time=0.01, min_rounds=4, max_rounds=4, block_time=0.0002, warmup=0)
+    timing = interleave(side("e", 100e-6), side("c", 50e-6), settings, sync=sync, clock=clock)
+    k = timing.iterations
+    timed = "".join(events[-4 * (k + 1) :])
+    assert timed == "e" * k + "|" + "c" * k + "|" + "c" * k + "|" + "e" * k + "|"
+    assert "".join(events).count("|") == 1 + 10 + 2 * timing.rounds  # warm-up, 5+5 estimates, every block
+    assert timing.compiled[0] == pytest.approx(50e-6 + 50e-6 / k)
+
+
 def test_iterations_hint_is_kept_when_sensible() -> None:
     assert choose_iterations(100e-6, 0.0005) == 8
     assert choose_iterations(100e-6, 0.0005, hint=4) == 4  # 0.4 ms block: close enough to 0.5 ms

@@ -192,3 +192,52 @@ def test_noise_between_passes_sets_the_least_width_of_an_interval() -> None:
     wide = widen(narrow, noise, 0.95)
     assert wide.ci_low == pytest.approx(2.0 * math.exp(-1.96 * noise), rel=1e-3)
     assert wide.median == narrow.median and widen(wide, 0.001, 0.95) == wide  # never narrows
+
+
+def exact(value: float) -> Summary:
+    return Summary.exact(value)
+
+
+@pytest.mark.parametrize(
+    "base, now, verdict, note",
+    [
+        (0, 0, Verdict.PASS, "exact"),  # a zero peak: no [-inf, +inf], no INCONCLUSIVE
+        (2048, 2048, Verdict.PASS, "exact"),
+        (67108864, 67108864, Verdict.PASS, "exact"),
+        (67108864, 67110912, Verdict.FAIL, "+2,048 bytes"),  # 0.003% more: exact means exact
+        (2048, 0, Verdict.FAIL, "-2,048 bytes"),  # less is a change too, like a counter
+        (0, 512, Verdict.FAIL, "+512 bytes"),
+        (67109000.0, 67108864, Verdict.PASS, "exact"),  # a baseline that kept 5 significant digits
+        (67109000.0, 67110912, Verdict.FAIL, "+1,912 bytes"),
+    ],
+)
+def test_exact_metrics_compare_exactly(base: float, now: float, verdict: Verdict, note: str) -> None:
+    case = gate(record(gpu_peak_compiled_bytes=exact(base))).judge("t", record(gpu_peak_compiled_bytes=exact(now)))
+    row = rows_by_metric(case)["gpu_peak_compiled_bytes"]
+    assert (row.verdict, row.note) == (verdict, note)
+    assert row.change is None and row.ci is None
+    assert not case.needs_remeasure  # deterministic: measuring again cannot change it
+
+
+def test_exact_metrics_pass_under_strict_and_are_not_gated_on_another_machine() -> None:
+    zero = record(gpu_peak_compiled_bytes=exact(0))
+    here = gate(zero, strict=True).judge("t", zero)
+    assert here.verdict is Verdict.PASS and not run_fails([here], GateSettings(strict=True))
+    row = rows_by_metric(gate(zero, same_machine=False).judge("t", record(gpu_peak_compiled_bytes=exact(4096))))["gpu_peak_compiled_bytes"]
+    assert row.verdict is Verdict.NOT_GATED and row.note.startswith("other machine")
+
+
+def test_exact_rows_show_bytes_and_the_difference() -> None:
+    from pytest_torchcompile.perf.report import gate_cells
+
+    failing = rows_by_metric(gate(record(gpu_peak_eager_bytes=exact(2048))).judge("t", record(gpu_peak_eager_bytes=exact(4096))))
+    cells = gate_cells(failing["gpu_peak_eager_bytes"])
+    assert cells[2:] == ("2 KiB", "4 KiB", "+2,048 bytes", "", "FAIL")
+    passing = rows_by_metric(gate(record(gpu_peak_eager_bytes=exact(0))).judge("t", record(gpu_peak_eager_bytes=exact(0))))
+    assert gate_cells(passing["gpu_peak_eager_bytes"])[2:] == ("0 B", "0 B", "", "exact", "PASS")
+
+
+def test_exact_bytes_stay_whole_in_baseline_files() -> None:
+    data = record(gpu_peak_eager_bytes=exact(67108864)).to_json()
+    assert data["metrics"]["gpu_peak_eager_bytes"]["median"] == 67108864
+    assert isinstance(CaseRecord.from_json(data).metrics["gpu_peak_eager_bytes"].median, int)

@@ -27,7 +27,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..snapshot import artifacts as layout
 from .timing import PairedTiming, TimingSettings, interleave
-from .gpu import GpuTimings, measure_gpu
+from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .spec import MARKER, BenchmarkSpec
 from ..common.capture import CaptureLog, capturing, reset_dynamo
 from ..common.diagnose import compile_stage, first_line, innermost, user_frame
@@ -131,7 +131,7 @@ class BenchmarkCase:
     compile_seconds: float = 0.0
     first_call_seconds: float = 0.0
     output_code: str = ""
-    gpu: GpuTimings | None = None
+    gpu: GpuMeasurement | None = None
     notes: list[str] = field(default_factory=list)
     verdict: CaseVerdict | None = None
     iterations_hint: int | None = None
@@ -159,7 +159,7 @@ class BenchmarkCase:
         return functools.reduce(PairedTiming.merged, self.passes)
 
     def measure(self, passes: int) -> None:
-        """Time `passes` more passes of interleaved rounds; GPU figures afresh.
+        """Time `passes` more passes of interleaved rounds, each with its GPU pass on GPU.
 
         Every pass uses the same calls per block (the first pass's, or the
         baseline's), so they measure the same thing and can be pooled.
@@ -167,8 +167,9 @@ class BenchmarkCase:
         for _ in range(passes):
             hint = self.passes[0].iterations if self.passes else self.iterations_hint
             self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
-        if self.sync is not _no_sync:
-            self.gpu = measure_gpu(self.eager, self.compiled, self.output_code, self.spec.mode, self.timing.confidence, 100.0 * passes)
+            if self.sync is not _no_sync:
+                self.gpu = self.gpu or GpuMeasurement(inductor_cudagraphs(self.spec.mode, self.spec.options))
+                self.gpu.add_pass(self.eager, self.compiled, self.output_code, self.timing.confidence)
 
     def _run_eager_once(self) -> None:
         try:
@@ -220,9 +221,10 @@ class BenchmarkCase:
             for name, summary in paired.summaries(confidence).items()
         }
         metrics.update(compile_s=Summary.exact(self.compile_seconds), first_call_s=Summary.exact(self.first_call_seconds))
-        gpu = self.gpu or GpuTimings()
+        gpu = self.gpu.timings(confidence, {**own, **self.noise_hint}) if self.gpu else GpuTimings()
         metrics.update(gpu.metrics)
         settings = self._settings()
+        settings.update(self.gpu.settings() if self.gpu else {})
         if own or self.noise_hint:
             settings["noise"] = {name: round_sig(value, 3) for name, value in (own or self.noise_hint).items()}
         samples = {"eager_s": paired.eager, "compiled_s": paired.compiled}
@@ -232,6 +234,7 @@ class BenchmarkCase:
         """Per metric, the spread between this case's passes (needs 3 or more)."""
         series = [p.series() for p in self.passes]
         noise = {name: pass_noise([s[name] for s in series]) for name in series[0]}
+        noise.update(self.gpu.noise() if self.gpu else {})
         return {name: value for name, value in noise.items() if value is not None}
 
     def _settings(self) -> dict[str, Any]:
@@ -245,7 +248,6 @@ class BenchmarkCase:
 
     def result(self) -> BenchmarkResult:
         record = self.record()
-        gpu = self.gpu or GpuTimings()
         return BenchmarkResult(
             case=self.name,
             speedup=record.metrics["speedup"],
@@ -260,8 +262,8 @@ class BenchmarkCase:
             graph_break_count=self.counters["graph_breaks"],
             recompile_count=self.counters["recompiles"],
             kernel_count=self.counters["kernels"],
-            gpu=dict(gpu.metrics),
-            kernel_times=dict(gpu.kernels),
+            gpu={name: summary for name, summary in record.metrics.items() if name.startswith("gpu_")},
+            kernel_times=dict(record.kernels),
             notes=record.notes,
             verdict=self.verdict.verdict.value if self.verdict else None,
             record=record,

@@ -6,6 +6,9 @@ torch, no files, so every verdict rule is unit-tested with synthetic numbers.
 The rules (DESIGN section 5):
 - counters (graphs, graph breaks, recompiles, kernels) must equal the
   baseline's exactly; they are deterministic and need no statistics;
+- so must exact metrics (peak GPU memory in bytes), on the baseline's own
+  machine: equal is PASS (0 == 0 included), different is FAIL with the
+  difference shown; no interval, so no [-inf, +inf] for a zero;
 - a statistical metric compares medians. The change is now/baseline - 1 with
   a confidence interval from both measurements' intervals combined in log
   space. It FAILs when the change is worse than the threshold *and* the
@@ -15,6 +18,13 @@ The rules (DESIGN section 5):
 - ratios (speedup, measured interleaved) are gated whatever the machine;
   absolute times only when the baseline's machine fingerprint is this one,
   CPU wall times only when asked as well; the rest is reported;
+- GPU kernel times (`record.GPU_TIMES`) are compared only when measured by
+  the same method as the baseline's (CUDA-graph replay or per-call events:
+  they measure different things). Per-call event times are not gated when
+  the case is launch-bound (they time the CPU's launch path: 2-4x between
+  processes on an H100) or when Inductor runs its own CUDA graphs
+  (`mode="reduce-overhead"`: they cannot be captured again; the interleaved
+  wall-time `speedup` judges what they buy);
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
   with `strict` on any INCONCLUSIVE too.
 """
@@ -27,8 +37,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .record import COUNTERS, METRICS, CaseRecord, Kind, MetricInfo
-from .stats import Summary, log_se, z_value
+from .record import COUNTERS, EVENTS, GPU_TIMES, METRICS, TIMING_LABELS, CaseRecord, Kind, MetricInfo
+from .stats import Summary, log_se, round_sig, z_value
 
 COUNTER_METRIC = "counters"
 #: a PASS needs an interval that excludes a regression this many times the threshold.
@@ -120,9 +130,11 @@ class CaseVerdict:
 
     @property
     def needs_remeasure(self) -> bool:
-        """A statistical metric that did not PASS may be noise: measure again."""
+        """A statistical metric that did not PASS may be noise: measure again.
+        (Counters and exact metrics are deterministic: measuring again cannot change them.)"""
         return any(
-            row.metric in METRICS and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and row.baseline is not None
+            row.metric in METRICS and METRICS[row.metric].kind is not Kind.EXACT
+            and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and row.baseline is not None
             for row in self.rows
         )
 
@@ -156,8 +168,8 @@ class Gate:
                           "no baseline: record one with pytest --perf-update-baseline")
             return CaseVerdict(case, (missing,), remeasured)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
-        for name, summary in record.metrics.items():
-            rows.append(metric_row(case, name, summary, baseline, self.settings))
+        for name in record.metrics:
+            rows.append(metric_row(case, name, record, baseline, self.settings))
         return CaseVerdict(case, tuple(rows), remeasured)
 
 
@@ -171,17 +183,62 @@ def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> R
     return Row(case, f"{COUNTER_METRIC} ({'/'.join(names)})", "", shown[1], shown[0], None, None, verdict, note or "exact")
 
 
-def metric_row(case: str, name: str, now: Summary, baseline: Baseline, settings: GateSettings) -> Row:
-    """Compare one metric, or say why it is only reported."""
+def metric_row(case: str, name: str, record: CaseRecord, baseline: Baseline, settings: GateSettings) -> Row:
+    """Compare one metric of `record`, or say why it is only reported."""
     info = METRICS.get(name, MetricInfo(Kind.INFO, ""))
-    base = baseline.record.metrics.get(name)
+    now, base = record.metrics[name], baseline.record.metrics.get(name)
     if base is None:
         verdict = Verdict.INCONCLUSIVE if info.kind is Kind.RATIO else Verdict.NOT_GATED
         return Row(case, name, info.unit, None, now.median, None, None, verdict, "not in the baseline")
+    if info.kind is Kind.EXACT:
+        return exact_row(case, name, info.unit, now.median, base.median, baseline)
     change, ci = relative_change(now, base, settings.confidence)
-    reason = _not_gated_reason(info.kind, baseline, settings)
+    reason = gpu_time_reason(record, baseline.record) if name in GPU_TIMES else ""
+    reason = reason or _not_gated_reason(info.kind, baseline, settings)
     verdict = Verdict.NOT_GATED if reason else decide(change, ci, info.higher_is_better, settings.threshold)
-    return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, reason)
+    # a gated GPU time says how it was measured (in the confidence column)
+    note = reason or (TIMING_LABELS.get(record.gpu_timing() or "", "") if name in GPU_TIMES else "")
+    return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, note)
+
+
+def gpu_time_reason(now: CaseRecord, base: CaseRecord) -> str:
+    """Why a GPU kernel-time figure is not gated ('' when it is).
+
+    A replay time and a per-call time measure different things, so a baseline
+    made with one method is never compared with the other. Per-call event
+    times of a launch-bound case (either record says so) or of Inductor's own
+    CUDA graphs measure the CPU's launches, which move 2-4x between
+    processes (samples/h100-torch2.11/timing-probe.txt).
+    """
+    now_method, base_method = now.gpu_timing(), base.gpu_timing()
+    if now_method != base_method:
+        shown = [TIMING_LABELS.get(m or "", str(m)) for m in (base_method, now_method)]
+        return f"baseline by {shown[0]}, now by {shown[1]}: re-record the baseline"
+    if now_method != EVENTS:
+        return ""
+    if now.settings.get("gpu_inductor_cudagraphs") or base.settings.get("gpu_inductor_cudagraphs"):
+        return "Inductor's CUDA graphs (reduce-overhead): per-call GPU time; speedup is gated"
+    if now.settings.get("gpu_launch_bound") or base.settings.get("gpu_launch_bound"):
+        return "launch-bound: per-call GPU time measures the CPU's launches"
+    return ""
+
+
+def exact_row(case: str, name: str, unit: str, now: float, base: float, baseline: Baseline) -> Row:
+    """An exact metric is equal or not, like a counter: the difference shows in the change column."""
+    if not baseline.same_machine:
+        return Row(case, name, unit, base, now, None, None, Verdict.NOT_GATED, f"other machine ({baseline.source})")
+    if same_exact(now, base):
+        return Row(case, name, unit, base, now, None, None, Verdict.PASS, "exact")
+    difference = now - base
+    shown = f"{difference:+,.0f}" if float(difference).is_integer() else f"{difference:+g}"
+    return Row(case, name, unit, base, now, None, None, Verdict.FAIL, f"{shown} {unit}".rstrip())
+
+
+def same_exact(now: float, base: float) -> bool:
+    """Equal; or, against a baseline written when exact figures were rounded to
+    5 significant digits like timings (stored as a float: 67109000.0 for
+    64 MiB), equal at that precision. New baselines store them whole (an int)."""
+    return now == base or (isinstance(base, float) and round_sig(float(now)) == base)
 
 
 def _not_gated_reason(kind: Kind, baseline: Baseline, settings: GateSettings) -> str:

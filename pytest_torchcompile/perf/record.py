@@ -23,7 +23,8 @@ class Kind(enum.Enum):
     """How a metric may be compared with a baseline."""
 
     RATIO = "ratio"  # eager/compiled measured interleaved: gated on any machine
-    ABSOLUTE = "absolute"  # GPU kernel time, replay time, peak memory: gated on the same machine
+    ABSOLUTE = "absolute"  # GPU kernel time: gated on the same machine, with statistics
+    EXACT = "exact"  # peak memory in bytes: deterministic, equal or not, on the same machine
     WALL = "wall"  # CPU wall time per call: too noisy across runs, gated only when asked
     INFO = "info"  # compile time, first-call latency: reported, never gated
 
@@ -44,12 +45,23 @@ METRICS: dict[str, MetricInfo] = {
     "compiled_s": MetricInfo(Kind.WALL, "s"),
     "gpu_eager_s": MetricInfo(Kind.ABSOLUTE, "s"),
     "gpu_compiled_s": MetricInfo(Kind.ABSOLUTE, "s"),
-    "cudagraph_s": MetricInfo(Kind.ABSOLUTE, "s"),
-    "gpu_peak_eager_bytes": MetricInfo(Kind.ABSOLUTE, "bytes"),
-    "gpu_peak_compiled_bytes": MetricInfo(Kind.ABSOLUTE, "bytes"),
+    "gpu_peak_eager_bytes": MetricInfo(Kind.EXACT, "bytes"),
+    "gpu_peak_compiled_bytes": MetricInfo(Kind.EXACT, "bytes"),
+    "gpu_eager_call_s": MetricInfo(Kind.INFO, "s"),
+    "gpu_compiled_call_s": MetricInfo(Kind.INFO, "s"),
     "compile_s": MetricInfo(Kind.INFO, "s"),
     "first_call_s": MetricInfo(Kind.INFO, "s"),
 }
+
+#: GPU kernel-time figures, measured by the method named in `settings["gpu_timing"]`:
+#: `REPLAY` (eager and compiled each captured in a CUDA graph and replayed, as
+#: `triton.testing.do_bench_cudagraph`) when both can be captured, else `EVENTS`
+#: (CUDA events around each call, after an L2 flush, as `triton.testing.do_bench`).
+#: With `REPLAY`, the per-call event times are kept as `gpu_*_call_s`, reported.
+GPU_TIMES = ("gpu_eager_s", "gpu_compiled_s", "gpu_speedup")
+REPLAY = "cudagraph"
+EVENTS = "events"
+TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
 
 #: deterministic counters, compared exactly (never with statistics).
 COUNTERS = ("graphs", "graph_breaks", "recompiles", "kernels")
@@ -59,8 +71,10 @@ COUNTERS = ("graphs", "graph_breaks", "recompiles", "kernels")
 class CaseRecord:
     """One case: its metrics (name -> Summary), counters, and how it was run.
 
-    `settings` says what was measured (backend, mode, threads, rounds ...),
-    `notes` why something was not (e.g. "gpu: CUDA is not available").
+    `settings` says what was measured (backend, mode, threads, rounds ...;
+    on GPU `gpu_timing`, `gpu_launch_bound` and `gpu_inductor_cudagraphs`:
+    see `gpu_timing`), `notes` why something was not (e.g. "gpu: CUDA is not
+    available").
     `kernels` holds per-Triton-kernel times (name -> Summary) on GPU.
     `samples` holds the raw per-round seconds of `eager_s` and `compiled_s`
     for reports; baseline files leave them out (`to_json(samples=False)`).
@@ -86,6 +100,14 @@ class CaseRecord:
         if samples and self.samples:
             data["samples"] = {name: list(values) for name, values in self.samples.items()}
         return data
+
+    def gpu_timing(self) -> str | None:
+        """How the GPU kernel times were measured (`REPLAY` or `EVENTS`); None
+        without them. Records from before the method was recorded used events."""
+        if not any(name in self.metrics for name in GPU_TIMES):
+            return None
+        method = self.settings.get("gpu_timing")
+        return method if isinstance(method, str) else EVENTS
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CaseRecord:

@@ -33,7 +33,7 @@ class MeasuredCase:
 
 
 def fmt_value(value: float | str | None, unit: str) -> str:
-    """A number in its unit: 3.02x, 1.25 ms, 12.0 MiB; text as is; None as '-'."""
+    """A number in its unit: 3.02x, 1.25 ms, 12 MiB; text as is; None as '-'."""
     if value is None:
         return "-"
     if isinstance(value, str):
@@ -41,7 +41,7 @@ def fmt_value(value: float | str | None, unit: str) -> str:
     if unit == "x":
         return f"{value:.3g}x"
     if unit == "bytes":
-        return f"{value / 2**20:.4g} MiB"
+        return fmt_bytes(value)
     if unit == "s":
         return fmt_seconds(value)
     return f"{value:.4g}"
@@ -52,6 +52,14 @@ def fmt_seconds(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.4g} {suffix}"
     return f"{value / 1e-9:.4g} ns"
+
+
+def fmt_bytes(value: float) -> str:
+    """Bytes with a binary prefix: 0 B, 2 KiB, 64 MiB (what `torch.cuda` reports in)."""
+    for power, suffix in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if abs(value) >= 1024**power:
+            return f"{value / 1024**power:.4g} {suffix}"
+    return f"{value:.4g} B"
 
 
 def fmt_percent(value: float) -> str:

@@ -50,7 +50,8 @@ class Summary:
 
     @classmethod
     def exact(cls, value: float) -> Summary:
-        """A quantity measured once (compile time, peak memory): no interval."""
+        """A quantity measured once (compile time, peak memory): no interval.
+        An int (bytes) stays an int, so baseline files keep it whole (`to_json`)."""
         return cls(value, value, value, value, value, value, 1)
 
 
