@@ -17,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from pytest_torchcompile.common.capture import FrameKey
 from pytest_torchcompile.snapshot.guards import GuardRow, guard_function, split_comment
+from pytest_torchcompile.snapshot.placeholders import torch_minor
 from tests.conftest import model_test
 from tests.guard_matrix import ZOO
 
 REPO = Path(__file__).resolve().parents[1]
-ZOO_SNAPSHOTS = REPO / "snapshots/fixtures/test_zoo"
+#: the zoo's committed set for this torch (pyproject: torchcompile_snapshot_dir = "snapshots/{torch}/{device}")
+ZOO_SNAPSHOTS = REPO / "snapshots" / torch_minor(torch.__version__) / "cpu/fixtures/test_zoo"
 
 
 # --- the committed zoo snapshots ----------------------------------------------
