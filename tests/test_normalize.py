@@ -372,3 +372,97 @@ def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
     early, late = _calls(f"__compiled_fn_7_{UUID}"), _calls(f"__compiled_fn_17_{UUID}")
     assert NORMALIZE(depyf.decompile(early)) != NORMALIZE(depyf.decompile(late))
     assert NORMALIZE(depyf_source(early)[0]) == NORMALIZE(depyf_source(late)[0])
+
+
+# --- torch 2.11's guard text and GPU (Triton) output (normalize.py's VERSION_AND_GPU_RULES) ---
+# Real cold/warm payloads from an H100 are checked in tests/test_gpu_text.py; these pin
+# each rule on one line, what it leaves alone, and idempotence on mixed text.
+
+from pytest_torchcompile.snapshot.normalize import (  # noqa: E402  (this block's own imports)
+    VERSION_AND_GPU_RULES,
+    drop_bare_guard_provenance,
+    drop_code_object_addresses,
+    mask_backend_hash,
+    mask_device_properties,
+    unspace_sym_products,
+)
+
+DEVICE_PROPERTIES = (
+    "'device': DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, major=9, "
+    "regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048, max_threads_per_block=1024, warp_size=32)"
+)
+GPU_EXAMPLES = [
+    (
+        drop_code_object_addresses,
+        'type=<code object silu at 0x7f8b7fd27990, file "<torch>/nn/functional.py", line 2375>',
+        'type=<code object silu, file "<torch>/nn/functional.py", line 2375>',
+    ),
+    (drop_code_object_addresses, "type=<code object <lambda> at 0xe6135c0, file \"m.py\", line 3>", "type=<code object <lambda>, file \"m.py\", line 3>"),
+    (
+        drop_bare_guard_provenance,
+        "+- LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n+- next",
+        "+- LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647\n+- next",
+    ),
+    (drop_bare_guard_provenance, "and 2 <= L['x'].size()[0]  # EPILOGUE  # (simd.py:<N> in f)", "and 2 <= L['x'].size()[0]  # EPILOGUE"),
+    (mask_backend_hash, "'backend_hash': '91D1D1166449D9E2EB66EB9770C9E2C3B0FEB787341F27FEB4D3F0338DA50336', 'x': 1", "'backend_hash': '<hash>', 'x': 1"),
+    (
+        mask_device_properties,
+        DEVICE_PROPERTIES,
+        "'device': DeviceProperties(type='cuda', index=0, multi_processor_count=<N>, cc=<N>, major=<N>, "
+        "regs_per_multiprocessor=<N>, max_threads_per_multi_processor=<N>, max_threads_per_block=<N>, warp_size=<N>)",
+    ),
+    (unspace_sym_products, 'mul_117: "Sym(s27 * s52)" = arg0_1 * arg1_1', 'mul_117: "Sym(s27*s52)" = arg0_1 * arg1_1'),
+    (unspace_sym_products, '"Sym(2 * s0 ** 2 + s1)"', '"Sym(2*s0**2 + s1)"'),
+]
+
+
+@pytest.mark.parametrize(("rule", "text", "expected"), GPU_EXAMPLES, ids=lambda v: rule_id(v) if callable(v) else "")
+def test_version_and_gpu_rule_example(rule: Rule, text: str, expected: str) -> None:
+    assert rule(text) == expected
+    assert rule in STATIC_RULES  # the Normalizer applies it
+
+
+GPU_SEMANTIC = [
+    "    tmp0 = tl.load(in_ptr0 + (x0), xmask)",  # a kernel body line
+    "    tmp2 = tmp0 * tmp1",
+    "def triton_poi_fused_mul_silu_1(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):",
+    "triton_meta={'signature': {'in_ptr0': '*fp32', 'xnumel': 'i32', 'XBLOCK': 'constexpr'}, 'constants': {}}",
+    "assert_size_stride(primals_1, (64, ), (1, ), 'input')",
+    "buf0 = empty_strided_cuda((8, 1), (1, 8), torch.float32)",
+    'addmm: "f32[8, 128][128, 1]cuda:0" = torch.ops.aten.addmm.default(primals_3, view, permute)',
+    "with torch.cuda._DeviceGuard(0):",
+    "+- LAMBDA_GUARD: L['self']._modules['norm'].eps == 1e-05  # return F.layer_norm(  # normalization.py:229 in forward (functional.py:2935 in layer_norm)",
+    "+- LAMBDA_GUARD: ___as_tensor(L['self']._modules['norm'].eps).item() == 1e-05  # (unknown source ___as_tensor(L['self']._modules['norm'].eps).item(), please file a bug)",
+    'ks0 = s27 * s52',  # a product in code, not in a Sym annotation
+]
+
+
+@pytest.mark.parametrize("text", GPU_SEMANTIC)
+def test_version_and_gpu_rules_leave_semantic_text_alone(text: str) -> None:
+    for rule in VERSION_AND_GPU_RULES:
+        assert rule(text) == text, rule.__name__
+
+
+GPU_FRAGMENTS = [
+    'type=<code object silu at 0x7f8b7fd27990, file "<torch>/nn/functional.py", line 2375>',
+    "<code object f at 0x1>",
+    "  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n",
+    "  # (simd.py:<N> in f)",
+    " and (autograd_cache.py:970 in evaluate_guards)",
+    "'backend_hash': '91D1D116'",
+    DEVICE_PROPERTIES,
+    "DeviceProperties(index=1, cc=<N>)",
+    '"Sym(s27 * s52)"',
+    '"Sym(s0 ** 2)"',
+    " * ",
+    "# (",
+]
+GPU_TEXTS = st.lists(st.one_of(st.sampled_from(GPU_FRAGMENTS + FRAGMENTS), FILLER), max_size=12).map("".join)
+
+
+@pytest.mark.parametrize("rule", [*VERSION_AND_GPU_RULES, NORMALIZE, normalize_program], ids=rule_id)
+@HYPOTHESIS
+@given(text=st.one_of(GPU_TEXTS, st.text()))
+def test_version_and_gpu_rules_idempotent(rule: Rule, text: str) -> None:
+    once = rule(text)
+    assert rule(once) == once

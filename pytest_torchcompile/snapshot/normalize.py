@@ -186,6 +186,80 @@ class PathRule:
         return parts[-1]
 
 
+# --- torch 2.11's guard text and GPU (Triton) output --------------------------------
+# Rules for text that torch versions other than 2.13, or CUDA devices, add.
+# Kept as one block (issue 10); STATIC_RULES takes them in one place.
+
+_CODE_OBJECT_ADDRESS = re.compile(r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )")
+_BARE_PROVENANCE = re.compile(r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+$", re.MULTILINE)
+_BACKEND_HASH = re.compile(r"('backend_hash': ')[0-9A-Fa-f]+(?=')")
+_DEVICE_PROPERTIES = re.compile(r"DeviceProperties\([^()]*\)")
+_DEVICE_NUMBER = re.compile(r"\b(?!index=)(\w+=)-?\d+\b")
+_SYM_ANNOTATION = re.compile(r'"Sym\([^"\n]*\)"')
+_SPACED_PRODUCT = re.compile(r" ?(\*\*?) ?")
+
+
+def drop_code_object_addresses(text: str) -> str:
+    """`<code object silu at 0x7f8b..., file "f.py", line 9>` -> `<code object silu, file "f.py", line 9>`.
+
+    torch 2.11 prints an ID_MATCH guard's `type=` as the code object's repr,
+    where the address is followed by `, file`, not `>` (`drop_addresses`).
+    """
+    return _CODE_OBJECT_ADDRESS.sub(r"\1", text)
+
+
+def drop_bare_guard_provenance(text: str) -> str:
+    """A shape guard with no user code has only the torch function that installed it as its comment.
+
+    `LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647  # (_inductor/codegen/simd.py:1877
+    in can_use_32bit_indexing)` on an Inductor cache miss is the same guard as
+    `... # (_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards)` on a
+    hit (measured on an H100, torch 2.11). The guard stays; the comment goes, as
+    `drop_guard_provenance` does for the ` and (...)` form.
+    """
+    return _BARE_PROVENANCE.sub("", text)
+
+
+def mask_backend_hash(text: str) -> str:
+    """`'backend_hash': '91D1...'` in a Triton kernel's metadata hashes the Triton build, not the kernel."""
+    return _BACKEND_HASH.sub(r"\1<hash>", text)
+
+
+def mask_device_properties(text: str) -> str:
+    """`DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, ...)` -> `..., multi_processor_count=<N>, cc=<N>, ...`.
+
+    The numbers describe the GPU model (SM count, compute capability, registers,
+    warp size), which the snapshot folder keys instead: `{device}` is
+    `cuda-sm90` for cc 9.0. Masked here, GPUs of one compute capability (H100
+    SXM with 132 SMs, H100 PCIe with 114) share a snapshot set; a kernel that
+    Inductor generates differently for them still shows in the kernel's code.
+    The device type and index stay: they are where the user put the model.
+    """
+    return _DEVICE_PROPERTIES.sub(lambda m: _DEVICE_NUMBER.sub(r"\1<N>", m.group(0)), text)
+
+
+def unspace_sym_products(text: str) -> str:
+    """`"Sym(s27 * s52)"` -> `"Sym(s27*s52)"`: the same symbolic size, printed two ways.
+
+    torch 2.11 prints a graph's symbolic-size annotation with sympy's `str`
+    (`s27*s52`) when it traces and spaced (`s27 * s52`) when it replays a
+    cached graph (dynamic Llama on an H100, cold vs warm). Only products in
+    `Sym(...)` annotations are touched; `+`, `-` and `//` print alike in both.
+    """
+    return _SYM_ANNOTATION.sub(lambda m: _SPACED_PRODUCT.sub(r"\1", m.group(0)), text)
+
+
+VERSION_AND_GPU_RULES: tuple[Rule, ...] = (
+    drop_code_object_addresses,
+    drop_bare_guard_provenance,
+    mask_backend_hash,
+    mask_device_properties,
+    unspace_sym_products,
+)
+
+# --- end of the torch-version and GPU block ------------------------------------------
+
+
 STATIC_RULES: tuple[Rule, ...] = (
     drop_user_traceback,
     mask_object_ids,
@@ -199,6 +273,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     drop_addresses,
     mask_kernel_paths,
     drop_guard_provenance,
+    *VERSION_AND_GPU_RULES,  # before shorten_guard_comment_paths: it would eat a bare provenance's `(`
     shorten_guard_comment_paths,
     mask_line_numbers,
     strip_trailing_space,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .normalize import Normalizer
+from .placeholders import PlaceholderError, case_device, placeholders, resolve, torch_minor
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .store import Outcome, SnapshotStore
 from .spec import MARKER, CompileSpec, SpecError, marker_signature
@@ -45,14 +46,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--torchcompile-snapshot-dir",
         default=None,
         type=_relative_dir,
-        help="folder for snapshot files, relative to the rootdir (overrides ini torchcompile_snapshot_dir)",
+        help="folder for snapshot files, relative to the rootdir (overrides ini torchcompile_snapshot_dir); "
+        "{torch} and {device} stand for torch's major.minor and the cases' device (cpu, cuda-sm90)",
     )
-    parser.addini("torchcompile_snapshot_dir", default="snapshots", help="folder for snapshot files, relative to the rootdir")
+    parser.addini(
+        "torchcompile_snapshot_dir",
+        default="snapshots",
+        help="folder for snapshot files, relative to the rootdir; may hold {torch} and {device}, e.g. snapshots/{torch}/{device}",
+    )
 
 
 def _relative_dir(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("must name a folder, e.g. snapshots")
+    try:
+        placeholders(value)
+    except PlaceholderError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return value
 
 
@@ -95,12 +105,15 @@ def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str |
 
 
 class TorchCompileSession:
-    """Per-run state: the snapshot store, case rows and unused snapshot files."""
+    """Per-run state: the snapshot stores, case rows and unused snapshot files."""
 
-    def __init__(self, store: SnapshotStore, rootdir: Path, worker: bool) -> None:
-        self.store = store
+    def __init__(self, folder: str, rootdir: Path, update: bool, worker: bool) -> None:
+        self.folder = folder
+        self.uses = placeholders(folder)
         self.rootdir = rootdir
+        self.update = update
         self.worker = worker
+        self.stores: dict[str, SnapshotStore] = {}
         self.rows: list[CaseRow] = []
         self.unused: list[str] = []
         self.outcomes: list[Outcome] = []
@@ -108,10 +121,38 @@ class TorchCompileSession:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TorchCompileSession:
-        rootdir = Path(config.rootpath)
         folder = config.getoption("torchcompile_snapshot_dir") or config.getini("torchcompile_snapshot_dir")
-        store = SnapshotStore(root=rootdir / folder, rootdir=rootdir, update=bool(config.getoption("update_snapshots")))
-        return cls(store, rootdir, worker=hasattr(config, "workerinput"))
+        try:
+            return cls(folder, Path(config.rootpath), bool(config.getoption("update_snapshots")), hasattr(config, "workerinput"))
+        except PlaceholderError as exc:
+            raise pytest.UsageError(f"torchcompile_snapshot_dir: {exc}") from None
+
+    def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
+        """The store of the folder these cases resolve to (one per torch version and device).
+
+        Placeholders are resolved here, at the first comparison, because they
+        need torch; `{device}` from the cases themselves (`case_device`).
+        """
+        folder = self.folder
+        if self.uses:
+            import torch
+
+            folder = resolve(folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases))
+        if folder not in self.stores:
+            self.stores[folder] = SnapshotStore(root=self.rootdir / folder, rootdir=self.rootdir, update=self.update)
+        return self.stores[folder]
+
+    def _device(self, nodeid: str, cases: list[Any]) -> str:
+        if "device" not in self.uses:
+            return ""
+        devices = sorted({case_device(c.pristine, c.calls[:1]) for c in cases})
+        if len(devices) > 1:
+            pytest.fail(
+                f"usage error: the cases of {nodeid} ran on {' and '.join(devices)}, but the snapshot folder "
+                f"{self.folder!r} has one {{device}} per test: put the cases of each device in a test of their own",
+                pytrace=False,
+            )
+        return devices[0] if devices else "cpu"
 
     def normalizer(self) -> Normalizer:
         import torch  # only called from the fixture, where torch is needed anyway
@@ -125,21 +166,22 @@ class TorchCompileSession:
         model = pyfuncitem.stash.get(model_key, None)
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
-        test_dir = self.store.test_dir(Path(str(pyfuncitem.path)), pyfuncitem.name)
-        outcomes = model.check_snapshots(self.store, test_dir)
+        store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
+        test_dir = store.test_dir(Path(str(pyfuncitem.path)), pyfuncitem.name)
+        outcomes = model.check_snapshots(store, test_dir)
         self.outcomes.extend(outcomes)
-        self._handle_unused(pyfuncitem, test_dir)
+        self._handle_unused(store, pyfuncitem, test_dir)
         failures = [o.message for o in outcomes if o.failed]
         if failures:
             pytest.fail("\n\n".join(failures), pytrace=False)
         return result
 
-    def _handle_unused(self, item: pytest.Function, test_dir: Path) -> None:
-        unused = self.store.unused_in(test_dir)
-        if unused and self.store.update:
-            self.store.delete(unused)
+    def _handle_unused(self, store: SnapshotStore, item: pytest.Function, test_dir: Path) -> None:
+        unused = store.unused_in(test_dir)
+        if unused and self.update:
+            store.delete(unused)
         shown = [str(p.relative_to(self.rootdir)) if p.is_relative_to(self.rootdir) else str(p) for p in unused]
-        item.user_properties.append((UNUSED_PROPERTY, json.dumps({"deleted": self.store.update, "paths": shown})))
+        item.user_properties.append((UNUSED_PROPERTY, json.dumps({"deleted": self.update, "paths": shown})))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
@@ -178,7 +220,7 @@ class TorchCompileSession:
             terminalreporter.write_sep("-", "torch.compile snapshots not used by this run")
             for line in self.unused:
                 terminalreporter.write_line(line)
-            if not self.store.update:
+            if not self.update:
                 terminalreporter.write_line("run `pytest --update-snapshots` to delete them")
 
 
