@@ -1,65 +1,197 @@
-"""Name the pipeline stage a compile error came from, for the failure text.
+"""Say what an exception out of torch.compile is, for the failure text.
 
-torch wraps backend errors in `BackendCompilerFailed`; the innermost
-exception's type and the torch modules on its traceback tell the stage:
-Dynamo tracing, AOTAutograd, Inductor lowering, or the C++/Triton compile of
-generated kernels. A user-supplied backend is named as itself.
+Four different things raise out of a compiled call, and a reader must
+know which: the marker's settings were refused by `torch.compile` itself (a
+usage error); compiling failed (Dynamo tracing, AOTAutograd, Inductor
+lowering, the C++/Triton compile of generated kernels, or the backend
+compiling the captured graph); the compile finished and the code it
+produced raised when called; or a warning was turned into an error (`-W
+error`, `filterwarnings`) somewhere on the way, torch's own imports included.
+
+torch marks its compile failures: every one of them is, or wraps, a
+`torch._dynamo.exc.TorchDynamoException` (`BackendCompilerFailed` and
+`InductorError` hold the original in `inner_exception`); code that compiled
+and then raises at run time raises its own exception unwrapped. The modules
+on the traceback then tell the stage. That knowledge of torch is in the
+small functions marked "torch-private" below.
 """
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 import traceback
+from collections.abc import Iterator
+from pathlib import Path
 
 DYNAMO = "Dynamo tracing"
 AOT = "AOTAutograd"
 LOWERING = "Inductor lowering"
 KERNEL_COMPILE = "C++/Triton compile"
+RUNTIME = "run time"
+BACKEND = "backend compile (the backend compiling Dynamo's graph)"
 
-_KERNEL_COMPILE_TYPES = ("CppCompileError", "CompilationError", "InductorError")
+#: the longest exception text quoted in a failure (torch lists ~600 options in one line).
+MAX_MESSAGE = 600
+
+_KERNEL_COMPILE_TYPES = ("CppCompileError", "CUDACompileError", "CompilationError", "InvalidCxxCompiler")
 _KERNEL_COMPILE_FILES = ("_inductor/cpp_builder.py", "_inductor/codecache.py", "_inductor/async_compile.py", "triton/compiler")
+#: where torch.compile checks its own arguments (torch-private)
+_ARGUMENT_CHECK_FILES = ("torch/__init__.py", "torch/_dynamo/backends/registry.py")
+
+
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what it wraps (`inner_exception`, `__cause__`, `__context__`), outermost first."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = getattr(current, "inner_exception", None) or current.__cause__ or current.__context__
 
 
 def innermost(exc: BaseException) -> BaseException:
     """Follow `inner_exception`, `__cause__` and `__context__` to the original error."""
-    seen = set()
-    while id(exc) not in seen:
-        seen.add(id(exc))
-        nxt = getattr(exc, "inner_exception", None) or exc.__cause__ or exc.__context__
-        if nxt is None:
-            break
-        exc = nxt
-    return exc
+    return list(chain(exc))[-1]
 
 
-def compile_stage(exc: BaseException, backend_name: str, user_backend: bool) -> str:
-    """The stage that raised `exc` while compiling with `backend_name`."""
-    inner = innermost(exc)
-    files = [frame.filename.replace("\\", "/") for frame in traceback.extract_tb(inner.__traceback__)]
-    if type(inner).__name__ in _KERNEL_COMPILE_TYPES or _touches(files, _KERNEL_COMPILE_FILES):
+def is_compile_error(exc: BaseException) -> bool:
+    """Whether torch raised `exc` while compiling (torch-private: its exception classes)."""
+    return any(
+        cls.__name__ == "TorchDynamoException" and cls.__module__.startswith("torch.")
+        for e in chain(exc)
+        for cls in type(e).__mro__
+    )
+
+
+def is_warning(exc: BaseException) -> bool:
+    return isinstance(innermost(exc), Warning)
+
+
+def compile_stage(exc: BaseException, backend_name: str) -> str:
+    """The stage that raised `exc` while compiling with `backend_name`; `RUNTIME` when the compile had finished."""
+    errors = list(chain(exc))
+    names = {type(e).__name__ for e in errors}
+    files = _files(errors)
+    if names & set(_KERNEL_COMPILE_TYPES) or _touches(files, _KERNEL_COMPILE_FILES):
         return KERNEL_COMPILE
-    if type(inner).__name__ == "LoweringException" or _touches(files, ("_inductor/",)):
+    if not is_compile_error(exc):
+        return RUNTIME
+    if "LoweringException" in names or _touches(files, ("_inductor/",)):
         return LOWERING
     if _touches(files, ("_functorch/",)):
         return AOT
-    if user_backend and type(exc).__name__ == "BackendCompilerFailed":
-        return f"backend {backend_name}"
+    if "BackendCompilerFailed" in names and backend_name != "inductor":
+        return BACKEND
     return DYNAMO
+
+
+def _files(errors: list[BaseException]) -> list[str]:
+    return [frame.filename.replace("\\", "/") for e in errors for frame in traceback.extract_tb(e.__traceback__)]
 
 
 def _touches(files: list[str], markers: tuple[str, ...]) -> bool:
     return any(marker in f for f in files for marker in markers)
 
 
+def rejected_arguments(exc: BaseException) -> bool:
+    """Whether `torch.compile(...)` refused its own arguments (torch-private: where it checks them).
+
+    Anything else raised by the call (a warning turned into an error while
+    torch imports Inductor, an import error) is not the marker's fault.
+    """
+    if isinstance(exc, Warning) or importing(exc):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and _touches([frames[-1].filename.replace("\\", "/")], _ARGUMENT_CHECK_FILES)
+
+
+def importing(exc: BaseException) -> str | None:
+    """The module torch was importing when `exc` was raised, as a path under site-packages, or None."""
+    modules = [f.filename for f in traceback.extract_tb(exc.__traceback__) if f.name == "<module>"]
+    return _short_path(modules[0]) if modules else None
+
+
+def _short_path(filename: str) -> str:
+    parts = Path(filename).parts
+    return "/".join(parts[parts.index("site-packages") + 1 :]) if "site-packages" in parts else filename
+
+
+def describe(exc: BaseException) -> str:
+    """The original error, shortened, with what a reader needs to tell where it came from.
+
+    A C++ compiler failure shows the compiler's error lines, not its command
+    line; a warning turned into an error says so and how to let it through.
+    """
+    for error in chain(exc):
+        output = compiler_output(error)
+        if output:
+            return f"{type(error).__name__}: the C++ compiler failed:\n{output}"
+    inner = innermost(exc)
+    text = first_line(inner)
+    if isinstance(inner, Warning):
+        raised_at = _raised_at(inner)
+        text += (
+            f"\n(a {type(inner).__name__} turned into an error by -W error or a filterwarnings setting"
+            f"{', raised at ' + raised_at if raised_at else ''}; if it is torch's own warning, let it through with "
+            f"a filterwarnings entry such as `ignore::{type(inner).__name__}:torch.*`)"
+        )
+    return text
+
+
+def compiler_output(exc: BaseException, lines: int = 8) -> str:
+    """The error lines of Inductor's C++ compile failure (torch-private: `CppCompileError.output`), or ''."""
+    output = getattr(exc, "output", None)
+    if type(exc).__name__ not in _KERNEL_COMPILE_TYPES or not isinstance(output, str):
+        return ""
+    found = [line.strip() for line in output.splitlines() if "error" in line.lower()] or output.strip().splitlines()
+    return "\n".join(f"  {line[:300]}" for line in found[:lines])
+
+
+def _raised_at(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f"{_short_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+
+
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    """`Type: message`, the message's first paragraph on one line, at most `MAX_MESSAGE` characters.
+
+    A message may hold a multi-line repr (a module's) mid-sentence, so the
+    paragraph is joined rather than cut at its first newline; a long one
+    keeps its start and its end, where the reason usually is.
+    """
+    paragraph = str(exc).strip().split("\n\n")[0]
+    text = " ".join(line.strip() for line in paragraph.splitlines() if line.strip())
+    if len(text) > MAX_MESSAGE:
+        head, tail = MAX_MESSAGE * 2 // 3, MAX_MESSAGE // 3
+        text = f"{text[:head]} [... {len(text) - head - tail} characters ...] {text[-tail:]}"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def user_frame(exc: BaseException) -> str:
-    """`  File "model.py", line 12, in forward` for the innermost frame, or ''."""
+    """`  File "model.py", line 12, in forward` for the innermost frame of the user's code, or ''.
+
+    Frames in torch, in the plugin and in the standard library are skipped,
+    so the line shown is the model's own call that failed.
+    """
     frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
+    ours = [f for f in frames if not _library_file(f.filename)]
+    if not ours:
         return ""
-    frame = frames[-1]
+    frame = ours[-1]
     code = f"\n    {frame.line}" if frame.line else ""
     return f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}{code}\n'
+
+
+def _library_file(filename: str) -> bool:
+    """In torch, the plugin or the standard library (not site-packages: a model may live there)."""
+    if not filename or filename.startswith("<"):
+        return True
+    path = Path(filename).resolve()
+    roots = [Path(__file__).resolve().parent.parent]
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.__file__:
+        roots.append(Path(torch.__file__).resolve().parent)
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    in_stdlib = path.is_relative_to(stdlib) and "site-packages" not in path.parts
+    return in_stdlib or any(path.is_relative_to(root) for root in roots)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .gate import Baseline
-from .record import CaseRecord
+from .record import CaseRecord, RecordError
 from ..snapshot.store import atomic_write_text
 
 FORMAT = 1
@@ -142,7 +142,7 @@ class BaselineStore:
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
             return BaselineFile(path, Machine.from_json(data["machine"]), dict(data["cases"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self.problems.append(f"skipped baseline file {path.name}: {type(exc).__name__}: {exc}")
+            self._report(f"skipped baseline file {path.name}: {type(exc).__name__}: {exc}")
             return None
 
     def lookup(self, case: str) -> Baseline | None:
@@ -153,10 +153,21 @@ class BaselineStore:
         best = max(holders, key=lambda f: (f.machine == self.machine, self.machine.likeness(f.machine), f.path.name))
         try:
             record = CaseRecord.from_json(best.cases[case])
-        except (KeyError, TypeError, ValueError) as exc:
-            self.problems.append(f"baseline of {case} in {best.path.name} is damaged: {type(exc).__name__}: {exc}")
+        except RecordError as exc:
+            self._report(
+                f"skipped the damaged baseline of {case} in {self._shown(best.path)}: {exc} "
+                "(re-record it with pytest --perf-update-baseline)"
+            )
             return None
         return Baseline(record, best.machine == self.machine, best.path.name)
+
+    def _report(self, problem: str) -> None:
+        """A problem once per run, however often its case is looked up (hints, gate, re-measure)."""
+        if problem not in self.problems:
+            self.problems.append(problem)
+
+    def _shown(self, path: Path) -> str:
+        return f"{self.root.name}/{path.name}"
 
     def write(self, records: Mapping[str, CaseRecord]) -> Path:
         """Merge `records` into this machine's file, keeping its other cases."""

@@ -30,8 +30,17 @@ from .timing import PairedTiming, TimingSettings, interleave
 from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .spec import MARKER, BenchmarkSpec
 from ..common.capture import CaptureLog, capturing, reset_dynamo
-from ..common.diagnose import compile_stage, first_line, innermost, user_frame
-from ..snapshot.fixture import CaseFailure, NamedCases, clone_inputs, copy_model, fail_test_on_case_failure
+from ..common.diagnose import describe, first_line, user_frame
+from ..snapshot.fixture import (
+    CaseFailure,
+    NamedCases,
+    check_backend,
+    clone_inputs,
+    compile_call_failure,
+    compiled_run_failure,
+    copy_model,
+    fail_test_on_case_failure,
+)
 from .gate import Baseline, CaseVerdict, Gate
 from .record import CaseRecord
 from .stats import Summary, pass_noise, round_sig, widen
@@ -164,12 +173,18 @@ class BenchmarkCase:
         Every pass uses the same calls per block (the first pass's, or the
         baseline's), so they measure the same thing and can be pooled.
         """
-        for _ in range(passes):
-            hint = self.passes[0].iterations if self.passes else self.iterations_hint
-            self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
-            if self.sync is not _no_sync:
-                self.gpu = self.gpu or GpuMeasurement(inductor_cudagraphs(self.spec.mode, self.spec.options))
-                self.gpu.add_pass(self.eager, self.compiled, self.output_code, self.timing.confidence)
+        try:
+            for _ in range(passes):
+                hint = self.passes[0].iterations if self.passes else self.iterations_hint
+                self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
+                if self.sync is not _no_sync:
+                    self.gpu = self.gpu or GpuMeasurement(inductor_cudagraphs(self.spec.mode, self.spec.options))
+                    self.gpu.add_pass(self.eager, self.compiled, self.output_code, self.timing.confidence)
+        except Exception as exc:  # the model's own failure on a later call, not the timing loop's
+            raise BenchmarkFailure(
+                "the model raised while being timed, after its first eager and compiled calls had succeeded "
+                f"(a benchmark calls it many times with the same inputs):\n{user_frame(exc)}{describe(exc)}"
+            ) from exc
 
     def _run_eager_once(self) -> None:
         try:
@@ -181,8 +196,8 @@ class BenchmarkCase:
     def _compile(self, model: Any) -> Callable[..., Any]:
         try:
             return torch.compile(model, **self.spec.compile_spec.compile_kwargs())
-        except Exception as exc:  # an unknown backend name is refused here
-            raise BenchmarkFailure(f"usage error: {MARKER}(backend={self.spec.backend!r}): {first_line(exc)}") from exc
+        except Exception as exc:  # torch.compile checks its arguments before compiling anything
+            raise BenchmarkFailure(compile_call_failure(exc, MARKER)) from exc
 
     def _first_call(self, gpu: bool) -> None:
         """Compile by calling once: first-call latency, compile time, counters, output code."""
@@ -194,8 +209,7 @@ class BenchmarkCase:
                 self.compiled()
                 self.sync()
         except Exception as exc:
-            stage = compile_stage(exc, self.spec.compile_spec.backend_name, not isinstance(self.spec.backend, str))
-            raise BenchmarkFailure(f"compile failed in stage: {stage}\n{first_line(innermost(exc))}") from exc
+            raise BenchmarkFailure(compiled_run_failure(exc, self.spec.compile_spec.backend_name)) from exc
         self.first_call_seconds = time.perf_counter() - started
         self.compile_seconds = sum(m.entire_frame_compile_time_s or 0.0 for m in get_compilation_metrics())
         counters = layout.counters(log)
@@ -292,6 +306,7 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BenchmarkResult:
         if self.spec is None:
             pytest.fail(f"usage error: {self.spec_error}", pytrace=False)
+        check_backend(self.spec.compile_spec, MARKER)
         case = BenchmarkCase(name, self.spec, self.timing, self.threads)
         self.cases.append(case)
         self._take_hints(case)

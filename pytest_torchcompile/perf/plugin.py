@@ -28,6 +28,8 @@ from .spec import MARKER, BenchmarkSpec, marker_signature
 from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
 from .report import GATE_HEADER, RESULT_HEADER, MeasuredCase, align, benchmark_json, gate_rows, json_report, markdown, result_rows
 from .record import CaseRecord
+from ..common.internal import guarded
+from ..common.markers import marker_problem
 from ..snapshot.store import atomic_write_text
 from ..snapshot.spec import SpecError
 
@@ -109,17 +111,16 @@ class PerfSettings:
                 threshold=_ini_number(config, "torchcompile_perf_threshold", float),
                 confidence=_ini_number(config, "torchcompile_perf_confidence", float),
                 strict=mode == "strict",
-                gate_cpu_times=bool(config.getini("torchcompile_perf_gate_cpu_times")),
+                gate_cpu_times=_ini_bool(config, "torchcompile_perf_gate_cpu_times"),
             )
             timing = TimingSettings(max_time=_ini_number(config, "torchcompile_perf_max_time", float), confidence=gate.confidence)
-            threads = _ini_number(config, "torchcompile_perf_threads", int)
-            if threads < 1:
-                raise ValueError(f"torchcompile_perf_threads={threads} must be at least 1")
+            threads = _ini_threads(config)
+            baseline_dir = config.getoption("perf_baseline_dir") or _ini_folder(config, "torchcompile_perf_baseline")
         except ValueError as exc:
             raise pytest.UsageError(f"pytest-torchcompile ini option: {exc}") from None
         report, bench_json = config.getoption("perf_report"), config.getoption("perf_benchmark_json")
         return cls(
-            baseline_dir=rootdir / (config.getoption("perf_baseline_dir") or config.getini("torchcompile_perf_baseline")),
+            baseline_dir=rootdir / baseline_dir,
             update=bool(config.getoption("perf_update_baseline")),
             gate=gate if mode else None,
             timing=timing,
@@ -127,6 +128,41 @@ class PerfSettings:
             report=Path(report) if report else None,
             benchmark_json=Path(bench_json) if bench_json else None,
         )
+
+
+def _marker_error(marker: pytest.Mark) -> str | None:
+    try:
+        BenchmarkSpec.from_marker(marker.args, marker.kwargs)
+    except SpecError as exc:
+        return str(exc)
+    return None
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    """pytest's own bool parsing, with a message that names the setting."""
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:  # pytest 9 raises UsageError, older ones ValueError
+        raise ValueError(f"{name}: {exc} (use true or false)") from None
+
+
+def _ini_threads(config: pytest.Config) -> int:
+    """At least 1 and at most this machine's CPUs: more threads than cores time the scheduler, and
+    torch crashes on absurd counts (100000 ended the process with a segfault)."""
+    threads = _ini_number(config, "torchcompile_perf_threads", int)
+    cpus = os.cpu_count() or 1
+    if threads < 1:
+        raise ValueError(f"torchcompile_perf_threads={threads} must be at least 1")
+    if threads > cpus:
+        raise ValueError(f"torchcompile_perf_threads={threads} is more than this machine's {cpus} CPUs: use at most {cpus}")
+    return threads
+
+
+def _ini_folder(config: pytest.Config, name: str) -> str:
+    value = str(config.getini(name)).strip()
+    if not value:
+        raise ValueError(f"{name} is empty: name a folder relative to the rootdir, e.g. perf-baselines")
+    return value
 
 
 def _ini_number(config: pytest.Config, name: str, kind: type[float] | type[int]) -> Any:
@@ -174,6 +210,7 @@ class PerfSession:
         self.verdicts: list[CaseVerdict] = []
         self.skipped_in_workers = 0
         self.messages: list[str] = []
+        self.internal_errors: list[str] = []
         self._store: BaselineStore | None = None
 
     @classmethod
@@ -215,24 +252,39 @@ class PerfSession:
         passes = BASELINE_PASSES if self.settings.update else 1
         return CompileBenchmark(item.nodeid, spec, None, timing, self.settings.threads, gate, self.store().lookup, passes)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        """A wrong marker fails its test before the body runs, used or not (see common/markers.py)."""
+        problem = marker_problem(item, MARKER, "compile_benchmark", _marker_error)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         report = yield
         benchmark = item.stash.get(bench_key, None)
         if call.when == "call" and benchmark is not None:
-            for key, case in benchmark.finished():
-                verdict = case.verdict
-                data = {
-                    "key": key,
-                    "nodeid": item.nodeid,
-                    "record": case.final.record.to_json() if case.final else None,
-                    "verdict": None if verdict is None else {"rows": [r.to_json() for r in verdict.rows], "remeasured": verdict.remeasured},
-                }
-                report.user_properties.append((BENCH_PROPERTY, json.dumps(data)))
+            with guarded("pytest_runtest_makereport", self.internal_errors):
+                self._attach_cases(report, item, benchmark)
         return report
+
+    def _attach_cases(self, report: pytest.TestReport, item: pytest.Item, benchmark: CompileBenchmark) -> None:
+        for key, case in benchmark.finished():
+            verdict = case.verdict
+            data = {
+                "key": key,
+                "nodeid": item.nodeid,
+                "record": case.final.record.to_json() if case.final else None,
+                "verdict": None if verdict is None else {"rows": [r.to_json() for r in verdict.rows], "remeasured": verdict.remeasured},
+            }
+            report.user_properties.append((BENCH_PROPERTY, json.dumps(data)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect cases here so the xdist controller would see its workers' too."""
+        with guarded("pytest_runtest_logreport", self.internal_errors):
+            self._collect(report)
+
+    def _collect(self, report: pytest.TestReport) -> None:
         if report.skipped and XDIST_SKIP in str(report.longrepr):
             self.skipped_in_workers += 1
         for name, value in report.user_properties:
@@ -257,7 +309,13 @@ class PerfSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Write the baseline and CI outputs, then fail the run on a regression."""
+        """Write the baseline and CI outputs, then fail the run on a regression (or on the plugin's own crash)."""
+        with guarded("pytest_sessionfinish", self.internal_errors):
+            self._finish(session)
+        if self.internal_errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _finish(self, session: pytest.Session) -> None:
         if self.worker or not self.cases:
             return
         failed = self.fails_run
@@ -329,6 +387,12 @@ class PerfSession:
         return lines
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        with guarded("pytest_terminal_summary", self.internal_errors):
+            self._summary(terminalreporter)
+        for line in self.internal_errors:
+            terminalreporter.write_line(line, red=True)
+
+    def _summary(self, terminalreporter: Any) -> None:
         if self.worker:
             return
         if self.cases:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .stats import Summary
+from .stats import FieldError, Summary
 
 
 class Kind(enum.Enum):
@@ -111,11 +111,71 @@ class CaseRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CaseRecord:
+        """A record as stored (a baseline file, a report); a `RecordError` names the damaged field."""
+        if not isinstance(data, Mapping):
+            raise RecordError("", f"{data!r} is not an object with metrics and counters")
+        settings = _section(data, "settings", required=False)
+        _check_settings(settings)
         return cls(
-            metrics={name: Summary.from_json(s) for name, s in data["metrics"].items()},
-            counters={name: int(v) for name, v in data["counters"].items()},
-            settings=dict(data.get("settings", {})),
-            notes=tuple(data.get("notes", ())),
-            kernels={name: Summary.from_json(s) for name, s in data.get("kernels", {}).items()},
-            samples={name: tuple(values) for name, values in data.get("samples", {}).items()},
+            metrics=_summaries(data, "metrics", required=True),
+            counters={name: _count(f"counters.{name}", v) for name, v in _section(data, "counters", required=True).items()},
+            settings=dict(settings),
+            notes=tuple(str(note) for note in _sequence(data, "notes")),
+            kernels=_summaries(data, "kernels", required=False),
+            samples={name: tuple(_sequence(data["samples"], name, "samples.")) for name in _section(data, "samples", required=False)},
         )
+
+
+#: a stored record's damaged field (its dotted path and what is wrong with it)
+RecordError = FieldError
+
+#: the largest spread between passes a record may hold (log space: e^10 is a
+#: factor of 22,000; real records hold less than 1)
+MAX_NOISE = 10.0
+
+
+def _section(data: Mapping[str, Any], name: str, required: bool) -> Mapping[str, Any]:
+    if name not in data and not required:
+        return {}
+    value = data.get(name)
+    if not isinstance(value, Mapping):
+        raise RecordError(name, f"{value!r} is not an object" if name in data else "missing")
+    return value
+
+
+def _summaries(data: Mapping[str, Any], name: str, required: bool) -> dict[str, Summary]:
+    found = {}
+    for metric, summary in _section(data, name, required).items():
+        try:
+            found[metric] = Summary.from_json(summary)
+        except FieldError as exc:
+            raise exc.within(f"{name}.{metric}") from None
+    return found
+
+
+def _count(field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RecordError(field, f"{value!r} is not a count (a non-negative integer)")
+    return value
+
+
+def _sequence(data: Mapping[str, Any], name: str, prefix: str = "") -> list[Any]:
+    value = data.get(name, [])
+    if not isinstance(value, (list, tuple)):
+        raise RecordError(prefix + name, f"{value!r} is not a list")
+    return list(value)
+
+
+def _check_settings(settings: Mapping[str, Any]) -> None:
+    """The settings a later run reads back: calls per block and the noise between passes."""
+    iterations = settings.get("iterations")
+    if iterations is not None:
+        _count("settings.iterations", iterations)
+    noise = settings.get("noise")
+    if noise is None:
+        return
+    if not isinstance(noise, Mapping):
+        raise RecordError("settings.noise", f"{noise!r} is not an object")
+    for metric, value in noise.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_NOISE:
+            raise RecordError(f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}")

@@ -46,13 +46,48 @@ class Summary:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Summary:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        """A summary as stored; a ValueError names the first field that is missing or not a number.
+
+        Values must be finite and non-negative (times, ratios and bytes all
+        are), `n` a positive count, and the interval ordered; anything else
+        is a damaged file, not a measurement.
+        """
+        if not isinstance(data, Mapping):
+            raise FieldError("", f"{data!r} is not an object with {', '.join(cls.__dataclass_fields__)}")
+        values = {name: _stored_number(name, data) for name in cls.__dataclass_fields__}
+        if isinstance(values["n"], float) or values["n"] < 1:
+            raise FieldError("n", f"{data['n']!r} is not a positive count")
+        if values["ci_low"] > values["ci_high"]:
+            raise FieldError("ci_low", f"{values['ci_low']!r} is above ci_high {values['ci_high']!r}")
+        return cls(**values)
 
     @classmethod
     def exact(cls, value: float) -> Summary:
         """A quantity measured once (compile time, peak memory): no interval.
         An int (bytes) stays an int, so baseline files keep it whole (`to_json`)."""
         return cls(value, value, value, value, value, value, 1)
+
+
+class FieldError(ValueError):
+    """A stored field is missing or of the wrong kind; `field` is its dotted path ('' for the whole)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}" if field else problem)
+        self.field = field
+        self.problem = problem
+
+    def within(self, prefix: str) -> FieldError:
+        """The same error, its path under `prefix` (`metrics.speedup` + `median`)."""
+        return FieldError(f"{prefix}.{self.field}" if self.field else prefix, self.problem)
+
+
+def _stored_number(name: str, data: Mapping[str, Any]) -> float:
+    if name not in data:
+        raise FieldError(name, "missing")
+    value = data[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise FieldError(name, f"{value!r} is not a finite non-negative number")
+    return value
 
 
 def round_sig(value: float, digits: int = DIGITS) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 from . import artifacts as layout
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from ..common.capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
-from ..common.diagnose import compile_stage, first_line, innermost, user_frame
+from ..common.diagnose import RUNTIME, compile_stage, describe, first_line, importing, rejected_arguments, user_frame
+from ..common.internal import internal_error
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .numerics import (
@@ -46,7 +48,7 @@ from .precompile import PrecompileFailure, RoundTrip
 from .precompile import check as precompile_check
 from .result import CompileResult, FrameResult
 from .store import Outcome, SnapshotStore, artifact_filename, safe_segment
-from .spec import CompileSpec
+from .spec import MARKER, CompileSpec
 
 SEED = 0
 
@@ -61,8 +63,56 @@ def clone_inputs(value: Any) -> Any:
 
 
 def copy_model(model: Any) -> Any:
-    """A deep copy of a module (its parameters and buffers); functions as they are."""
-    return copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model
+    """A deep copy of a module (its parameters and buffers); functions as they are.
+
+    An attribute that cannot be deep-copied (a `threading.Lock`, an open
+    file) is shared between the copies rather than failing the test: eager
+    and compiled then share that one object, as the model's own callers would.
+    """
+    if not isinstance(model, torch.nn.Module):
+        return model
+    try:
+        return copy.deepcopy(model)
+    except Exception as exc:
+        try:
+            return copy.deepcopy(model, _uncopyable_attributes(model))
+        except Exception:
+            raise CaseFailure(
+                f"cannot copy the model ({first_line(exc)}): eager and compiled each run on a deep copy, so that "
+                "in-place updates do not leak from one into the other; make the module deep-copyable "
+                "(define __deepcopy__, or keep such objects outside the module)"
+            ) from exc
+
+
+def _uncopyable_attributes(model: torch.nn.Module) -> dict[int, Any]:
+    """A deepcopy memo that maps each module attribute that cannot be deep-copied to itself."""
+    memo: dict[int, Any] = {}
+    for module in model.modules():
+        for name, value in vars(module).items():
+            if name in ("_parameters", "_buffers", "_modules"):
+                continue
+            try:
+                copy.deepcopy(value)
+            except Exception:
+                memo[id(value)] = value
+    return memo
+
+
+def model_problem(fixture: str, model: Any) -> str | None:
+    """Why `model` cannot be what a fixture compiles (it must be called like the model), or None."""
+    if isinstance(model, type):
+        return f"usage error: {fixture}(model, ...) got the class {model.__name__} itself; pass an instance, e.g. {model.__name__}()"
+    if not callable(model):
+        return (
+            f"usage error: {fixture}(model, *inputs) takes an nn.Module or a function first, got "
+            f"{type(model).__name__} {_short_repr(model)}; pass the model first, then its inputs"
+        )
+    return None
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -137,7 +187,7 @@ class CompileCase:
         try:
             self.compiled = torch.compile(self.model, **self.spec.compile_kwargs())
         except Exception as exc:  # torch.compile checks its arguments before compiling anything
-            raise CaseFailure(f"usage error: torch.compile rejected the marker's settings: {first_line(exc)[:300]}") from exc
+            raise CaseFailure(compile_call_failure(exc, MARKER)) from exc
         return self.call(*args, **kwargs)
 
     def call(self, *args: Any, **kwargs: Any) -> CompileResult:
@@ -200,9 +250,7 @@ class CompileCase:
         if self.spec.fullgraph and type(exc).__name__ in ("Unsupported", "UserError"):
             reason = self.normalizer(str(exc)).strip()
             return f"fullgraph=True but Dynamo had to break the graph:\n{reason}"
-        stage = compile_stage(exc, self.spec.backend_name, not isinstance(self.spec.backend, str))
-        message = self.normalizer(first_line(innermost(exc)))
-        return f"compile failed in stage: {stage} (backend {self.spec.backend_name})\n{message}"
+        return compiled_run_failure(exc, self.spec.backend_name, self.normalizer)
 
     # --- numerics --------------------------------------------------------------
 
@@ -221,8 +269,14 @@ class CompileCase:
 
     def _numerics_failure(self, mismatches: list[Mismatch]) -> str:
         lines = [f"compiled ({self.spec.backend_name}) differs from eager:"]
+        unusable = [m for m in mismatches if not m.comparable]
+        if len(unusable) == len(mismatches):
+            return "\n".join(
+                [f"numerics: cannot compare compiled's results with eager's (set {MARKER}(numerics=False) to skip the check):"]
+                + format_mismatches(unusable)
+            )
         random = [] if self.spec.fallback_random else random_ops(self._graph_texts())
-        if random and self._replay(self.spec.compile_kwargs(), fallback_random=True) is None:
+        if random and self._passes_with_fallback_random():
             lines.append(
                 f"the compiled graph draws random numbers ({', '.join(random)}) from another random stream than "
                 "eager, so this comparison is meaningless (with fallback_random=True it passes): set "
@@ -233,6 +287,12 @@ class CompileCase:
             if random:
                 lines.append(f"(random ops {', '.join(random)}: stages re-run with fallback_random=True; it does not explain the divergence)")
         return "\n".join(lines + format_mismatches(mismatches))
+
+    def _passes_with_fallback_random(self) -> bool:
+        try:
+            return self._replay(self.spec.compile_kwargs(), fallback_random=True) is None
+        except Exception:  # the replay could not run: it explains nothing
+            return False
 
     def _graph_texts(self) -> list[str]:
         """AOT graphs where there are any (eval-mode dropout is gone there), else Dynamo's."""
@@ -261,7 +321,7 @@ class CompileCase:
         with trace_only_to(None), inductor_config.patch(patch):
             for inputs in self.calls:
                 _, seen = self._observe(compiled, module, clone_inputs(inputs))
-        mismatches = self._mismatches(seen, reference)
+        mismatches = [m for m in self._mismatches(seen, reference) if m.comparable]
         return str(mismatches[0]) if mismatches else None
 
     def _reference(self, fp64: bool) -> dict[str, Any]:
@@ -354,13 +414,19 @@ class NamedCases(Generic[ResultT]):
         raise NotImplementedError
 
     def __call__(self, model: Any, *args: Any, **kwargs: Any) -> ResultT:
-        return self._run(f"case_{len(self.cases)}", model, args, kwargs)
+        return self._checked_run(f"case_{len(self.cases)}", model, args, kwargs)
 
     def case(self, name: str) -> Callable[..., ResultT]:
         """A case with a chosen name; each name once per test."""
         if any(c.name == name for c in self.cases):
             pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
+        return lambda model, *args, **kwargs: self._checked_run(name, model, args, kwargs)
+
+    def _checked_run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
+        problem = model_problem(self.fixture_name, model)
+        if problem is not None:
+            pytest.fail(f"[{name}] {problem}", pytrace=False)
+        return self._run(name, model, args, kwargs)
 
 
 @dataclass
@@ -376,7 +442,7 @@ class CompileModel(NamedCases[CompileResult]):
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         if self.spec is None:
             pytest.fail(f"usage error: {self.spec_error}", pytrace=False)
-        check_backend(self.spec)
+        check_backend(self.spec, MARKER)
         case = CompileCase(self.spec, name, model, self.normalizer)
         self.cases.append(case)
         return fail_test_on_case_failure(name, lambda: case.start(args, kwargs))
@@ -409,23 +475,77 @@ def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
         return run()
     except CaseFailure as exc:
         failure = f"[{name}] {exc}"
+    except Exception as exc:  # everything the user's code raises is a CaseFailure by now: this is the plugin's
+        failure = f"[{name}] {internal_error(exc, 'the fixture')}"
     pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
 
-def check_backend(spec: CompileSpec) -> None:
-    """A backend name must be registered, and Inductor options must exist; say which do."""
+def check_backend(spec: CompileSpec, marker: str) -> None:
+    """A backend name must be registered, and take the mode and options given; Inductor options must exist.
+
+    Both markers share it (`marker` names the one to blame).
+    """
     if not isinstance(spec.backend, str):
         return
     from torch._dynamo.backends.registry import list_backends
 
     known = sorted(set(list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"})
     if spec.backend not in known:
-        pytest.fail(f"usage error: compile_snapshot(backend={spec.backend!r}) is not a registered backend; known: {', '.join(known)}", pytrace=False)
-    if spec.backend == "inductor" and spec.options:
-        _check_inductor_options(spec.options)
+        pytest.fail(f"usage error: {marker}(backend={spec.backend!r}) is not a registered backend; known: {', '.join(known)}", pytrace=False)
+    if spec.backend == "inductor":
+        if spec.options:
+            _check_inductor_options(spec.options, marker)
+        return
+    for keyword, given in (("options", bool(spec.options)), ("mode", spec.mode not in (None, "default"))):
+        if given and keyword not in backend_parameters(spec.backend):
+            pytest.fail(
+                f"usage error: {marker}({keyword}=...) does nothing with backend {spec.backend!r}: torch.compile hands "
+                f"{keyword} to the backend, and {spec.backend!r} ignores it ({keyword} is Inductor's); "
+                f"use backend='inductor' or drop {keyword}=",
+                pytrace=False,
+            )
 
 
-def _check_inductor_options(options: Any) -> None:
+def backend_parameters(name: str) -> tuple[str, ...]:
+    """The named parameters of a registered backend's compiler function (torch-private: the registry).
+
+    `torch.compile` passes `mode`/`options` to a backend other than Inductor
+    as keywords; torch's debug backends (`eager`, `aot_eager`, ...) swallow
+    them in `**kwargs` and only log that they did.
+    """
+    from torch._dynamo.backends.registry import lookup_backend
+
+    try:
+        parameters = inspect.signature(lookup_backend(name)).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: do not second-guess the backend
+        return ("mode", "options")
+    return tuple(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
+
+
+def compile_call_failure(exc: BaseException, marker: str) -> str:
+    """What `torch.compile(model, ...)` raised, before any compile: only its own argument checks blame the marker."""
+    if rejected_arguments(exc):
+        return f"usage error: torch.compile rejected the {marker} marker's settings: {first_line(exc)}"
+    module = importing(exc)
+    where = f"while importing {module}" if module else "before compiling anything"
+    return f"torch.compile(...) raised {where}:\n{describe(exc)}"
+
+
+def compiled_run_failure(exc: BaseException, backend_name: str, clean: Callable[[str], str] = str) -> str:
+    """A compiled call that raised: the compile stage that failed, or the compiled code failing at run time.
+
+    `clean` normalizes the error's text (torch's paths); the user's frame is shown as it is.
+    """
+    stage = compile_stage(exc, backend_name)
+    if stage == RUNTIME:
+        return (
+            f"compiled code failed at run time (backend {backend_name}): the compile finished, and the code it "
+            f"produced raised when called (eager ran the same inputs without error):\n{user_frame(exc)}{clean(describe(exc))}"
+        )
+    return f"compile failed in stage: {stage} (backend {backend_name})\n{clean(describe(exc))}"
+
+
+def _check_inductor_options(options: Any, marker: str) -> None:
     """torch's own message lists all ~600 options; name the wrong one and its near misses."""
     import difflib
 
@@ -437,7 +557,7 @@ def _check_inductor_options(options: Any) -> None:
             close = difflib.get_close_matches(name, known, n=3)
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             pytest.fail(
-                f"usage error: compile_snapshot(options=...) has unknown Inductor option {name!r}{hint} "
+                f"usage error: {marker}(options=...) has unknown Inductor option {name!r}{hint} "
                 "(all options: torch._inductor.list_options())",
                 pytrace=False,
             )

@@ -13,7 +13,10 @@ lists, tuples, `NamedTuple`s, dataclasses and plain objects without an
 Tensors are compared with the dtype-aware defaults of
 `torch.testing.assert_close` unless the marker sets `rtol`/`atol`; integer
 and bool tensors exactly; NaN and inf in the same places are equal; shape,
-dtype and device differences are reported as such, strides when asked. For low-precision
+dtype, device and layout differences are reported as such, strides when asked. Sparse
+tensors are compared densified, meta tensors (which hold no values) by their
+metadata alone, NumPy arrays and scalars as tensors. A leaf that cannot be
+compared at all is reported as that, never as a divergence. For low-precision
 results an fp64 reference decides what tolerances cannot: compiled may be
 off from an fp64 run of the model by at most `multiplier` times eager's own
 error (the rule of `torch._dynamo.utils.same`). Mismatches are described,
@@ -25,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +86,8 @@ class Mismatch:
     detail: str
     leaf: str = ""
     tensors: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False, compare=False)
+    #: False when the two values could not be compared at all (no stage can be blamed for that)
+    comparable: bool = True
 
     def __str__(self) -> str:
         return f"{self.path}: {self.detail}"
@@ -193,6 +200,8 @@ def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) ->
 def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
     if isinstance(compiled, torch.Tensor) and isinstance(eager, torch.Tensor):
         return compare_tensors(path, compiled, eager, tolerance)
+    if _is_numpy(compiled) and _is_numpy(eager):
+        return compare_numpy(path, compiled, eager, tolerance)
     if isinstance(compiled, float) and isinstance(eager, float):
         rtol, atol = (tolerance.rtol, tolerance.atol) if tolerance.rtol is not None else PYTHON_FLOAT_TOLERANCE
         if math.isclose(compiled, eager, rel_tol=rtol, abs_tol=atol) or (math.isnan(compiled) and math.isnan(eager)):
@@ -203,25 +212,65 @@ def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> 
     try:
         equal = bool(compiled == eager)
     except Exception as exc:  # an object whose == raises cannot be compared, which is itself worth saying
-        return Mismatch(path, f"cannot compare {type(compiled).__name__} values ({type(exc).__name__}: {exc})", path)
+        return incomparable(path, f"{type(compiled).__name__} values", exc)
     return None if equal else Mismatch(path, f"compiled {compiled!r} != eager {eager!r}", path)
 
 
+def incomparable(path: str, what: str, exc: BaseException) -> Mismatch:
+    """A leaf the check cannot compare: a failure of its own, not a divergence."""
+    reason = " ".join(str(exc).strip().splitlines()[:1])[:200]
+    return Mismatch(path, f"cannot compare {what} ({type(exc).__name__}: {reason})", path, comparable=False)
+
+
+def _is_numpy(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic))
+
+
+def compare_numpy(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+    """NumPy arrays and scalars as tensors (`==` on arrays is elementwise, its truth value an error)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. a read-only array: copied anyway
+            c, e = torch.tensor(compiled), torch.tensor(eager)
+    except Exception:  # object or string arrays have no tensor form: equal means equal
+        try:
+            import numpy
+
+            equal = bool(numpy.array_equal(compiled, eager))
+        except Exception as exc:
+            return incomparable(path, f"NumPy {getattr(compiled, 'dtype', '')} values", exc)
+        return None if equal else Mismatch(path, f"compiled {compiled!r} != eager {eager!r}", path)
+    return compare_tensors(path, c, e, tolerance)
+
+
 def compare_tensors(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
-    """Metadata first (shape, dtype, device, strides), then values."""
-    for what in ("shape", "dtype", "device"):
+    """Metadata first (shape, dtype, device, layout, strides), then values."""
+    for what in ("shape", "dtype", "device", "layout"):
         if getattr(c, what) != getattr(e, what):
             return Mismatch(path, f"{what} differs: compiled {getattr(c, what)}, eager {getattr(e, what)}", path)
     strides = f"stride differs: compiled {_layout(c)}, eager {_layout(e)}" if _strides(c) != _strides(e) else ""
     if strides and tolerance.check_stride:
         return Mismatch(path, strides, path)
-    c, e = c.detach(), e.detach()
-    rtol, atol = tolerance.for_tensors(c, e)
-    close = torch.isclose(c, e, rtol=rtol, atol=atol, equal_nan=True)
-    if bool(close.all()):
+    if c.is_meta:  # no values to compare: shape, dtype and strides are all a meta tensor has
         return None
-    index, detail = describe_values(c, e, close, rtol, atol)
+    try:
+        c, e = _dense(c.detach()), _dense(e.detach())
+        rtol, atol = tolerance.for_tensors(c, e)
+        close = torch.isclose(c, e, rtol=rtol, atol=atol, equal_nan=True)
+        if bool(close.all()):
+            return None
+        index, detail = describe_values(c, e, close, rtol, atol)
+    except Exception as exc:  # a tensor kind without these ops (nested, quantized, a subclass)
+        return incomparable(path, f"{c.layout} {c.dtype} tensors on {c.device}", exc)
     return Mismatch(path + index, detail + (f"; {strides}" if strides else ""), path, (c, e))
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    """Sparse tensors densified (isclose has no sparse kernel); quantized ones dequantized."""
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    return t.dequantize() if t.is_quantized else t
 
 
 def _strides(t: torch.Tensor) -> tuple[int, ...]:
@@ -232,6 +281,8 @@ def _strides(t: torch.Tensor) -> tuple[int, ...]:
 
 
 def _layout(t: torch.Tensor) -> str:
+    if t.layout != torch.strided:
+        return str(t.layout)
     kind = "contiguous" if t.is_contiguous() else "not contiguous"
     return f"stride {tuple(t.stride())} ({kind})"
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..common.internal import guarded
+from ..common.markers import marker_problem
 from .normalize import Normalizer
 from .placeholders import PlaceholderError, case_device, placeholders, resolve, torch_minor
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
@@ -94,6 +96,10 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     model.release()
 
 
+def _marker_error(marker: pytest.Mark) -> str | None:
+    return _parse_marker(marker)[1]
+
+
 def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str | None]:
     """Unmarked tests compile and capture but assert nothing (numerics off)."""
     if marker is None:
@@ -118,6 +124,7 @@ class TorchCompileSession:
         self.unused: list[str] = []
         self.outcomes: list[Outcome] = []
         self.precompile_rows: list[PrecompileRow] = []
+        self.internal_errors: list[str] = []
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TorchCompileSession:
@@ -159,6 +166,13 @@ class TorchCompileSession:
 
         return Normalizer.for_paths(str(self.rootdir), str(Path(torch.__file__).parent))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        """A wrong marker fails its test before the body runs, used or not (see common/markers.py)."""
+        problem = marker_problem(item, MARKER, "compile_model", _marker_error)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
         """Compare snapshots once the test function has returned without error."""
@@ -188,15 +202,23 @@ class TorchCompileSession:
         report = yield
         model = item.stash.get(model_key, None)
         if call.when == "call" and model is not None:
-            rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
-            report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
-            trips = [_precompile_row(item.nodeid, case) for case in model.cases if case.round_trip is not None]
-            if trips:
-                report.user_properties.append((PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips])))
+            with guarded("pytest_runtest_makereport", self.internal_errors):
+                self._attach_rows(report, item, model)
         return report
+
+    def _attach_rows(self, report: pytest.TestReport, item: pytest.Item, model: CompileModel) -> None:
+        rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
+        report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
+        trips = [_precompile_row(item.nodeid, case) for case in model.cases if case.round_trip is not None]
+        if trips:
+            report.user_properties.append((PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips])))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
+        with guarded("pytest_runtest_logreport", self.internal_errors):
+            self._collect(report)
+
+    def _collect(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
             if name == ROWS_PROPERTY:
                 self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
@@ -206,7 +228,18 @@ class TorchCompileSession:
                 data = json.loads(value)
                 self.unused.extend(f"{'deleted' if data['deleted'] else 'unused'}: {p}" for p in data["paths"])
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """The plugin's own crashes fail the run (they were reported, not raised)."""
+        if self.internal_errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        with guarded("pytest_terminal_summary", self.internal_errors):
+            self._summary(terminalreporter)
+        for line in self.internal_errors:
+            terminalreporter.write_line(line, red=True)
+
+    def _summary(self, terminalreporter: Any) -> None:
         if self.worker or not self.rows:
             return
         terminalreporter.write_sep("-", "torch.compile cases")

@@ -9,6 +9,7 @@ traceback from deep inside torch. Nothing here imports torch.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -162,6 +163,12 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
         return None
     if isinstance(artifacts, str) or not isinstance(artifacts, (tuple, list)):
         raise SpecError(f"{MARKER}(artifacts={artifacts!r}) must be a tuple of artifact names, e.g. ('summary', 'guards')")
+    odd = [a for a in artifacts if not isinstance(a, str)]
+    if odd:
+        raise SpecError(
+            f"{MARKER}(artifacts=...) holds {odd[0]!r}, which is not an artifact name; give a flat tuple of names, "
+            "e.g. artifacts=('summary', 'guards')"
+        )
     unknown = [a for a in artifacts if a not in ARTIFACT_EXTENSIONS]
     if unknown:
         raise SpecError(
@@ -171,16 +178,27 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(artifacts))
 
 
+def _is_finite_number(value: object) -> bool:
+    """An int or float that is neither NaN nor infinite (`nan < 1` is False, so test it first)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _check_multiplier(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
-        raise SpecError(f"{MARKER}(fp64_multiplier={value!r}) must be a number >= 1 (how many times eager's own error compiled may have)")
+    if not _is_finite_number(value) or value < 1:  # type: ignore[operator]
+        raise SpecError(
+            f"{MARKER}(fp64_multiplier={value!r}) must be a finite number >= 1 (how many times eager's own error "
+            "compiled may have), e.g. 3.0"
+        )
 
 
 def _check_tolerances(rtol: object, atol: object) -> None:
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise SpecError(f"{MARKER}({name}={value!r}) must be a non-negative number")
+        if not _is_finite_number(value) or value < 0:  # type: ignore[operator]
+            raise SpecError(
+                f"{MARKER}({name}={value!r}) must be a non-negative number, and finite, e.g. 1e-4 "
+                "(to skip the numerics check, set numerics=False)"
+            )
     if (rtol is None) != (atol is None):
         raise SpecError(f"{MARKER}: give both rtol= and atol=, or neither (as torch.testing.assert_close)")
