@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .normalize import Normalizer
+from .housekeeping import Housekeeping
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .store import Outcome, SnapshotStore
 from .spec import MARKER, CompileSpec, SpecError, marker_signature
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
     from .fixture import CompileModel
 
 ROWS_PROPERTY = "torchcompile_cases"
-UNUSED_PROPERTY = "torchcompile_unused"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
@@ -61,11 +62,13 @@ def pytest_configure(config: pytest.Config) -> None:
     session = TorchCompileSession.from_config(config)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "torchcompile-session")
+    config.pluginmanager.register(session.housekeeping, "torchcompile-housekeeping")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
+        config.pluginmanager.unregister(session.housekeeping)
         config.pluginmanager.unregister(session)
         del config.stash[session_key]
 
@@ -95,23 +98,23 @@ def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str |
 
 
 class TorchCompileSession:
-    """Per-run state: the snapshot store, case rows and unused snapshot files."""
+    """Per-run state: the snapshot store, case rows, and the update bookkeeping (housekeeping.py)."""
 
-    def __init__(self, store: SnapshotStore, rootdir: Path, worker: bool) -> None:
+    def __init__(self, store: SnapshotStore, rootdir: Path, worker: bool, housekeeping: Housekeeping) -> None:
         self.store = store
         self.rootdir = rootdir
         self.worker = worker
+        self.housekeeping = housekeeping
         self.rows: list[CaseRow] = []
-        self.unused: list[str] = []
         self.outcomes: list[Outcome] = []
         self.precompile_rows: list[PrecompileRow] = []
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TorchCompileSession:
         rootdir = Path(config.rootpath)
-        folder = config.getoption("torchcompile_snapshot_dir") or config.getini("torchcompile_snapshot_dir")
-        store = SnapshotStore(root=rootdir / folder, rootdir=rootdir, update=bool(config.getoption("update_snapshots")))
-        return cls(store, rootdir, worker=hasattr(config, "workerinput"))
+        update = bool(config.getoption("update_snapshots"))
+        store = SnapshotStore(root=_snapshot_root(config, rootdir), rootdir=rootdir, update=update, started=time.time())
+        return cls(store, rootdir, hasattr(config, "workerinput"), Housekeeping.from_config(config, store))
 
     def normalizer(self) -> Normalizer:
         import torch  # only called from the fixture, where torch is needed anyway
@@ -125,21 +128,17 @@ class TorchCompileSession:
         model = pyfuncitem.stash.get(model_key, None)
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
-        test_dir = self.store.test_dir(Path(str(pyfuncitem.path)), pyfuncitem.name)
+        test_dir = self.housekeeping.test_dir(pyfuncitem)
+        collision = self.store.claim(test_dir, pyfuncitem.nodeid)
+        if collision:
+            pytest.fail(f"usage error: {collision}", pytrace=False)
         outcomes = model.check_snapshots(self.store, test_dir)
         self.outcomes.extend(outcomes)
-        self._handle_unused(pyfuncitem, test_dir)
         failures = [o.message for o in outcomes if o.failed]
         if failures:
             pytest.fail("\n\n".join(failures), pytrace=False)
+        self.housekeeping.after_test(pyfuncitem, test_dir)
         return result
-
-    def _handle_unused(self, item: pytest.Function, test_dir: Path) -> None:
-        unused = self.store.unused_in(test_dir)
-        if unused and self.store.update:
-            self.store.delete(unused)
-        shown = [str(p.relative_to(self.rootdir)) if p.is_relative_to(self.rootdir) else str(p) for p in unused]
-        item.user_properties.append((UNUSED_PROPERTY, json.dumps({"deleted": self.store.update, "paths": shown})))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
@@ -160,9 +159,6 @@ class TorchCompileSession:
                 self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
             elif name == PRECOMPILE_PROPERTY:
                 self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
-            elif name == UNUSED_PROPERTY:
-                data = json.loads(value)
-                self.unused.extend(f"{'deleted' if data['deleted'] else 'unused'}: {p}" for p in data["paths"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.worker or not self.rows:
@@ -174,12 +170,22 @@ class TorchCompileSession:
             terminalreporter.write_sep("-", "torch.compile precompile round trips (aot_compile, save, load in a fresh process)")
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
-        if self.unused:
-            terminalreporter.write_sep("-", "torch.compile snapshots not used by this run")
-            for line in self.unused:
-                terminalreporter.write_line(line)
-            if not self.store.update:
-                terminalreporter.write_line("run `pytest --update-snapshots` to delete them")
+
+
+def _snapshot_root(config: pytest.Config, rootdir: Path) -> Path:
+    """The snapshot folder; a usage error when the setting is empty or names a file."""
+    flag = config.getoption("torchcompile_snapshot_dir")
+    folder = flag or config.getini("torchcompile_snapshot_dir")
+    setting = f"--torchcompile-snapshot-dir={folder}" if flag else f"ini torchcompile_snapshot_dir = {folder!r}"
+    if not str(folder).strip():
+        raise pytest.UsageError(f"{setting} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)")
+    root = rootdir / folder
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise pytest.UsageError(f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file")
+            break
+    return root
 
 
 def _row(nodeid: str, case: Any) -> CaseRow:
