@@ -363,7 +363,7 @@ def test_update_of_one_test_file_never_deletes_another_files_snapshots(pytester:
 STALE_TEST = """
 import pytest
 
-def test_keep():
+def test_keep(compile_model):  # a suite with snapshots: only then is the snapshot folder judged
     pass
 
 @pytest.mark.parametrize("device", ["cpu"])  # "cuda" is collected on GPU machines only
@@ -379,7 +379,7 @@ class TestK:
 
 def make_stale_tree(pytester: pytest.Pytester) -> Path:
     pytester.makeini("[pytest]\nmarkers =\n    slow: a marker to deselect by\n")
-    pytester.makepyfile(test_m=STALE_TEST, test_b="def test_z():\n    pass\n")
+    pytester.makepyfile(test_m=STALE_TEST, test_b="def test_z(compile_model):\n    pass\n")
     root = pytester.path / "snapshots"
     for folder in ("test_m/test_keep", "test_m/test_old", "test_m/test_param[cuda]", "test_m/TestK/test_y", "test_m/TestK/test_gone",
                    "test_gone/test_x", "test_b/test_z", "test_b/test_old"):
@@ -417,6 +417,14 @@ def test_stale_folders_are_reported_and_kept_by_partial_updates(pytester: pytest
     result = pytester.runpytest("--update-snapshots", "test_m.py::test_keep")
     assert files_under(root) == before
     assert snapshot_lines(result) == [STALE_LINES[1]]  # test_m.py collected in part, test_b.py not at all
+
+
+def test_a_suite_without_compile_model_tests_judges_no_folder(pytester: pytest.Pytester) -> None:
+    root = make_stale_tree(pytester)
+    pytester.makepyfile(test_m="def test_keep():\n    pass\n", test_b="def test_z():\n    pass\n")
+    result = pytester.runpytest("--update-snapshots")
+    assert result.ret == 0 and snapshot_lines(result) == []
+    assert "test_m/test_old/summary.txt" in files_under(root)
 
 
 def test_updates_remove_stale_folders_of_the_test_files_they_ran_in_full(pytester: pytest.Pytester) -> None:
@@ -521,3 +529,15 @@ def test_a_damaged_baseline_is_reported_once(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--perf-gate")
     damaged = [line for line in result.outlines if "is damaged" in line]
     assert len(damaged) == 1, result.outlines
+
+
+def test_two_tests_claiming_one_folder_is_refused_naming_both(tmp_path: Path) -> None:
+    store = SnapshotStore(root=tmp_path / "snapshots", rootdir=tmp_path, update=False)
+    folder = tmp_path / "snapshots" / "test_m" / "test_x"
+    assert store.claim(folder, "../a/test_m.py::test_x") is None
+    assert store.claim(folder, "../a/test_m.py::test_x") is None  # the same test again (a rerun plugin)
+    message = store.claim(folder, "../b/test_m.py::test_x")
+    assert message == (
+        "snapshot folder snapshots/test_m/test_x would be shared by ../a/test_m.py::test_x and ../b/test_m.py::test_x; "
+        "rename one of them (two tests never share snapshot files)"
+    )

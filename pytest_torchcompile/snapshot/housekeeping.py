@@ -62,6 +62,7 @@ class Housekeeping:
         self.store.known.add(test_dir)
         function = test_folder(self.store.root, self.store.rootdir, path, classes, item.originalname)
         self.inventory.add(test_dir, function, module_folder(self.store.root, self.store.rootdir, path))
+        self.inventory.snapshots = self.inventory.snapshots or "compile_model" in item.fixturenames
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         if items:

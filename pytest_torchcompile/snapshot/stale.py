@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from .paths import base_name, is_artifact_file
 
@@ -33,6 +32,7 @@ class Inventory:
     functions: set[Path] = field(default_factory=set)  # <module folder>/[<Class>/...]<function name>
     modules: set[Path] = field(default_factory=set)  # folders of test files collected in full
     deselected: bool = False  # -k, -m, --deselect, stepwise or a plugin dropped a collected test
+    snapshots: bool = False  # a collected test uses compile_model: only then is the snapshot folder ours to judge
 
     def add(self, test_dir: Path, function_dir: Path, module_dir: Path) -> None:
         self.tests.add(test_dir)
@@ -44,6 +44,7 @@ class Inventory:
         self.functions |= other.functions
         self.modules |= other.modules
         self.deselected = self.deselected or other.deselected
+        self.snapshots = self.snapshots or other.snapshots
 
     def to_json(self) -> dict[str, Any]:
         """Plain lists and a flag: what an xdist worker can send to its controller."""
@@ -52,12 +53,13 @@ class Inventory:
             "functions": sorted(map(str, self.functions)),
             "modules": sorted(map(str, self.modules)),
             "deselected": self.deselected,
+            "snapshots": self.snapshots,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Inventory:
         paths = lambda key: {Path(p) for p in data.get(key, ())}  # noqa: E731
-        return cls(paths("tests"), paths("functions"), paths("modules"), bool(data.get("deselected")))
+        return cls(paths("tests"), paths("functions"), paths("modules"), bool(data.get("deselected")), bool(data.get("snapshots")))
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,8 @@ class StaleFolder:
 
 def find_stale(root: Path, rootdir: Path, inventory: Inventory) -> list[StaleFolder]:
     """Every folder under `root` with snapshot files that no test can own, with why."""
-    if not root.is_dir() or rootdir.resolve().is_relative_to(root.resolve()):
-        return []  # a snapshot root holding the sources: walking it would judge the whole repository
+    if not inventory.snapshots or not root.is_dir() or rootdir.resolve().is_relative_to(root.resolve()):
+        return []  # a suite without compile_model tests, or a snapshot root holding the sources: not ours to judge
     found = []
     for folder in _snapshot_folders(root):
         reason = _why_stale(folder, root, rootdir, inventory)
@@ -110,7 +112,3 @@ def _names_a_test(folder: Path, module: Path, inventory: Inventory) -> bool:
 def _source(module_dir: Path, root: Path, rootdir: Path) -> Path:
     return Path(f"{rootdir / module_dir.relative_to(root)}.py")
 
-
-def display_name(folder: Path, root: Path) -> str:
-    """A folder's test names as written in the test file (escapes undone)."""
-    return "/".join(unquote(part) for part in folder.relative_to(root).parts)

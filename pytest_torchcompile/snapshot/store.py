@@ -264,8 +264,10 @@ class SnapshotStore:
 
     def leftover_temps(self, test_dir: Path) -> list[Path]:
         """Temp files of killed updates: older than this run and locked by no live writer."""
-        temps = [p for folder in self._own_folders(test_dir) for p in _files(folder) if is_temp_file(p.name)]
-        return [p for p in temps if _older_than(p, self.started) and not is_locked(p)]
+        return [p for folder in self._own_folders(test_dir) for p in _files(folder) if self._is_leftover(p)]
+
+    def _is_leftover(self, path: Path) -> bool:
+        return is_temp_file(path.name) and _older_than(path, self.started) and not is_locked(path)
 
     def _own_folders(self, test_dir: Path) -> list[Path]:
         return [test_dir] + [sub for sub in _folders(test_dir) if not self._maybe_other_test(test_dir, sub)]
@@ -286,7 +288,7 @@ class SnapshotStore:
 
     def stale_files(self, folder: Path) -> list[Path]:
         """What removing a stale folder deletes: artifact files and leftover temp files, nothing else."""
-        return [p for p in _files(folder) if is_artifact_file(p.name) or (is_temp_file(p.name) and _older_than(p, self.started) and not is_locked(p))]
+        return [p for p in _files(folder) if is_artifact_file(p.name) or self._is_leftover(p)]
 
     def delete(self, paths: list[Path]) -> dict[Path, str]:
         """Remove files and the folders they leave empty; those that could not be removed, and why."""
