@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .normalize import Normalizer
 from .housekeeping import Housekeeping
+from .normalize import Normalizer
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .store import Outcome, SnapshotStore
 from .spec import MARKER, CompileSpec, SpecError, marker_signature
@@ -40,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         dest="update_snapshots",
-        help="write new and changed snapshots, delete unused ones (same as syrupy's --snapshot-update)",
+        help="write new and changed snapshots, delete unused ones and stale folders (same as syrupy's --snapshot-update)",
     )
     group.addoption(
         "--torchcompile-snapshot-dir",

@@ -58,8 +58,8 @@ class Inventory:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Inventory:
-        paths = lambda key: {Path(p) for p in data.get(key, ())}  # noqa: E731
-        return cls(paths("tests"), paths("functions"), paths("modules"), bool(data.get("deselected")), bool(data.get("snapshots")))
+        tests, functions, modules = ({Path(p) for p in data.get(key, ())} for key in ("tests", "functions", "modules"))
+        return cls(tests, functions, modules, bool(data.get("deselected")), bool(data.get("snapshots")))
 
 
 @dataclass(frozen=True)
