@@ -173,7 +173,7 @@ import os, pytest, torch
 
 OP = getattr(torch, os.environ.get("OP", "sin"))
 
-@pytest.mark.parametrize("kind", ["folder", "file", "loop", "mode", "readonly"])
+@pytest.mark.parametrize("kind", ["folder", "file", "loop", "folderloop", "mode", "readonly"])
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
 def test_d(compile_model, kind):
     compile_model(OP, torch.randn(3))
@@ -182,25 +182,28 @@ def test_d(compile_model, kind):
 
 def test_damaged_snapshot_paths_fail_with_a_fix(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_m=DAMAGE_TEST)
-    pytester.runpytest("--update-snapshots").assert_outcomes(passed=5)
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=6)
     folder = pytester.path / "snapshots/test_m"
-    graph = {kind: folder / f"test_d[{kind}]/dynamo_graph.fx.txt" for kind in ("folder", "file", "loop", "mode", "readonly")}
+    graph = {kind: folder / f"test_d[{kind}]/dynamo_graph.fx.txt" for kind in ("folder", "file", "loop", "folderloop", "mode", "readonly")}
     graph["folder"].unlink()
     graph["folder"].mkdir()
     shutil.rmtree(graph["file"].parent)
     graph["file"].parent.write_text("not a folder")
     graph["loop"].unlink()
     graph["loop"].symlink_to(graph["loop"].name)
+    shutil.rmtree(graph["folderloop"].parent)
+    graph["folderloop"].parent.symlink_to(graph["folderloop"].parent.name)
     graph["mode"].chmod(0)
     graph["readonly"].parent.chmod(0o555)
     try:
         result = run_unprivileged(pytester)
-        result.assert_outcomes(failed=4, passed=1)
+        result.assert_outcomes(failed=5, passed=1)
         result.stdout.fnmatch_lines_random(
             [
                 "*snapshot snapshots/test_m/test_d[[]folder[]]/dynamo_graph.fx.txt is a folder, not a file: move or delete it, then run `pytest --update-snapshots`*",
                 "*snapshots/test_m/test_d[[]file[]] is a file where a snapshot folder should be: move or delete it*",
-                "*snapshot snapshots/test_m/test_d[[]loop[]]/dynamo_graph.fx.txt is a symbolic link that loops: delete it*",
+                "*snapshots/test_m/test_d[[]loop[]]/dynamo_graph.fx.txt is a symbolic link that loops: delete it*",
+                "*snapshots/test_m/test_d[[]folderloop[]] is a symbolic link that loops: delete it*",
                 "*cannot read snapshot snapshots/test_m/test_d[[]mode[]]/dynamo_graph.fx.txt: permission denied on * (chmod u+r *",
             ]
         )
@@ -208,11 +211,12 @@ def test_damaged_snapshot_paths_fail_with_a_fix(pytester: pytest.Pytester, monke
 
         monkeypatch.setenv("OP", "cos")  # every file must change
         result = run_unprivileged(pytester, "--update-snapshots")
-        result.assert_outcomes(failed=3, passed=2)  # the loop and the unreadable file are rewritten
+        result.assert_outcomes(failed=4, passed=2)  # the looping file and the unreadable file are rewritten
         result.stdout.fnmatch_lines_random(
             [
                 "*test_d[[]folder[]]/dynamo_graph.fx.txt is a folder, not a file*",
                 "*test_d[[]file[]] is a file where a snapshot folder should be*",
+                "*test_d[[]folderloop[]] is a symbolic link that loops*",
                 "*cannot write snapshot snapshots/test_m/test_d[[]readonly[]]/dynamo_graph.fx.txt: permission denied on *test_d[[]readonly[]]: make it writable (chmod u+w *",
             ]
         )

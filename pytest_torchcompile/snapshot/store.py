@@ -222,13 +222,14 @@ class SnapshotStore:
     def _trouble(self, path: Path, exc: OSError, doing: str) -> str:
         """What the file system refused, where, and what to do about it."""
         shown = self.show(path)
+        loop = _loop_in(path)
+        if loop is not None:
+            return f"{self.show(loop)} is a symbolic link that loops: delete it, then run `pytest --update-snapshots`"
         blocker = _file_in_the_way(path)
         if blocker is not None:
             return f"{self.show(blocker)} is a file where a snapshot folder should be: move or delete it, then run `pytest --update-snapshots`"
         if isinstance(exc, IsADirectoryError) or path.is_dir():
             return f"snapshot {shown} is a folder, not a file: move or delete it, then run `pytest --update-snapshots`"
-        if exc.errno == errno.ELOOP:
-            return f"snapshot {shown} is a symbolic link that loops: delete it, then run `pytest --update-snapshots`"
         if isinstance(exc, PermissionError):
             where = path if doing == "read" else _existing_parent(path)
             fix = f"make it readable (chmod u+r {self.show(where)})" if doing == "read" else f"make it writable (chmod u+w {self.show(where)})"
@@ -344,6 +345,14 @@ def _file_in_the_way(path: Path) -> Path | None:
             return parent
         if not parent.exists():
             return None
+    return None
+
+
+def _loop_in(path: Path) -> Path | None:
+    """The first part of `path` that is a symbolic link leading nowhere (a loop)."""
+    for part in (*reversed(path.parents), path):
+        if part.is_symlink() and not part.exists():
+            return part
     return None
 
 
