@@ -43,6 +43,7 @@ from typing import Any
 
 from .gate import Baseline
 from .record import CaseRecord, RecordError
+from ..common.locks import folder_lock
 from ..snapshot.store import atomic_write_text
 
 FORMAT = 1
@@ -170,14 +171,29 @@ class BaselineStore:
         return f"{self.root.name}/{path.name}"
 
     def write(self, records: Mapping[str, CaseRecord]) -> Path:
-        """Merge `records` into this machine's file, keeping its other cases."""
-        own = next((f for f in self.files() if f.path == self.path and f.machine == self.machine), None)
-        cases = dict(own.cases) if own else {}
-        cases.update({name: record.to_json(samples=False) for name, record in records.items()})
-        data = {"cases": cases, "format": FORMAT, "machine": self.machine.to_json()}
-        atomic_write_text(self.path, dumps(data) + "\n")
+        """Merge `records` into this machine's file, keeping its other cases.
+
+        Read, merge and replace happen under a lock on the folder, reading the
+        file afresh: two runs updating one baseline (`-k a` and `-k b` at once)
+        both keep their cases instead of the last rename winning.
+        """
+        with folder_lock(self.root):
+            cases = self._own_cases()
+            cases.update({name: record.to_json(samples=False) for name, record in records.items()})
+            data = {"cases": cases, "format": FORMAT, "machine": self.machine.to_json()}
+            atomic_write_text(self.path, dumps(data) + "\n")
         self._files = None
         return self.path
+
+    def _own_cases(self) -> dict[str, dict[str, Any]]:
+        """This machine's cases as the file holds them now; none when it is missing, damaged or another's."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") == FORMAT and Machine.from_json(data["machine"]) == self.machine:
+                return dict(data["cases"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return {}
 
 
 def dumps(value: Any, indent: str = "") -> str:

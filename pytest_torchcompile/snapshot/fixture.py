@@ -414,10 +414,15 @@ class NamedCases(Generic[ResultT]):
         raise NotImplementedError
 
     def __call__(self, model: Any, *args: Any, **kwargs: Any) -> ResultT:
-        return self._checked_run(f"case_{len(self.cases)}", model, args, kwargs)
+        name = f"case_{len(self.cases)}"
+        if any(c.name == name for c in self.cases):
+            pytest.fail(f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>", pytrace=False)
+        return self._checked_run(name, model, args, kwargs)
 
     def case(self, name: str) -> Callable[..., ResultT]:
-        """A case with a chosen name; each name once per test."""
+        """A case with a chosen name (a non-empty str); each name once per test."""
+        if not isinstance(name, str) or not name:
+            pytest.fail(f"usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case(\"small\")(model, x)", pytrace=False)
         if any(c.name == name for c in self.cases):
             pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
         return lambda model, *args, **kwargs: self._checked_run(name, model, args, kwargs)

@@ -51,6 +51,23 @@ def resolve(template: str, torch: str, device: str) -> str:
     return template.format(torch=torch, device=device)
 
 
+def resolve_some(template: str, **values: str) -> str:
+    """Fill the given placeholders, keep the others (`{device}` stays until a case ran)."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def installed_torch_minor() -> str | None:
+    """torch's major.minor from its package metadata, without importing torch (None if not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return torch_minor(version("torch"))
+    except PackageNotFoundError:
+        return None
+
+
 def torch_minor(version: str) -> str:
     """`2.13.0+cpu`, `2.15.0.dev20260101+cu132` -> `2.13`, `2.15`."""
     parts = version.split("+", 1)[0].split(".")

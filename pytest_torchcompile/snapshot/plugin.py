@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,9 @@ import pytest
 
 from ..common.internal import guarded
 from ..common.markers import marker_problem
+from .housekeeping import Housekeeping
 from .normalize import Normalizer
-from .placeholders import PlaceholderError, case_device, placeholders, resolve, torch_minor
+from .placeholders import PlaceholderError, case_device, installed_torch_minor, placeholders, resolve, resolve_some, torch_minor
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .store import Outcome, SnapshotStore
 from .spec import MARKER, CompileSpec, SpecError, marker_signature
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from .fixture import CompileModel
 
 ROWS_PROPERTY = "torchcompile_cases"
-UNUSED_PROPERTY = "torchcompile_unused"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
@@ -42,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         dest="update_snapshots",
-        help="write new and changed snapshots, delete unused ones (same as syrupy's --snapshot-update)",
+        help="write new and changed snapshots, delete unused ones and stale folders (same as syrupy's --snapshot-update)",
     )
     group.addoption(
         "--torchcompile-snapshot-dir",
@@ -73,11 +74,13 @@ def pytest_configure(config: pytest.Config) -> None:
     session = TorchCompileSession.from_config(config)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "torchcompile-session")
+    config.pluginmanager.register(session.housekeeping, "torchcompile-housekeeping")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
+        config.pluginmanager.unregister(session.housekeeping)
         config.pluginmanager.unregister(session)
         del config.stash[session_key]
 
@@ -111,47 +114,60 @@ def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str |
 
 
 class TorchCompileSession:
-    """Per-run state: the snapshot stores, case rows and unused snapshot files."""
+    """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
+    update bookkeeping (housekeeping.py, which judges unused files and stale folders)."""
 
-    def __init__(self, folder: str, rootdir: Path, update: bool, worker: bool) -> None:
-        self.folder = folder
+    def __init__(self, folder: str, store: SnapshotStore, rootdir: Path, worker: bool, housekeeping: Housekeeping) -> None:
+        self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
         self.uses = placeholders(folder)
+        self.store = store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
         self.rootdir = rootdir
-        self.update = update
+        self.update = store.update
         self.worker = worker
-        self.stores: dict[str, SnapshotStore] = {}
+        self.housekeeping = housekeeping
+        self.stores: dict[Path, SnapshotStore] = {store.root: store}
         self.rows: list[CaseRow] = []
-        self.unused: list[str] = []
         self.outcomes: list[Outcome] = []
         self.precompile_rows: list[PrecompileRow] = []
         self.internal_errors: list[str] = []
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TorchCompileSession:
-        folder = config.getoption("torchcompile_snapshot_dir") or config.getini("torchcompile_snapshot_dir")
+        rootdir = Path(config.rootpath)
+        update = bool(config.getoption("update_snapshots"))
+        folder, setting = _snapshot_setting(config)
+        if not folder.strip():
+            raise pytest.UsageError(f"{setting} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)")
         try:
-            return cls(folder, Path(config.rootpath), bool(config.getoption("update_snapshots")), hasattr(config, "workerinput"))
+            placeholders(folder)
         except PlaceholderError as exc:
             raise pytest.UsageError(f"torchcompile_snapshot_dir: {exc}") from None
+        version = installed_torch_minor()
+        if version is not None:
+            folder = resolve_some(folder, torch=version)
+        root = _snapshot_root(setting, rootdir / resolve_some(folder, device="cpu"))
+        store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
+        return cls(folder, store, rootdir, hasattr(config, "workerinput"), Housekeeping.from_config(config, store))
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
 
-        Placeholders are resolved here, at the first comparison, because they
-        need torch; `{device}` from the cases themselves (`case_device`).
+        `{device}` comes from the cases themselves (`case_device`): a CPU case on
+        a GPU machine shares the `cpu` set. Only here is torch needed.
         """
-        folder = self.folder
-        if self.uses:
-            import torch
+        if not self.uses:
+            return self.store
+        import torch
 
-            folder = resolve(folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases))
-        if folder not in self.stores:
-            self.stores[folder] = SnapshotStore(root=self.rootdir / folder, rootdir=self.rootdir, update=self.update)
-        return self.stores[folder]
+        folder = resolve(self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases))
+        root = self.rootdir / folder
+        if root not in self.stores:
+            self.stores[root] = SnapshotStore(root=root, rootdir=self.rootdir, update=self.store.update, started=self.store.started)
+        return self.stores[root]
 
     def _device(self, nodeid: str, cases: list[Any]) -> str:
         if "device" not in self.uses:
-            return ""
+            return "cpu"
         devices = sorted({case_device(c.pristine, c.calls[:1]) for c in cases})
         if len(devices) > 1:
             pytest.fail(
@@ -181,21 +197,17 @@ class TorchCompileSession:
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
         store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
-        test_dir = store.test_dir(Path(str(pyfuncitem.path)), pyfuncitem.name)
+        test_dir = self.housekeeping.test_dir(pyfuncitem, store)
+        collision = store.claim(test_dir, pyfuncitem.nodeid)
+        if collision:
+            pytest.fail(f"usage error: {collision}", pytrace=False)
         outcomes = model.check_snapshots(store, test_dir)
         self.outcomes.extend(outcomes)
-        self._handle_unused(store, pyfuncitem, test_dir)
         failures = [o.message for o in outcomes if o.failed]
         if failures:
             pytest.fail("\n\n".join(failures), pytrace=False)
+        self.housekeeping.after_test(pyfuncitem, test_dir, store)
         return result
-
-    def _handle_unused(self, store: SnapshotStore, item: pytest.Function, test_dir: Path) -> None:
-        unused = store.unused_in(test_dir)
-        if unused and self.update:
-            store.delete(unused)
-        shown = [str(p.relative_to(self.rootdir)) if p.is_relative_to(self.rootdir) else str(p) for p in unused]
-        item.user_properties.append((UNUSED_PROPERTY, json.dumps({"deleted": self.update, "paths": shown})))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
@@ -224,9 +236,6 @@ class TorchCompileSession:
                 self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
             elif name == PRECOMPILE_PROPERTY:
                 self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
-            elif name == UNUSED_PROPERTY:
-                data = json.loads(value)
-                self.unused.extend(f"{'deleted' if data['deleted'] else 'unused'}: {p}" for p in data["paths"])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The plugin's own crashes fail the run (they were reported, not raised)."""
@@ -249,12 +258,23 @@ class TorchCompileSession:
             terminalreporter.write_sep("-", "torch.compile precompile round trips (aot_compile, save, load in a fresh process)")
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
-        if self.unused:
-            terminalreporter.write_sep("-", "torch.compile snapshots not used by this run")
-            for line in self.unused:
-                terminalreporter.write_line(line)
-            if not self.update:
-                terminalreporter.write_line("run `pytest --update-snapshots` to delete them")
+
+
+def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:
+    """The snapshot folder template and how the user set it (for messages)."""
+    flag = config.getoption("torchcompile_snapshot_dir")
+    folder = flag or config.getini("torchcompile_snapshot_dir")
+    return str(folder), f"--torchcompile-snapshot-dir={folder}" if flag else f"ini torchcompile_snapshot_dir = {folder!r}"
+
+
+def _snapshot_root(setting: str, root: Path) -> Path:
+    """The snapshot folder; a usage error when it (or a folder above it) is a file."""
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise pytest.UsageError(f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file")
+            break
+    return root
 
 
 def _row(nodeid: str, case: Any) -> CaseRow:

@@ -6,17 +6,21 @@ message, never a crash), writing (a temp file renamed over the old one, so an
 interrupted update leaves each file old or new, never partial) and the diff
 (a unified diff with context, readable in a CI log).
 
-`SnapshotStore` owns the layout of the contract,
-`<root>/<test file without .py>/<test name>[/<case>]/<artifact>.<ext>`, and
-the bookkeeping syrupy's own session cannot do for nested case folders:
-which files a test used, and which are unused and may be deleted on update.
+`SnapshotStore` compares and writes the files of the layout in `paths.py`,
+and keeps the bookkeeping syrupy's own session cannot do for nested case
+folders: which files a test used, and which are unused and may be deleted on
+update. It deletes only what the plugin writes (artifact file names and its
+own temp files) and never looks into a folder another test may own. A file
+system that refuses (a folder where a file should be, no permission, a
+symlink loop) gives an `Outcome` with a message, never an exception.
 """
 
 from __future__ import annotations
 
 import difflib
+import errno
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +28,14 @@ from pathlib import Path
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from .spec import ARTIFACT_EXTENSIONS
+from ..common.locks import is_locked, lock
+from .paths import artifact_filename, is_artifact_file, is_temp_file, segment, test_folder
+
+__all__ = ["Outcome", "SnapshotStore", "TextSnapshotExtension", "artifact_filename", "atomic_write_text", "safe_segment"]
 
 MAX_DIFF_LINES = 400
 UPDATE_HINT = "run `pytest --update-snapshots` to accept the new output"
+safe_segment = segment  # the name fixture.py imports
 
 
 class UnreadableSnapshot(Exception):
@@ -52,7 +60,7 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
         except UnicodeDecodeError as exc:
             raise UnreadableSnapshot(
                 f"snapshot {snapshot_location} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                f"it was edited or damaged outside pytest: {UPDATE_HINT} to rewrite it"
+                "it was edited or damaged outside pytest: run `pytest --update-snapshots` to rewrite it with this run's output"
             ) from None
 
     @classmethod
@@ -66,39 +74,75 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
         atomic_write_text(target, data)
 
     def diff_lines(self, serialized_data: object, snapshot_data: object) -> Iterator[str]:
-        """`---` the stored snapshot, `+++` this run; three lines of context."""
-        old = str(snapshot_data).splitlines()
-        new = str(serialized_data).splitlines()
+        """`---` the stored snapshot, `+++` this run; three lines of context.
+
+        Lines split on `\\n` only (not `str.splitlines`, which also splits on form
+        feeds and other separators), so every difference shows.
+        """
+        old = str(snapshot_data).split("\n")
+        new = str(serialized_data).split("\n")
         yield from difflib.unified_diff(old, new, "snapshot", "this run", lineterm="", n=3)
 
 
 def atomic_write_text(target: Path, data: str) -> None:
-    """Write `data` to a temp file beside `target`, fsync, then rename over it."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    """Write `data` to a temp file beside `target`, fsync, then rename over it.
+
+    The file gets the mode `open()` would give a new file (0666 less the
+    umask), not `mkstemp`'s 0600. The temp file, `.<name>.<random>.tmp`, is
+    locked until renamed, so another run's cleanup leaves a live write alone.
+    A folder that a concurrent cleanup removes between creating it and
+    creating the temp file is created again. On failure no temp file and no
+    folder this call created is left.
+    """
+    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+    try:
+        fd, tmp = _create_temp(target)
+    except BaseException:
+        _remove_empty(created)
+        raise
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            held = lock(handle.fileno())
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
+            if held:  # rename while still locked; where nothing locks, after closing (Windows cannot rename an open file)
+                os.replace(tmp, target)
+        if not held:
+            os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+        _remove_empty(created)
         raise
 
 
-def _is_ours(name: str, known: tuple[str, ...]) -> bool:
-    return name.endswith(known) or (name.startswith(".") and name.endswith(".tmp"))
+def _create_temp(target: Path, tries: int = 5) -> tuple[int, Path]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(tries):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileNotFoundError:  # the folder was removed under us (a concurrent cleanup)
+            if attempt == tries - 1:
+                raise
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temp file name", str(target.parent))
 
 
-def artifact_filename(artifact: str) -> str:
-    return f"{artifact}.{ARTIFACT_EXTENSIONS[artifact]}"
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
-def safe_segment(name: str) -> str:
-    """A test or case name as one path segment (parametrize ids may hold `/`)."""
-    cleaned = "".join("_" if c in '\\/:*?"<>|' or ord(c) < 32 else c for c in name)
-    return cleaned.strip(" .") or "_"
+def normalize_newlines(text: str) -> str:
+    """CRLF as LF, and exactly one final newline where there was none: how files are compared."""
+    text = text.replace("\r\n", "\n")
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 @dataclass
@@ -106,31 +150,46 @@ class Outcome:
     """What comparing one artifact found; `message` is empty when it matched."""
 
     path: Path
-    status: str  # "matched", "written", "updated", "missing", "changed", "unreadable"
+    status: str  # "matched", "written", "updated", "missing", "changed", "unreadable", "unwritable"
     message: str = ""
 
     @property
     def failed(self) -> bool:
-        return self.status in ("missing", "changed", "unreadable")
+        return self.status in ("missing", "changed", "unreadable", "unwritable")
 
 
 @dataclass
 class SnapshotStore:
-    """Compare or write snapshot files under `root`, remembering which were used."""
+    """Compare or write snapshot files under `root`, remembering which were used.
+
+    `known` holds the folders of every test this run collected (selected or
+    not): a folder inside another test's folder that is one of them is never
+    treated as a case folder. `started` is when the run began: a temp file
+    older than that and not locked is a leftover of a killed update.
+    """
 
     root: Path
     rootdir: Path
     update: bool
+    started: float = 0.0
     extension: TextSnapshotExtension = field(default_factory=TextSnapshotExtension)
     used: set[Path] = field(default_factory=set)
+    known: set[Path] = field(default_factory=set)
+    owners: dict[Path, str] = field(default_factory=dict)
 
-    def test_dir(self, test_path: Path, test_name: str) -> Path:
-        """`<root>/<test file path without .py>/<test name>`."""
-        try:
-            relative = test_path.resolve().relative_to(self.rootdir.resolve())
-        except ValueError:
-            relative = Path(test_path.name)
-        return self.root / relative.with_suffix("") / safe_segment(test_name)
+    def test_dir(self, test_path: Path, test_name: str, classes: tuple[str, ...] = ()) -> Path:
+        """`<root>/<test file path without .py>/[<Class>/...]<test name>`."""
+        return test_folder(self.root, self.rootdir, test_path, classes, test_name)
+
+    def claim(self, test_dir: Path, owner: str) -> str | None:
+        """Record that `owner` (a node id) uses `test_dir`; a message if another test already did."""
+        other = self.owners.setdefault(test_dir, owner)
+        if other == owner:
+            return None
+        return (
+            f"snapshot folder {self.show(test_dir)} would be shared by {other} and {owner}; "
+            "rename one of them (two tests never share snapshot files)"
+        )
 
     def check(self, path: Path, text: str) -> Outcome:
         """Compare `text` with the file at `path`; write it only on update."""
@@ -141,47 +200,164 @@ class SnapshotStore:
             )
         except UnreadableSnapshot as exc:
             return self._write(path, text, "updated") if self.update else Outcome(path, "unreadable", str(exc))
-        if stored == text:
+        except OSError as exc:
+            return self._write(path, text, "updated") if self.update else Outcome(path, "unreadable", self._trouble(path, exc, "read"))
+        if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
             return Outcome(path, "matched")
         if self.update:
             return self._write(path, text, "written" if stored is None else "updated")
         if stored is None:
-            return Outcome(path, "missing", f"snapshot {self._show(path)} does not exist yet: {UPDATE_HINT}")
-        return Outcome(path, "changed", self._diff_message(path, stored, text))
+            return Outcome(path, "missing", f"snapshot {self.show(path)} does not exist yet: {UPDATE_HINT}")
+        return Outcome(path, "changed", self._diff_message(path, normalize_newlines(stored), normalize_newlines(text)))
 
     def _write(self, path: Path, text: str, status: str) -> Outcome:
         collection = SnapshotCollection(location=str(path))
-        collection.add(Snapshot(name=path.name, data=text))
-        self.extension.write_snapshot_collection(snapshot_collection=collection)
+        collection.add(Snapshot(name=path.name, data=text.replace("\r\n", "\n")))
+        try:
+            self.extension.write_snapshot_collection(snapshot_collection=collection)
+        except OSError as exc:
+            return Outcome(path, "unwritable", self._trouble(path, exc, "write"))
         return Outcome(path, status)
+
+    def _trouble(self, path: Path, exc: OSError, doing: str) -> str:
+        """What the file system refused, where, and what to do about it."""
+        shown = self.show(path)
+        loop = _loop_in(path)
+        if loop is not None:
+            return f"{self.show(loop)} is a symbolic link that loops: delete it, then run `pytest --update-snapshots`"
+        blocker = _file_in_the_way(path)
+        if blocker is not None:
+            return f"{self.show(blocker)} is a file where a snapshot folder should be: move or delete it, then run `pytest --update-snapshots`"
+        if isinstance(exc, IsADirectoryError) or path.is_dir():
+            return f"snapshot {shown} is a folder, not a file: move or delete it, then run `pytest --update-snapshots`"
+        if isinstance(exc, PermissionError):
+            where = path if doing == "read" else _existing_parent(path)
+            fix = f"make it readable (chmod u+r {self.show(where)})" if doing == "read" else f"make it writable (chmod u+w {self.show(where)})"
+            return f"cannot {doing} snapshot {shown}: permission denied on {self.show(where)}: {fix}"
+        if exc.errno == errno.ENAMETOOLONG:
+            return f"cannot {doing} snapshot {shown}: the path is too long for this file system; choose a shorter --torchcompile-snapshot-dir or test path"
+        return f"cannot {doing} snapshot {shown}: {exc.strerror or exc}"
 
     def _diff_message(self, path: Path, stored: str, text: str) -> str:
         lines = list(self.extension.diff_lines(text, stored))
+        if not lines:  # cannot happen after normalizing; never show an empty diff
+            lines = [f"(the files differ only in characters a diff does not show: {stored[:80]!r} ...)"]
         if len(lines) > MAX_DIFF_LINES:
             lines = lines[:MAX_DIFF_LINES] + [f"... {len(lines) - MAX_DIFF_LINES} more diff lines not shown"]
-        return f"snapshot {self._show(path)} differs:\n" + "\n".join(lines)
+        return f"snapshot {self.show(path)} differs:\n" + "\n".join(lines)
 
-    def _show(self, path: Path) -> str:
+    def show(self, path: Path) -> str:
         try:
             return str(path.relative_to(self.rootdir))
         except ValueError:
             return str(path)
 
+    # --- unused files ----------------------------------------------------------
+
     def unused_in(self, test_dir: Path) -> list[Path]:
-        """Snapshot files under one test's folder that this run did not use.
+        """The plugin's files in a test's folder and its case folders that this run did not use.
 
-        Temp files left by a killed update (`.<name>.<random>.tmp`) count too.
+        Only artifact file names count (a README.txt stays), and a subfolder that
+        may be another test's is left alone (see `_maybe_other_test`).
         """
-        if not test_dir.is_dir():
-            return []
-        known = tuple(f".{ext}" for ext in set(ARTIFACT_EXTENSIONS.values()))
-        return sorted(p for p in test_dir.rglob("*") if p.is_file() and _is_ours(p.name, known) and p not in self.used)
+        found = [p for folder in self._own_folders(test_dir) for p in _files(folder) if is_artifact_file(p.name)]
+        return sorted(p for p in found if p not in self.used)
 
-    def delete(self, paths: list[Path]) -> None:
-        """Remove unused files and the folders they leave empty."""
+    def leftover_temps(self, test_dir: Path) -> list[Path]:
+        """Temp files of killed updates: older than this run and locked by no live writer."""
+        return [p for folder in self._own_folders(test_dir) for p in _files(folder) if self._is_leftover(p)]
+
+    def _is_leftover(self, path: Path) -> bool:
+        return is_temp_file(path.name) and _older_than(path, self.started) and not is_locked(path)
+
+    def _own_folders(self, test_dir: Path) -> list[Path]:
+        return [test_dir] + [sub for sub in _folders(test_dir) if not self._maybe_other_test(test_dir, sub)]
+
+    def _maybe_other_test(self, test_dir: Path, sub: Path) -> bool:
+        """`sub` is a collected test's folder, or `test_dir` doubles as a test file's folder.
+
+        `tests/test_a.py::test_x` and `tests/test_a/test_x.py::test_foo` map to
+        `<root>/tests/test_a/test_x` and `<root>/tests/test_a/test_x/test_foo`.
+        """
+        if sub in self.known:
+            return True
+        try:
+            source = self.rootdir / test_dir.relative_to(self.root)
+        except ValueError:
+            return True
+        return Path(f"{source}.py").exists()
+
+    def stale_files(self, folder: Path) -> list[Path]:
+        """What removing a stale folder deletes: artifact files and leftover temp files, nothing else."""
+        return [p for p in _files(folder) if is_artifact_file(p.name) or self._is_leftover(p)]
+
+    def delete(self, paths: list[Path]) -> dict[Path, str]:
+        """Remove files and the folders they leave empty; those that could not be removed, and why."""
+        failed = {}
         for path in paths:
-            path.unlink(missing_ok=True)
-            parent = path.parent
-            while parent != self.root and parent.is_dir() and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                failed[path] = f"could not delete {self.show(path)}: {exc.strerror or exc}"
+                continue
+            prune_empty(path.parent, self.root)
+        return failed
+
+
+def prune_empty(folder: Path, root: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `root` while they are empty."""
+    while folder != root and folder.is_relative_to(root):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or another run wrote into it): keep it
+            return
+        folder = folder.parent
+
+
+def _files(folder: Path) -> list[Path]:
+    """Regular files directly in `folder` (no symlinks); none when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _folders(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _older_than(path: Path, started: float) -> bool:
+    try:
+        return path.stat().st_mtime < started
+    except OSError:
+        return False
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The first parent of `path` that exists as something other than a folder."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            return parent
+        if not parent.exists():
+            return None
+    return None
+
+
+def _loop_in(path: Path) -> Path | None:
+    """The first part of `path` that is a symbolic link leading nowhere (a loop)."""
+    for part in (*reversed(path.parents), path):
+        if part.is_symlink() and not part.exists():
+            return part
+    return None
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return path.parent
