@@ -619,7 +619,9 @@ def test_later_tests_still_run():
     assert_clean(result)
 
 
-def test_a_crash_in_a_report_hook_does_not_end_the_run(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_crash_in_a_report_hook_does_not_end_the_run(pytester: pytest.Pytester, workers: str) -> None:
+    """Also under xdist: the line travels with the test's report to the controller."""
     pytester.makeconftest(
         """
 import pytest_torchcompile.snapshot.plugin as snapshot_plugin
@@ -640,7 +642,7 @@ def test_second():
     pass
 """,
     )
-    result = pytester.runpytest()
+    result = pytester.runpytest("-n", workers)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         literal([

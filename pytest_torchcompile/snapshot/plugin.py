@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.internal import guarded
+from ..common.internal import guarded, guarded_report, reported_errors
 from ..common.markers import marker_problem
 from .normalize import Normalizer
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 ROWS_PROPERTY = "torchcompile_cases"
 UNUSED_PROPERTY = "torchcompile_unused"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
+INTERNAL_PROPERTY = "torchcompile_internal_error"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -160,7 +161,7 @@ class TorchCompileSession:
         report = yield
         model = item.stash.get(model_key, None)
         if call.when == "call" and model is not None:
-            with guarded("pytest_runtest_makereport", self.internal_errors):
+            with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_rows(report, item, model)
         return report
 
@@ -173,6 +174,7 @@ class TorchCompileSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
+        self.internal_errors.extend(reported_errors(report, INTERNAL_PROPERTY))
         with guarded("pytest_runtest_logreport", self.internal_errors):
             self._collect(report)
 
