@@ -282,7 +282,7 @@ def test_numpy_arrays_are_compared_with_tolerances() -> None:
     assert compare_leaf("output", np.array(["a"], dtype=object), np.array(["a"], dtype=object), tolerance) is None
 
 
-def test_sparse_and_meta_tensors_compare_by_value_and_metadata() -> None:
+def test_sparse_meta_and_nested_tensors_compare_by_value_and_metadata() -> None:
     tolerance = Tolerance()
     a = torch.tensor([[0.0, 1.0], [2.0, 0.0]])
     assert compare_leaf("output", a.to_sparse(), a.clone().to_sparse(), tolerance) is None
@@ -293,6 +293,10 @@ def test_sparse_and_meta_tensors_compare_by_value_and_metadata() -> None:
     assert compare_leaf("output", torch.empty(2, device="meta"), torch.empty(2, device="meta"), tolerance) is None
     shape = compare_leaf("output", torch.empty(2, device="meta"), torch.empty(3, device="meta"), tolerance)
     assert shape is not None and "shape differs" in shape.detail
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    assert compare_leaf("output", nested, nested.clone(), tolerance) is None
+    twice = compare_leaf("output", nested, torch.nested.nested_tensor([torch.ones(2), torch.ones(3) * 2]), tolerance)
+    assert twice is not None and twice.path == "output.unbind()[1][0]"
 
 
 def test_an_output_that_cannot_be_compared_says_so_without_blaming_a_stage(pytester: pytest.Pytester) -> None:
@@ -587,6 +591,7 @@ def broken(*args, **kwargs):
 snapshot_plugin._row = broken            # pytest_runtest_makereport
 perf_plugin.result_rows = broken         # pytest_terminal_summary
 fixture.CompileCase._result = broken     # inside the fixture
+fixture.CompileModel.check_snapshots = broken  # the snapshot check after the test
 """
     )
     write_tests(
@@ -595,6 +600,10 @@ fixture.CompileCase._result = broken     # inside the fixture
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("summary",))
 def test_fixture_bug(compile_model):
     compile_model(Lin(), torch.randn(2, 4))
+
+@pytest.mark.compile_snapshot(backend="eager", artifacts=("summary",))
+def test_check_bug(compile_model):
+    compile_model.case  # no case: the check itself crashes
 
 def test_unmarked(compile_model):
     compile_model(Lin(), torch.randn(2, 4))
@@ -608,10 +617,11 @@ def test_later_tests_still_run():
 """,
     )
     result = pytester.runpytest()
-    result.assert_outcomes(failed=2, passed=2)
+    result.assert_outcomes(failed=3, passed=2)
     result.stdout.fnmatch_lines(
         literal([
             "[case_0] pytest-torchcompile internal error in the fixture: ZeroDivisionError: planted bug*please report it*",
+            "pytest-torchcompile internal error in the snapshot check: ZeroDivisionError: planted bug*",
             "pytest-torchcompile internal error in pytest_terminal_summary: ZeroDivisionError: planted bug*",
         ])
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.internal import guarded, guarded_report, reported_errors
+from ..common.internal import guarded, guarded_report, internal_error, reported_errors
 from ..common.markers import marker_problem
 from .normalize import Normalizer
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
@@ -140,10 +140,19 @@ class TorchCompileSession:
         model = pyfuncitem.stash.get(model_key, None)
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
-        test_dir = self.store.test_dir(Path(str(pyfuncitem.path)), pyfuncitem.name)
-        outcomes = model.check_snapshots(self.store, test_dir)
-        self.outcomes.extend(outcomes)
-        self._handle_unused(pyfuncitem, test_dir)
+        outcomes: list[Outcome] = []
+        crash = ""
+        try:
+            test_dir = self.store.test_dir(Path(str(pyfuncitem.path)), pyfuncitem.name)
+            outcomes = model.check_snapshots(self.store, test_dir)
+            self.outcomes.extend(outcomes)
+            self._handle_unused(pyfuncitem, test_dir)
+        except OSError:
+            raise  # the file system's own error, with its path (the store's to word)
+        except Exception as exc:  # the plugin's bug: fail this test with a line that says so
+            crash = internal_error(exc, "the snapshot check")
+        if crash:
+            pytest.fail(crash, pytrace=False)  # outside `except`: no chained traceback
         failures = [o.message for o in outcomes if o.failed]
         if failures:
             pytest.fail("\n\n".join(failures), pytrace=False)
