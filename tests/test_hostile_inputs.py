@@ -197,10 +197,14 @@ def test_benchmark_number(compile_benchmark):
     assert_clean(result)
 
 
-def test_a_module_holding_a_lock_compiles_and_benchmarks(pytester: pytest.Pytester) -> None:
+def test_awkward_but_valid_models_compile_and_benchmark(pytester: pytest.Pytester) -> None:
+    """A module holding a lock (deepcopy fails); a model with a keyword argument named `model`."""
     write_tests(
         pytester,
         """
+def takes_model(x, model=None):
+    return x + model
+
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("summary",))
 def test_snapshot(compile_model):
     compile_model(Locked(), torch.randn(2, 4))
@@ -208,10 +212,18 @@ def test_snapshot(compile_model):
 @pytest.mark.compile_benchmark(backend="eager", max_time=0.05)
 def test_benchmark(compile_benchmark):
     compile_benchmark(Locked(), torch.randn(2, 4))
+
+@pytest.mark.compile_snapshot(backend="eager", artifacts=("summary",))
+def test_model_keyword(compile_model):
+    compile_model.case("kw")(takes_model, torch.randn(3), model=torch.ones(3))
+
+@pytest.mark.compile_benchmark(backend="eager", max_time=0.05)
+def test_benchmark_model_keyword(compile_benchmark):
+    compile_benchmark(takes_model, torch.randn(3), model=torch.ones(3))
 """,
     )
     result = pytester.runpytest("--update-snapshots")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=4)
     assert_clean(result)
 
 

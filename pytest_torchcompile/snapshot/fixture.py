@@ -412,14 +412,18 @@ class NamedCases(Generic[ResultT]):
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
         raise NotImplementedError
 
-    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> ResultT:
+    def __call__(self, model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
+        """`model` is positional-only, so a model may take a keyword argument named `model`."""
         return self._checked_run(f"case_{len(self.cases)}", model, args, kwargs)
 
     def case(self, name: str) -> Callable[..., ResultT]:
         """A case with a chosen name; each name once per test."""
         if any(c.name == name for c in self.cases):
             pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        return lambda model, *args, **kwargs: self._checked_run(name, model, args, kwargs)
+        def run(model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
+            return self._checked_run(name, model, args, kwargs)
+
+        return run
 
     def _checked_run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
         problem = model_problem(self.fixture_name, model)
