@@ -29,7 +29,6 @@ AOT = "AOTAutograd"
 LOWERING = "Inductor lowering"
 KERNEL_COMPILE = "C++/Triton compile"
 RUNTIME = "run time"
-BACKEND = "backend compile (the backend compiling Dynamo's graph)"
 
 #: the longest exception text quoted in a failure (torch lists ~600 options in one line).
 MAX_MESSAGE = 600
@@ -82,7 +81,7 @@ def compile_stage(exc: BaseException, backend_name: str) -> str:
     if _touches(files, ("_functorch/",)):
         return AOT
     if "BackendCompilerFailed" in names and backend_name != "inductor":
-        return BACKEND
+        return f"backend {backend_name}"
     return DYNAMO
 
 

@@ -5,7 +5,9 @@ in the plugin; an exception escaping a pytest hook would end the whole run
 with INTERNALERROR, so hooks run their code under `guarded` instead, which
 turns the exception into one line that says it is the plugin's fault, where
 in the plugin it happened, and asks for a report. The session prints the
-lines in the terminal summary and fails the run. Nothing here imports torch.
+lines in the terminal summary and fails the run (a line from a test's report
+travels with the report, so it reaches the xdist controller). Nothing here
+imports torch.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -45,3 +48,18 @@ def guarded(where: str, errors: list[str]) -> Iterator[None]:
         yield
     except Exception as exc:  # the plugin's own bug: say so, keep the run going
         errors.append(internal_error(exc, where))
+
+
+@contextlib.contextmanager
+def guarded_report(where: str, report: Any, key: str) -> Iterator[None]:
+    """`guarded` for `pytest_runtest_makereport`: the line travels in `report.user_properties`
+    under `key`, so an xdist controller sees its workers' errors (read them back in logreport)."""
+    errors: list[str] = []
+    with guarded(where, errors):
+        yield
+    report.user_properties.extend((key, error) for error in errors)
+
+
+def reported_errors(report: Any, key: str) -> list[str]:
+    """The internal errors `guarded_report` attached to `report` under `key`."""
+    return [str(value) for name, value in report.user_properties if name == key]

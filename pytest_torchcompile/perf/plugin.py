@@ -28,7 +28,7 @@ from .spec import MARKER, BenchmarkSpec, marker_signature
 from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
 from .report import GATE_HEADER, RESULT_HEADER, MeasuredCase, align, benchmark_json, gate_rows, json_report, markdown, result_rows
 from .record import CaseRecord
-from ..common.internal import guarded
+from ..common.internal import guarded, guarded_report, reported_errors
 from ..common.markers import marker_problem
 from ..snapshot.store import atomic_write_text
 from ..snapshot.spec import SpecError
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .fixture import CompileBenchmark
 
 BENCH_PROPERTY = "torchcompile_benchmark"
+INTERNAL_PROPERTY = "torchcompile_perf_internal_error"
 XDIST_SKIP = (
     "compile_benchmark does not run in pytest-xdist workers (benchmarks running in parallel measure each other): "
     "skipped; run benchmarks in a separate run without -n"
@@ -264,7 +265,7 @@ class PerfSession:
         report = yield
         benchmark = item.stash.get(bench_key, None)
         if call.when == "call" and benchmark is not None:
-            with guarded("pytest_runtest_makereport", self.internal_errors):
+            with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_cases(report, item, benchmark)
         return report
 
@@ -281,6 +282,7 @@ class PerfSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect cases here so the xdist controller would see its workers' too."""
+        self.internal_errors.extend(reported_errors(report, INTERNAL_PROPERTY))
         with guarded("pytest_runtest_logreport", self.internal_errors):
             self._collect(report)
 

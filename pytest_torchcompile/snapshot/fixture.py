@@ -268,13 +268,12 @@ class CompileCase:
         return tolerate_with_fp64(mismatches, reference, tolerance)
 
     def _numerics_failure(self, mismatches: list[Mismatch]) -> str:
-        lines = [f"compiled ({self.spec.backend_name}) differs from eager:"]
-        unusable = [m for m in mismatches if not m.comparable]
-        if len(unusable) == len(mismatches):
+        if not any(m.comparable for m in mismatches):  # nothing diverged: no stage to blame
             return "\n".join(
                 [f"numerics: cannot compare compiled's results with eager's (set {MARKER}(numerics=False) to skip the check):"]
-                + format_mismatches(unusable)
+                + format_mismatches(mismatches)
             )
+        lines = [f"compiled ({self.spec.backend_name}) differs from eager:"]
         random = [] if self.spec.fallback_random else random_ops(self._graph_texts())
         if random and self._passes_with_fallback_random():
             lines.append(
@@ -413,7 +412,8 @@ class NamedCases(Generic[ResultT]):
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
         raise NotImplementedError
 
-    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> ResultT:
+    def __call__(self, model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
+        """`model` is positional-only, so a model may take a keyword argument named `model`."""
         name = f"case_{len(self.cases)}"
         if any(c.name == name for c in self.cases):
             pytest.fail(f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>", pytrace=False)
@@ -425,7 +425,10 @@ class NamedCases(Generic[ResultT]):
             pytest.fail(f"usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case(\"small\")(model, x)", pytrace=False)
         if any(c.name == name for c in self.cases):
             pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        return lambda model, *args, **kwargs: self._checked_run(name, model, args, kwargs)
+        def run(model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
+            return self._checked_run(name, model, args, kwargs)
+
+        return run
 
     def _checked_run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
         problem = model_problem(self.fixture_name, model)

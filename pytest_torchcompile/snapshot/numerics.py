@@ -245,7 +245,31 @@ def compare_numpy(path: str, compiled: Any, eager: Any, tolerance: Tolerance) ->
 
 
 def compare_tensors(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
-    """Metadata first (shape, dtype, device, layout, strides), then values."""
+    """Metadata first (shape, dtype, device, layout, strides), then values; a tensor kind
+    without these (a subclass, say) is reported as one that cannot be compared."""
+    try:
+        if c.is_nested or e.is_nested:
+            return _compare_nested(path, c, e, tolerance)
+        return _compare_strided(path, c, e, tolerance)
+    except Exception as exc:
+        return incomparable(path, f"{type(c).__name__} values", exc)
+
+
+def _compare_nested(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
+    """Nested tensors have no single shape: compare them component by component."""
+    if not (c.is_nested and e.is_nested):
+        return Mismatch(path, f"layout differs: compiled {'nested' if c.is_nested else c.layout}, eager {'nested' if e.is_nested else e.layout}", path)
+    cs, es = c.unbind(), e.unbind()
+    if len(cs) != len(es):
+        return Mismatch(path, f"nested tensor size differs: compiled {len(cs)} components, eager {len(es)}", path)
+    for i, (ci, ei) in enumerate(zip(cs, es)):
+        found = compare_tensors(f"{path}.unbind()[{i}]", ci, ei, tolerance)
+        if found is not None:
+            return found
+    return None
+
+
+def _compare_strided(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
     for what in ("shape", "dtype", "device", "layout"):
         if getattr(c, what) != getattr(e, what):
             return Mismatch(path, f"{what} differs: compiled {getattr(c, what)}, eager {getattr(e, what)}", path)
@@ -254,15 +278,12 @@ def compare_tensors(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tole
         return Mismatch(path, strides, path)
     if c.is_meta:  # no values to compare: shape, dtype and strides are all a meta tensor has
         return None
-    try:
-        c, e = _dense(c.detach()), _dense(e.detach())
-        rtol, atol = tolerance.for_tensors(c, e)
-        close = torch.isclose(c, e, rtol=rtol, atol=atol, equal_nan=True)
-        if bool(close.all()):
-            return None
-        index, detail = describe_values(c, e, close, rtol, atol)
-    except Exception as exc:  # a tensor kind without these ops (nested, quantized, a subclass)
-        return incomparable(path, f"{c.layout} {c.dtype} tensors on {c.device}", exc)
+    c, e = _dense(c.detach()), _dense(e.detach())
+    rtol, atol = tolerance.for_tensors(c, e)
+    close = torch.isclose(c, e, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return None
+    index, detail = describe_values(c, e, close, rtol, atol)
     return Mismatch(path + index, detail + (f"; {strides}" if strides else ""), path, (c, e))
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.internal import guarded
+from ..common.internal import guarded, guarded_report, internal_error, reported_errors
 from ..common.markers import marker_problem
 from .housekeeping import Housekeeping
 from .normalize import Normalizer
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
+INTERNAL_PROPERTY = "torchcompile_internal_error"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -196,13 +197,22 @@ class TorchCompileSession:
         model = pyfuncitem.stash.get(model_key, None)
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
-        store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
-        test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-        collision = store.claim(test_dir, pyfuncitem.nodeid)
-        if collision:
-            pytest.fail(f"usage error: {collision}", pytrace=False)
-        outcomes = model.check_snapshots(store, test_dir)
-        self.outcomes.extend(outcomes)
+        outcomes: list[Outcome] = []
+        crash = ""
+        try:
+            store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
+            test_dir = self.housekeeping.test_dir(pyfuncitem, store)
+            collision = store.claim(test_dir, pyfuncitem.nodeid)
+            if collision:
+                pytest.fail(f"usage error: {collision}", pytrace=False)
+            outcomes = model.check_snapshots(store, test_dir)
+            self.outcomes.extend(outcomes)
+        except OSError:
+            raise  # the file system's own error, with its path (the store's to word)
+        except Exception as exc:  # the plugin's bug: fail this test with a line that says so
+            crash = internal_error(exc, "the snapshot check")
+        if crash:
+            pytest.fail(crash, pytrace=False)  # outside `except`: no chained traceback
         failures = [o.message for o in outcomes if o.failed]
         if failures:
             pytest.fail("\n\n".join(failures), pytrace=False)
@@ -214,7 +224,7 @@ class TorchCompileSession:
         report = yield
         model = item.stash.get(model_key, None)
         if call.when == "call" and model is not None:
-            with guarded("pytest_runtest_makereport", self.internal_errors):
+            with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_rows(report, item, model)
         return report
 
@@ -227,6 +237,7 @@ class TorchCompileSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
+        self.internal_errors.extend(reported_errors(report, INTERNAL_PROPERTY))
         with guarded("pytest_runtest_logreport", self.internal_errors):
             self._collect(report)
 
