@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .failure import FULL_DIFF_FLAG, compose
 from .normalize import Normalizer
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .store import Outcome, SnapshotStore
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 ROWS_PROPERTY = "torchcompile_cases"
 UNUSED_PROPERTY = "torchcompile_unused"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
+WRITES_PROPERTY = "torchcompile_writes"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -46,6 +48,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         type=_relative_dir,
         help="folder for snapshot files, relative to the rootdir (overrides ini torchcompile_snapshot_dir)",
+    )
+    group.addoption(
+        FULL_DIFF_FLAG,
+        action="store_true",
+        default=False,
+        dest="torchcompile_full_diff",
+        help="on a snapshot failure, show the diff of every changed artifact (also on with -vv)",
     )
     parser.addini("torchcompile_snapshot_dir", default="snapshots", help="folder for snapshot files, relative to the rootdir")
 
@@ -97,10 +106,12 @@ def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str |
 class TorchCompileSession:
     """Per-run state: the snapshot store, case rows and unused snapshot files."""
 
-    def __init__(self, store: SnapshotStore, rootdir: Path, worker: bool) -> None:
+    def __init__(self, store: SnapshotStore, rootdir: Path, worker: bool, full_diff: bool = False) -> None:
         self.store = store
         self.rootdir = rootdir
         self.worker = worker
+        self.full_diff = full_diff
+        self.writes = {"written": 0, "updated": 0, "deleted": 0}
         self.rows: list[CaseRow] = []
         self.unused: list[str] = []
         self.outcomes: list[Outcome] = []
@@ -111,7 +122,8 @@ class TorchCompileSession:
         rootdir = Path(config.rootpath)
         folder = config.getoption("torchcompile_snapshot_dir") or config.getini("torchcompile_snapshot_dir")
         store = SnapshotStore(root=rootdir / folder, rootdir=rootdir, update=bool(config.getoption("update_snapshots")))
-        return cls(store, rootdir, worker=hasattr(config, "workerinput"))
+        full_diff = bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
+        return cls(store, rootdir, worker=hasattr(config, "workerinput"), full_diff=full_diff)
 
     def normalizer(self) -> Normalizer:
         import torch  # only called from the fixture, where torch is needed anyway
@@ -129,17 +141,22 @@ class TorchCompileSession:
         outcomes = model.check_snapshots(self.store, test_dir)
         self.outcomes.extend(outcomes)
         self._handle_unused(pyfuncitem, test_dir)
-        failures = [o.message for o in outcomes if o.failed]
-        if failures:
-            pytest.fail("\n\n".join(failures), pytrace=False)
+        writes = {status: sum(o.status == status for o in outcomes) for status in ("written", "updated")}
+        pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
+        if any(o.failed for o in outcomes):
+            # issue 13: pass snapshot.diff's classifier as `verdict=` to add its line per case
+            pytest.fail(compose(outcomes, test_dir, self._shown(test_dir), self.full_diff, verdict=None), pytrace=False)
         return result
 
     def _handle_unused(self, item: pytest.Function, test_dir: Path) -> None:
         unused = self.store.unused_in(test_dir)
         if unused and self.store.update:
             self.store.delete(unused)
-        shown = [str(p.relative_to(self.rootdir)) if p.is_relative_to(self.rootdir) else str(p) for p in unused]
+        shown = [self._shown(p) for p in unused]
         item.user_properties.append((UNUSED_PROPERTY, json.dumps({"deleted": self.store.update, "paths": shown})))
+
+    def _shown(self, path: Path) -> str:
+        return str(path.relative_to(self.rootdir)) if path.is_relative_to(self.rootdir) else str(path)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
@@ -155,6 +172,8 @@ class TorchCompileSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
+        if report.when != "call":  # the teardown report carries the item's properties again
+            return
         for name, value in report.user_properties:
             if name == ROWS_PROPERTY:
                 self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
@@ -163,10 +182,21 @@ class TorchCompileSession:
             elif name == UNUSED_PROPERTY:
                 data = json.loads(value)
                 self.unused.extend(f"{'deleted' if data['deleted'] else 'unused'}: {p}" for p in data["paths"])
+                self.writes["deleted"] += len(data["paths"]) if data["deleted"] else 0
+            elif name == WRITES_PROPERTY:
+                for status, count in json.loads(value).items():
+                    self.writes[status] += count
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.worker or not self.rows:
+        if self.worker:
             return
+        if self.rows:
+            self._write_tables(terminalreporter)
+        if self.store.update:
+            counts = ", ".join(f"{count} {status}" for status, count in self.writes.items())
+            terminalreporter.write_line(f"torch.compile snapshots: {counts}")
+
+    def _write_tables(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "torch.compile cases")
         for line in format_table(self.rows):
             terminalreporter.write_line(line)

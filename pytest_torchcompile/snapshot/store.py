@@ -108,6 +108,8 @@ class Outcome:
     path: Path
     status: str  # "matched", "written", "updated", "missing", "changed", "unreadable"
     message: str = ""
+    old: str | None = None  # stored text, for a changed file (failure.py)
+    new: str | None = None  # this run's text, for a changed file
 
     @property
     def failed(self) -> bool:
@@ -147,7 +149,7 @@ class SnapshotStore:
             return self._write(path, text, "written" if stored is None else "updated")
         if stored is None:
             return Outcome(path, "missing", f"snapshot {self._show(path)} does not exist yet: {UPDATE_HINT}")
-        return Outcome(path, "changed", self._diff_message(path, stored, text))
+        return Outcome(path, "changed", self._diff_message(path, stored, text), stored, text)
 
     def _write(self, path: Path, text: str, status: str) -> Outcome:
         collection = SnapshotCollection(location=str(path))
