@@ -35,7 +35,7 @@ ZOO_SNAPSHOTS = REPO / "snapshots" / torch_minor(torch.__version__) / "cpu/fixtu
 
 def test_every_zoo_program_snapshot_parses_with_one_guard_function_per_frame() -> None:
     files = sorted(ZOO_SNAPSHOTS.glob("*/program.py.txt"))
-    assert len(files) == 10
+    assert len(files) == 4  # program is opt-in: the zoo tests marked with_program
     for path in files:
         tree = ast.parse(path.read_text(), filename=str(path))
         guards = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("guards_f")]

@@ -233,7 +233,18 @@ def build(log: CaptureLog, backend: str, names: Iterable[str] | None = None) -> 
         "summary": lambda: summary(backend, counters(log)),
         "program": lambda: _program(log, backend),
     }
-    return {name: makers[name]() for name in (makers if names is None else names)}
+    return {name: makers[name]() for name in (default_artifacts(makers) if names is None else names)}
+
+
+#: Built only when a test names them in `artifacts=`. `program` lays out the other
+#: artifacts again as one file; `post_grad_graph` is the AOT graph after Inductor's
+#: graph passes, whose effect shows in `output_code` (README: "Artifacts").
+OPT_IN = ("post_grad_graph", "program")
+
+
+def default_artifacts(names: Iterable[str]) -> tuple[str, ...]:
+    """The artifacts a test without `artifacts=` snapshots (those produced, of these)."""
+    return tuple(name for name in names if name not in OPT_IN)
 
 
 def _program(log: CaptureLog, backend: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,8 @@ import pytest
 
 from ..common.internal import guarded, guarded_report, internal_error, reported_errors
 from ..common.markers import marker_problem
+from .diff import compare_case
+from .failure import FULL_DIFF_FLAG, compose
 from .housekeeping import Housekeeping
 from .normalize import Normalizer
 from .placeholders import PlaceholderError, case_device, installed_torch_minor, placeholders, resolve, resolve_some, torch_minor
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 INTERNAL_PROPERTY = "torchcompile_internal_error"
+WRITES_PROPERTY = "torchcompile_writes"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -57,6 +60,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torchcompile_snapshot_dir",
         default="snapshots",
         help="folder for snapshot files, relative to the rootdir; may hold {torch} and {device}, e.g. snapshots/{torch}/{device}",
+    )
+    group.addoption(
+        FULL_DIFF_FLAG,
+        action="store_true",
+        default=False,
+        dest="torchcompile_full_diff",
+        help="on a snapshot failure, show the diff of every changed artifact (also on with -vv)",
     )
 
 
@@ -118,7 +128,7 @@ class TorchCompileSession:
     """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
     update bookkeeping (housekeeping.py, which judges unused files and stale folders)."""
 
-    def __init__(self, folder: str, store: SnapshotStore, rootdir: Path, worker: bool, housekeeping: Housekeeping) -> None:
+    def __init__(self, folder: str, store: SnapshotStore, rootdir: Path, worker: bool, housekeeping: Housekeeping, full_diff: bool = False) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
         self.uses = placeholders(folder)
         self.store = store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
@@ -127,6 +137,8 @@ class TorchCompileSession:
         self.worker = worker
         self.housekeeping = housekeeping
         self.stores: dict[Path, SnapshotStore] = {store.root: store}
+        self.full_diff = full_diff
+        self.writes = {"written": 0, "updated": 0}
         self.rows: list[CaseRow] = []
         self.outcomes: list[Outcome] = []
         self.precompile_rows: list[PrecompileRow] = []
@@ -148,7 +160,8 @@ class TorchCompileSession:
             folder = resolve_some(folder, torch=version)
         root = _snapshot_root(setting, rootdir / resolve_some(folder, device="cpu"))
         store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
-        return cls(folder, store, rootdir, hasattr(config, "workerinput"), Housekeeping.from_config(config, store))
+        full_diff = bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
+        return cls(folder, store, rootdir, hasattr(config, "workerinput"), Housekeeping.from_config(config, store), full_diff)
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -207,15 +220,17 @@ class TorchCompileSession:
                 pytest.fail(f"usage error: {collision}", pytrace=False)
             outcomes = model.check_snapshots(store, test_dir)
             self.outcomes.extend(outcomes)
+            writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
+            pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
+            failure = compose(outcomes, test_dir, store.show(test_dir), self.full_diff, _verdict(outcomes, test_dir)) if any(o.failed for o in outcomes) else ""
         except OSError:
             raise  # the file system's own error, with its path (the store's to word)
         except Exception as exc:  # the plugin's bug: fail this test with a line that says so
             crash = internal_error(exc, "the snapshot check")
         if crash:
             pytest.fail(crash, pytrace=False)  # outside `except`: no chained traceback
-        failures = [o.message for o in outcomes if o.failed]
-        if failures:
-            pytest.fail("\n\n".join(failures), pytrace=False)
+        if failure:
+            pytest.fail(failure, pytrace=False)
         self.housekeeping.after_test(pyfuncitem, test_dir, store)
         return result
 
@@ -242,11 +257,16 @@ class TorchCompileSession:
             self._collect(report)
 
     def _collect(self, report: pytest.TestReport) -> None:
+        if report.when != "call":  # the teardown report carries the item's properties again
+            return
         for name, value in report.user_properties:
             if name == ROWS_PROPERTY:
                 self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
             elif name == PRECOMPILE_PROPERTY:
                 self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
+            elif name == WRITES_PROPERTY:
+                for status, count in json.loads(value).items():
+                    self.writes[status] += count
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The plugin's own crashes fail the run (they were reported, not raised)."""
@@ -260,8 +280,16 @@ class TorchCompileSession:
             terminalreporter.write_line(line, red=True)
 
     def _summary(self, terminalreporter: Any) -> None:
-        if self.worker or not self.rows:
+        if self.worker:
             return
+        if self.rows:
+            self._write_tables(terminalreporter)
+        if self.store.update:
+            deleted = sum(line.startswith(("deleted: ", "removed stale: ")) for line in self.housekeeping.lines)
+            counts = ", ".join(f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items())
+            terminalreporter.write_line(f"torch.compile snapshots: {counts}")
+
+    def _write_tables(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "torch.compile cases")
         for line in format_table(self.rows):
             terminalreporter.write_line(line)
@@ -269,6 +297,28 @@ class TorchCompileSession:
             terminalreporter.write_sep("-", "torch.compile precompile round trips (aot_compile, save, load in a fresh process)")
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
+
+
+def _verdict(outcomes: list[Outcome], test_dir: Path) -> Callable[[str, Mapping[str, tuple[str, str]]], str | None]:
+    """The upgrade report's classifier (`diff.compare_case`) for one case of a failing test.
+
+    It reads whole cases: the artifacts that matched are the same on both
+    sides (an unchanged output code is what shows a reprinted graph is the
+    same program), the changed ones carry their stored and new texts.
+    """
+    texts: dict[str, dict[str, str]] = {}
+    for outcome in outcomes:
+        if outcome.new is not None:
+            case = outcome.path.parent.relative_to(test_dir).as_posix() if outcome.path.parent != test_dir else ""
+            texts.setdefault(case, {})[outcome.path.name.split(".", 1)[0]] = outcome.new
+
+    def verdict(case: str, changed: Mapping[str, tuple[str, str]]) -> str | None:
+        new = dict(texts.get(case, {}))
+        old = {**new, **{name: pair[0] for name, pair in changed.items()}}
+        new.update({name: pair[1] for name, pair in changed.items()})
+        return compare_case(old, new).line()
+
+    return verdict
 
 
 def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:

@@ -152,6 +152,8 @@ class Outcome:
     path: Path
     status: str  # "matched", "written", "updated", "missing", "changed", "unreadable", "unwritable"
     message: str = ""
+    old: str | None = None  # stored text, for a changed file (failure.py)
+    new: str | None = None  # this run's text, for a compared file (a whole case feeds the verdict)
 
     @property
     def failed(self) -> bool:
@@ -203,12 +205,13 @@ class SnapshotStore:
         except OSError as exc:
             return self._write(path, text, "updated") if self.update else Outcome(path, "unreadable", self._trouble(path, exc, "read"))
         if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
-            return Outcome(path, "matched")
+            return Outcome(path, "matched", new=normalize_newlines(text))
         if self.update:
             return self._write(path, text, "written" if stored is None else "updated")
         if stored is None:
-            return Outcome(path, "missing", f"snapshot {self.show(path)} does not exist yet: {UPDATE_HINT}")
-        return Outcome(path, "changed", self._diff_message(path, normalize_newlines(stored), normalize_newlines(text)))
+            return Outcome(path, "missing", f"snapshot {self.show(path)} does not exist yet: {UPDATE_HINT}", new=text)
+        old, new = normalize_newlines(stored), normalize_newlines(text)
+        return Outcome(path, "changed", self._diff_message(path, old, new), old, new)
 
     def _write(self, path: Path, text: str, status: str) -> Outcome:
         collection = SnapshotCollection(location=str(path))

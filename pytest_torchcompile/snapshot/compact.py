@@ -1,0 +1,206 @@
+"""The stored form of the large artifacts: every fact once, no renumbering noise.
+
+Pure text functions, applied to one artifact's normalized text (see
+`normalize.ARTIFACT_RULES`), each idempotent. What they drop is the same for
+every compile or is structure that the kept lines already say; what they keep
+is everything a reviewer reads: every guard, every op with its shape, dtype
+and stride, every kernel body, the wrapper's calls.
+
+- `compact_guards`: Dynamo's guard tree as one leaf guard per line, in
+  Dynamo's check order. The accessor tree (`GuardManager: source=...,
+  accessed_by=...`) is how Dynamo fetches each value, not a check, and was
+  half the lines; a guard's comment (the user line that installed it) is
+  written once for a run of guards from the same line; the five
+  `DIMENSION_DYNAMIC_MARKING_GUARD`s of a tensor are one line.
+- `renumber_fx_names`: FX names a node after its op and a counter that also
+  counts nodes traced and then removed, so an unrelated change upstream turns
+  `add_9` into `add_7`. Names defined in a graph body are renumbered in order
+  of definition (`add`, `add_1`, ...), so a graph with the same ops and edges
+  reads the same; the graph's inputs keep their names.
+- `drop_fx_blank_lines`: FX separates source lines with a blank line; each
+  group already starts with its `# File:` comment.
+- `compact_output_code`: Inductor's output code without its module
+  boilerplate (imports, aliases, the `Runner` scaffolding, `get_args`,
+  `benchmark_compiled_module`, `__main__`), without `call`'s size checks of
+  its inputs (the AOT graph's signature states them) and without the five
+  integer-division-check lines every C++ kernel opens and closes with; a C++
+  `{` that opens a `for`/`if` body sits on that line. Every kernel, every
+  statement of every kernel and of `call` stays.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_SECTION = re.compile(r"(?m)^(?=# ===== frame )")
+
+# --- guards --------------------------------------------------------------------
+
+_TREE = re.compile(r"^[| ]*\+- ")
+_MANAGER = re.compile(r"^(?:TREE_GUARD_MANAGER|RootGuardManager|GuardManager|DictGuardManager|KeyManager|ValueManager|KeyValueManager)\b")
+_DIMENSION_MARK = re.compile(r"^DIMENSION_DYNAMIC_MARKING_GUARD: hasattr\((.+), '(_dynamo_\w+)'\) == False$")
+_BARE_KIND = re.compile(r"^[A-Z][A-Z_]+$")
+
+
+def compact_guards(text: str) -> str:
+    """One leaf guard per line, each comment once per run; see the module docstring."""
+    return "".join(_compact_guard_section(s) for s in _SECTION.split(text))
+
+
+def _compact_guard_section(section: str) -> str:
+    out: list[str] = []
+    marks: list[str] | None = None  # [source, comment, name, name, ...]
+    last_comment = ""
+    kinds_with_code = {line.split(":", 1)[0] for line in map(_leaf, section.splitlines()) if line and ":" in line}
+
+    def flush() -> None:
+        nonlocal marks
+        if marks is not None:
+            source, comment, *names = marks
+            out.append(f"DIMENSION_DYNAMIC_MARKING_GUARD: {source} has no {', '.join(names)}" + (f"  {comment}" if comment else ""))
+            marks = None
+
+    for raw in section.splitlines():
+        if not _TREE.match(raw):  # headers, and anything not laid out as a tree, stay as they are
+            flush()
+            if not _MANAGER.match(raw):
+                out.append(raw)
+            continue
+        leaf = _leaf(raw)
+        if leaf is None or (_BARE_KIND.match(leaf) and leaf in kinds_with_code):
+            continue  # a manager line, or a relational guard repeated under each value it relates
+        code, comment = _split_comment(leaf)
+        shown = "" if comment == last_comment else comment
+        last_comment = comment or last_comment
+        mark = _DIMENSION_MARK.match(code)
+        if mark and marks is not None and marks[0] == mark.group(1):
+            marks.append(mark.group(2))
+            continue
+        flush()
+        if mark:
+            marks = [mark.group(1), shown, mark.group(2)]
+            continue
+        out.append(code + (f"  {shown}" if shown else ""))
+    flush()
+    return "\n".join(out) + ("\n" if section.endswith("\n") else "")
+
+
+def _leaf(line: str) -> str | None:
+    """The guard on a tree line, or None for a manager (structure) line."""
+    body = _TREE.sub("", line, count=1)
+    return None if _MANAGER.match(body) else body
+
+
+def _split_comment(leaf: str) -> tuple[str, str]:
+    """`code<padding>  # comment` -> (code, `# comment`); Dynamo pads code to a column."""
+    code, sep, comment = leaf.partition("  # ")
+    return code.rstrip(), (f"# {comment.strip()}" if sep else "")
+
+
+# --- FX graphs -----------------------------------------------------------------
+
+_DEFINED = re.compile(r"^[ \t]+([A-Za-z_]\w*)(?:: \"[^\"\n]*\")? = ", re.MULTILINE)
+_COUNTER = re.compile(r"^(.*?)(?:_(\d+))?$")
+#: a name in code, not an attribute (`aten.add`) or inside a string
+_NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
+_BLANK_IN_GRAPH = re.compile(r"\n[ \t]*\n(?=[ \t])")
+
+
+def renumber_fx_names(text: str) -> str:
+    """Body names of each graph renumbered in order of definition: `add`, `add_1`, ..."""
+    return "".join(_renumber_section(s) for s in _SECTION.split(text))
+
+
+def _renumber_section(section: str) -> str:
+    defined = list(dict.fromkeys(_DEFINED.findall(section)))
+    families: dict[str, list[str]] = {}
+    for name in defined:
+        families.setdefault(_COUNTER.match(name).group(1) or name, []).append(name)  # type: ignore[union-attr]
+    tokens = {t for line in section.split("\n") for t in _NAME.findall(_outside_comment(line, lambda code: code, keep_comment=False))}
+    renamed = set(defined)
+    mapping: dict[str, str] = {}
+    for base, names in families.items():
+        new = [base if k == 0 else f"{base}_{k}" for k in range(len(names))]
+        if any(n in tokens and n not in renamed for n in new):
+            continue  # a new name would collide with a name this rule does not own (an input, a global)
+        mapping.update((old, n) for old, n in zip(names, new) if old != n)
+    if not mapping:
+        return section
+    pattern = re.compile(_NAME.pattern.replace("[A-Za-z_]\\w*", "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))))
+    return "\n".join(_outside_comment(line, lambda code: pattern.sub(lambda m: mapping[m.group(1)], code)) for line in section.split("\n"))
+
+
+def _outside_comment(line: str, rewrite: Callable[[str], str], keep_comment: bool = True) -> str:
+    """Rewrite the code part of a line; `# File: ... code: ...` comments quote user code."""
+    if line.lstrip().startswith("#"):
+        return line if keep_comment else ""
+    code, sep, comment = line.partition("  # ")
+    return rewrite(code) + (sep + comment if keep_comment else "")
+
+
+def drop_fx_blank_lines(text: str) -> str:
+    """No blank line inside a graph; sections stay apart."""
+    previous = None
+    while previous != text:
+        previous, text = text, _BLANK_IN_GRAPH.sub("\n", text)
+    return text
+
+
+# --- output code ---------------------------------------------------------------
+
+_IMPORT = re.compile(r"^(?:from \S+ import .+|import \S+(?: as \w+)?)$")
+_ALIAS = re.compile(r"^\w+ = (?:torch\.[\w.]+|AsyncCompile\(\))$")
+_SINGLE = re.compile(
+    r"^(?:async_compile\.wait\(globals\(\)\)|del async_compile|class Runner:|runner = Runner\(.*\)|call = runner\.call"
+    r"|recursively_apply_fns = runner\.recursively_apply_fns)$"
+)
+_BLOCK = re.compile(r"^(?:def get_args\(\):|def benchmark_compiled_module\(.*\):|if __name__ == \"__main__\":|    def __init__\(self, partitions\):|    def recursively_apply_fns\(self, fns\):)$")
+#: `call`'s checks of its inputs: the graph's signature in aot_* says the same sizes and strides
+_INPUT_ASSERT = re.compile(r"^\s+assert_size_stride\(\w+, .*, 'input'\)$")
+#: lines every C++ kernel of this torch version opens and closes with (integer division checks)
+_KERNEL_BOILERPLATE = frozenset(
+    {
+        "#include <torch/csrc/inductor/cpp_prefix.h>",
+        "std::atomic<int> inductor_cpu_integer_div_error{0};",
+        "inductor_cpu_integer_div_error_flag = &inductor_cpu_integer_div_error;",
+        "inductor_cpu_integer_div_error_flag = nullptr;",
+        "inductor_cpu_throw_if_integer_div_error(inductor_cpu_integer_div_error);",
+    }
+)
+_CPP_HEADER = re.compile(r"^\s*(?:(?:for|if|while|switch)\s*\(.*\)|else|do)\s*$")
+_TRIPLE = re.compile(r"'''|\"\"\"")
+
+
+def compact_output_code(text: str) -> str:
+    """Output code without its module boilerplate; kernels and `call` verbatim."""
+    out: list[str] = []
+    in_string = False
+    block_indent: int | None = None
+    for line in text.split("\n"):
+        if in_string:
+            if line.strip() in _KERNEL_BOILERPLATE:
+                continue
+            if line.strip() == "{" and out and _CPP_HEADER.match(out[-1]):
+                out[-1] += " {"
+                continue
+        else:
+            if block_indent is not None:
+                if not line.strip() or _indent(line) > block_indent:
+                    continue
+                block_indent = None
+            if _BLOCK.match(line):
+                block_indent = _indent(line)
+                continue
+            if _IMPORT.match(line) or _ALIAS.match(line) or _SINGLE.match(line) or _INPUT_ASSERT.match(line):
+                continue
+            if not line.strip() and (not out or not out[-1].strip()):
+                continue
+        out.append(line)
+        if len(_TRIPLE.findall(line)) % 2:
+            in_string = not in_string
+    return "\n".join(out)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))

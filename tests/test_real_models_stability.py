@@ -1,0 +1,109 @@
+"""The real-model suite gives byte-identical snapshots whatever ran before it.
+
+The committed snapshots of `fixtures/test_real_models.py` (recorded by
+`pytest fixtures --update-snapshots` in the project's own checkout) are copied
+with the suite into another folder, and the suite re-runs there WITHOUT
+`--update-snapshots` under each variation below. A differing artifact fails
+that run, and the snapshot tree must be untouched.
+
+Economy: the first run (another checkout path, an empty Inductor cache) is the
+only cold one; the others reuse the cache it filled. Each variation is one
+pytest process over the suite (or one test of it, for `-k`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import tree_digest
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = "fixtures/test_real_models.py"
+CASES = 10
+
+VARIATIONS_CONFTEST = '''
+import os
+
+def pytest_collection_modifyitems(items):
+    if os.environ.get("REVERSE_ORDER"):
+        items.reverse()
+
+def pytest_sessionstart(session):
+    """Other compiles first: Dynamo's process-global counters move on."""
+    if os.environ.get("COMPILE_FIRST"):
+        import torch
+        for n in range(12):
+            torch._dynamo.reset()
+            torch.compile(lambda x: x * max(x.shape[0], n) + len(x), backend="eager")(torch.randn(3))
+'''
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The suite at another path, its snapshot digest, the cache its first run filled, that run's output."""
+
+    project: Path
+    digest: dict[str, str]
+    cache: str
+    first_run: str
+
+    def run(self, *args: str, **env: str) -> str:
+        return run_suite(self.project, *args, TORCHINDUCTOR_CACHE_DIR=self.cache, **env)
+
+    def assert_identical(self, output: str, passed: int = CASES) -> None:
+        assert f"{passed} passed" in output and " failed" not in output, output
+        assert tree_digest(self.project / "snapshots") == self.digest
+
+
+def run_suite(cwd: Path, *args: str, **env: str) -> str:
+    environ = {**os.environ, **env}
+    command = [sys.executable, "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider", "-W", "ignore", *args]
+    done = subprocess.run(command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=900)
+    return done.stdout[-6000:] + done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Checkout:
+    """The suite and its committed snapshots at another path, run once there with a cold cache."""
+    project = tmp_path_factory.mktemp("elsewhere") / "checkout_b"
+    (project / "fixtures").mkdir(parents=True)
+    for name in ("__init__.py", "zoo.py", "real_models.py", "test_real_models.py"):
+        shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
+    shutil.copytree(REPO / "snapshots/fixtures/test_real_models", project / "snapshots/fixtures/test_real_models")
+    (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    cache = str(tmp_path_factory.mktemp("inductor_cache"))
+    return Checkout(project, tree_digest(project / "snapshots"), cache, run_suite(project, TORCHINDUCTOR_CACHE_DIR=cache))
+
+
+def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: Checkout) -> None:
+    assert len(checkout.digest) >= 7 * CASES
+    checkout.assert_identical(checkout.first_run)
+
+
+def test_plain_rerun(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run())
+
+
+def test_xdist_two_workers(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run("-n", "2"))
+
+
+def test_one_test_alone(checkout: Checkout) -> None:
+    """BART alone: transformers' registry holds only BART's classes (after the others, many more)."""
+    checkout.assert_identical(checkout.run("-k", "bart"), passed=1)
+
+
+def test_reversed_order(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run(REVERSE_ORDER="1"))
+
+
+def test_after_a_dozen_unrelated_compiles(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run(COMPILE_FIRST="1"))
