@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_torchcompile.common.capture import FrameKey
-from pytest_torchcompile.snapshot.guards import GuardRow, guard_function, split_comment
+from pytest_torchcompile._torch.formats import split_comment
+from pytest_torchcompile.snapshot.guards import GuardRow, guard_function
 from tests.conftest import model_test
 from tests.guard_matrix import ZOO
 

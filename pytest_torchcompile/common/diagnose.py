@@ -1,7 +1,7 @@
 """Name the pipeline stage a compile error came from, for the failure text.
 
-torch wraps backend errors in `BackendCompilerFailed`; the innermost
-exception's type and the torch modules on its traceback tell the stage:
+torch wraps backend errors; the innermost exception's type and the torch
+modules on its traceback tell the stage (`_torch/errors.py` knows both):
 Dynamo tracing, AOTAutograd, Inductor lowering, or the C++/Triton compile of
 generated kernels. A user-supplied backend is named as itself.
 """
@@ -10,44 +10,27 @@ from __future__ import annotations
 
 import traceback
 
+from .._torch import errors
+from .._torch.errors import innermost
+
+__all__ = ["compile_stage", "first_line", "innermost", "user_frame"]
+
 DYNAMO = "Dynamo tracing"
 AOT = "AOTAutograd"
 LOWERING = "Inductor lowering"
 KERNEL_COMPILE = "C++/Triton compile"
 
-_KERNEL_COMPILE_TYPES = ("CppCompileError", "CompilationError", "InductorError")
-_KERNEL_COMPILE_FILES = ("_inductor/cpp_builder.py", "_inductor/codecache.py", "_inductor/async_compile.py", "triton/compiler")
-
-
-def innermost(exc: BaseException) -> BaseException:
-    """Follow `inner_exception`, `__cause__` and `__context__` to the original error."""
-    seen = set()
-    while id(exc) not in seen:
-        seen.add(id(exc))
-        nxt = getattr(exc, "inner_exception", None) or exc.__cause__ or exc.__context__
-        if nxt is None:
-            break
-        exc = nxt
-    return exc
+_STAGES = {errors.KERNEL_COMPILE: KERNEL_COMPILE, errors.LOWERING: LOWERING, errors.AOT_AUTOGRAD: AOT}
 
 
 def compile_stage(exc: BaseException, backend_name: str, user_backend: bool) -> str:
     """The stage that raised `exc` while compiling with `backend_name`."""
-    inner = innermost(exc)
-    files = [frame.filename.replace("\\", "/") for frame in traceback.extract_tb(inner.__traceback__)]
-    if type(inner).__name__ in _KERNEL_COMPILE_TYPES or _touches(files, _KERNEL_COMPILE_FILES):
-        return KERNEL_COMPILE
-    if type(inner).__name__ == "LoweringException" or _touches(files, ("_inductor/",)):
-        return LOWERING
-    if _touches(files, ("_functorch/",)):
-        return AOT
-    if user_backend and type(exc).__name__ == "BackendCompilerFailed":
+    where = errors.raised_in(exc)
+    if where is not None:
+        return _STAGES[where]
+    if user_backend and errors.is_backend_failure(exc):
         return f"backend {backend_name}"
     return DYNAMO
-
-
-def _touches(files: list[str], markers: tuple[str, ...]) -> bool:
-    return any(marker in f for f in files for marker in markers)
 
 
 def first_line(exc: BaseException) -> str:

@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 
 import pytest
 import torch
-import torch._inductor.config as inductor_config
-from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
-from torch.utils._pytree import tree_flatten
 
+from .._torch import config, metrics
+from .._torch.kernels import settle_compile_workers
+from .._torch.tensors import tree_leaves
 from ..snapshot import artifacts as layout
 from .timing import PairedTiming, TimingSettings, interleave
 from .gpu import GpuTimings, measure_gpu
@@ -88,7 +88,7 @@ def pinned_threads(threads: int) -> Iterator[None]:
 
 def on_cuda(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether the inputs or the model's parameters live on a CUDA device."""
-    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if isinstance(model, torch.nn.Module):
         tensors += list(model.parameters()) + list(model.buffers())
     return any(t.is_cuda for t in tensors)
@@ -96,23 +96,6 @@ def on_cuda(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _no_sync() -> None:
     return None
-
-
-def settle_compile_workers(timeout: float = 120.0) -> None:
-    """Wait for Inductor's compile workers, if a compile started them, to finish booting.
-
-    With Triton, the first Inductor compile starts a pool of worker
-    processes that import torch in the background for seconds; timing while
-    they boot measures them too. Only waits on a pool that exists.
-    """
-    try:
-        from torch._inductor.async_compile import AsyncCompile
-
-        ready = getattr(AsyncCompile, "_ready_future", None)
-        if ready is not None:
-            ready.result(timeout=timeout)
-    except Exception:  # a private detail of Inductor: never let it fail a benchmark
-        pass
 
 
 @dataclass
@@ -186,17 +169,17 @@ class BenchmarkCase:
     def _first_call(self, gpu: bool) -> None:
         """Compile by calling once: first-call latency, compile time, counters, output code."""
         log = CaptureLog()
-        clear_compilation_metrics()
+        metrics.clear()
         started = time.perf_counter()
         try:
-            with capturing(log, pin_host=False), inductor_config.patch({"benchmark_kernel": True} if gpu else {}):
+            with capturing(log, pin_host=False), config.patched(config.BENCHMARK_KERNEL if gpu else None):
                 self.compiled()
                 self.sync()
         except Exception as exc:
             stage = compile_stage(exc, self.spec.compile_spec.backend_name, not isinstance(self.spec.backend, str))
             raise BenchmarkFailure(f"compile failed in stage: {stage}\n{first_line(innermost(exc))}") from exc
         self.first_call_seconds = time.perf_counter() - started
-        self.compile_seconds = sum(m.entire_frame_compile_time_s or 0.0 for m in get_compilation_metrics())
+        self.compile_seconds = metrics.frame_compile_seconds()
         counters = layout.counters(log)
         self.counters = {
             "graphs": counters.graph_count,

@@ -11,7 +11,7 @@ the absolute times are gated only on the baseline's own machine.
 - per-kernel: the model is compiled with Inductor's `benchmark_kernel`
   option, which gives every generated Triton kernel module a harness
   (`get_args()`, `call(args)`); each kernel is timed through it, as
-  `torch._inductor.wrapper_benchmark.benchmark_all_kernels` does;
+  Inductor's `wrapper_benchmark.benchmark_all_kernels` does;
 - CUDA-graph replay: the compiled call is captured once in a CUDA graph
   and replayed, as `triton.testing.do_bench_cudagraph` does; with
   `mode="reduce-overhead"` Inductor already replays its own graphs, so the
@@ -167,11 +167,11 @@ def kernel_sources(output_code: str) -> list[tuple[str, str]]:
 
 
 def _kernels(output_code: str, flush: Any, rep_ms: float, confidence: float, timings: GpuTimings) -> None:
-    from torch._inductor.codecache import PyCodeCache
+    from .._torch.kernels import load_module
 
     for name, source in kernel_sources(output_code):
         try:
-            module = PyCodeCache.load(source)
+            module = load_module(source)
             if not (hasattr(module, "get_args") and hasattr(module, "call")):
                 timings.notes.append(f"kernel {name}: no benchmark harness (compiled without benchmark_kernel)")
                 continue

@@ -15,6 +15,7 @@ import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .._torch.formats import BREAK_AT, BREAK_REASON, COUNTED_NAME, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
 from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
 
 #: artifacts that are one trace record kind each, laid out frame by frame.
@@ -29,12 +30,8 @@ RECORD_ARTIFACTS = (
     "runtime_wrapper",
 )
 
-_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE)
-_FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE)
+#: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")
-_COUNTED_NAME = re.compile(r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)")
-_BREAK_AT = re.compile(r"Graph break in user code at (\S+)")
-_BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ def steady_names(code: types.CodeType) -> tuple[types.CodeType, dict[str, str]]:
     def pad_names(c: types.CodeType) -> types.CodeType:
         names = []
         for name in c.co_names:
-            steady = _COUNTED_NAME.sub(_pad, name)
+            steady = COUNTED_NAME.sub(_pad, name)
             if steady != name:
                 padded[steady] = name
             names.append(steady)
@@ -156,13 +153,13 @@ def bytecode_listing(code: types.CodeType) -> str:
 
 def kernel_names(output_code: str) -> list[str]:
     """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
-    return _KERNEL_DEF.findall(output_code)
+    return KERNEL_DEF.findall(output_code)
 
 
 def count_fx_ops(graph_text: str) -> int:
     """Operations in a printed FX graph: assignments that are not renames or deletions."""
-    body = graph_text.split("def forward", 1)[-1]
-    return len(_FX_OP_LINE.findall(body))
+    body = graph_text.split(FX_BODY_START, 1)[-1]
+    return len(FX_OP_LINE.findall(body))
 
 
 def counters(log: CaptureLog) -> Counters:
@@ -192,8 +189,8 @@ def counters(log: CaptureLog) -> Counters:
 
 def _break_summary(payload: str) -> str:
     """`<reason> at <file:line>` from one graph-break record."""
-    reason = _BREAK_REASON.search(payload)
-    where = _BREAK_AT.search(payload)
+    reason = BREAK_REASON.search(payload)
+    where = BREAK_AT.search(payload)
     text = reason.group(1).strip() if reason else payload.strip().splitlines()[0]
     return f"{text} at {where.group(1)}" if where else text
 

@@ -21,12 +21,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 import torch
-import torch._inductor.config as inductor_config
-from torch.utils._pytree import tree_flatten, tree_map_only
 
+from .._torch import config, dynamo, errors
+from .._torch.tensors import map_tensors, tree_leaves
+from .._torch.trace import trace_only_to
 from . import artifacts as layout
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
-from ..common.capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
+from ..common.capture import CaptureLog, capturing, reset_dynamo
 from ..common.diagnose import compile_stage, first_line, innermost, user_frame
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
@@ -57,7 +58,7 @@ class CaseFailure(Exception):
 
 def clone_inputs(value: Any) -> Any:
     """Independent copies of every tensor, keeping requires_grad and strides."""
-    return tree_map_only(torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
+    return map_tensors(lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
 
 
 def copy_model(model: Any) -> Any:
@@ -77,7 +78,7 @@ def wants_grads(spec: CompileSpec, model: Any, args: tuple[Any, ...], kwargs: di
     """Backward runs when asked, or when anything requires grad and the output can flow it."""
     if spec.grads is not None:
         return spec.grads and bool(differentiable(output))
-    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     params = list(model.parameters()) if isinstance(model, torch.nn.Module) else []
     return any(t.requires_grad for t in tensors + params) and bool(differentiable(output))
 
@@ -189,7 +190,7 @@ class CompileCase:
 
     def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
-            with capturing(self.log), inductor_config.patch({"fallback_random": True} if self.spec.fallback_random else {}):
+            with capturing(self.log), config.patched(config.FALLBACK_RANDOM if self.spec.fallback_random else None):
                 observed = self._observe(self.compiled, self.model, inputs)
             read_guards(self.log)
             return observed
@@ -197,7 +198,7 @@ class CompileCase:
             raise CaseFailure(self._compile_failure(exc)) from exc
 
     def _compile_failure(self, exc: Exception) -> str:
-        if self.spec.fullgraph and type(exc).__name__ in ("Unsupported", "UserError"):
+        if self.spec.fullgraph and errors.is_graph_break(exc):
             reason = self.normalizer(str(exc)).strip()
             return f"fullgraph=True but Dynamo had to break the graph:\n{reason}"
         stage = compile_stage(exc, self.spec.backend_name, not isinstance(self.spec.backend, str))
@@ -251,14 +252,14 @@ class CompileCase:
             found = dataclasses.replace(found, bisected=bisect(stage))
         return found
 
-    def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, config: dict[str, Any] | None = None) -> str | None:
+    def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, inductor: dict[str, Any] | None = None) -> str | None:
         """Re-run the case from its start with other compile settings; describe the first mismatch, if any."""
         reference = self._reference(fp64=False)
         reset_dynamo()
         module = copy_model(self.pristine)
         compiled = torch.compile(module, **compile_kwargs)
-        patch = {**HOST_PINNED_CONFIG, **(config or {}), **({"fallback_random": True} if fallback_random or self.spec.fallback_random else {})}
-        with trace_only_to(None), inductor_config.patch(patch):
+        random = config.FALLBACK_RANDOM if fallback_random or self.spec.fallback_random else None
+        with trace_only_to(None), config.patched(config.HOST_PINNED_CONFIG, inductor, random):
             for inputs in self.calls:
                 _, seen = self._observe(compiled, module, clone_inputs(inputs))
         mismatches = self._mismatches(seen, reference)
@@ -287,9 +288,7 @@ class CompileCase:
         """The requested mode and options as Inductor config, for the bisector's Inductor replays."""
         if backend != self.spec.backend_name or not isinstance(self.spec.backend, str):
             return {}
-        from torch._inductor import list_mode_options
-
-        return {**list_mode_options(self.spec.mode or "default", self.spec.dynamic), **dict(self.spec.options or {})}
+        return {**config.mode_options(self.spec.mode, self.spec.dynamic), **dict(self.spec.options or {})}
 
     # --- results and artifacts ---------------------------------------------------
 
@@ -416,9 +415,7 @@ def check_backend(spec: CompileSpec) -> None:
     """A backend name must be registered, and Inductor options must exist; say which do."""
     if not isinstance(spec.backend, str):
         return
-    from torch._dynamo.backends.registry import list_backends
-
-    known = sorted(set(list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"})
+    known = dynamo.registered_backends()
     if spec.backend not in known:
         pytest.fail(f"usage error: compile_snapshot(backend={spec.backend!r}) is not a registered backend; known: {', '.join(known)}", pytrace=False)
     if spec.backend == "inductor" and spec.options:
@@ -429,15 +426,13 @@ def _check_inductor_options(options: Any) -> None:
     """torch's own message lists all ~600 options; name the wrong one and its near misses."""
     import difflib
 
-    from torch._inductor import list_options
-
-    known = list_options()
+    known = config.inductor_options()
     for name in options:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=3)
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             pytest.fail(
                 f"usage error: compile_snapshot(options=...) has unknown Inductor option {name!r}{hint} "
-                "(all options: torch._inductor.list_options())",
+                f"(all options: {config.OPTIONS_LISTING})",
                 pytrace=False,
             )
