@@ -43,7 +43,7 @@ from typing import Any
 
 from .gate import Baseline
 from .record import CaseRecord
-from ..snapshot.store import atomic_write_text
+from ..common.files import atomic_write_text
 
 FORMAT = 1
 

@@ -25,16 +25,17 @@ import torch
 from .._torch import config, metrics
 from .._torch.kernels import settle_compile_workers
 from .._torch.tensors import tree_leaves
-from ..snapshot import artifacts as layout
-from .timing import PairedTiming, TimingSettings, interleave
-from .gpu import GpuTimings, measure_gpu
-from .spec import MARKER, BenchmarkSpec
 from ..common.capture import CaptureLog, capturing, reset_dynamo
+from ..common.cases import CaseFailure, NamedCases, fail_test_on_case_failure
+from ..common.copies import clone_inputs, copy_model
+from ..common.counters import counters
 from ..common.diagnose import compile_stage, first_line, innermost, user_frame
-from ..snapshot.fixture import CaseFailure, NamedCases, clone_inputs, copy_model, fail_test_on_case_failure
 from .gate import Baseline, CaseVerdict, Gate
+from .gpu import GpuTimings, measure_gpu
 from .record import CaseRecord
+from .spec import MARKER, BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
+from .timing import PairedTiming, TimingSettings, interleave, no_sync
 
 #: passes a re-measurement adds (its rounds are pooled with the first pass's).
 REMEASURE_PASSES = 2
@@ -94,10 +95,6 @@ def on_cuda(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return any(t.is_cuda for t in tensors)
 
 
-def _no_sync() -> None:
-    return None
-
-
 @dataclass
 class BenchmarkCase:
     """One model compiled once and timed against its eager copy."""
@@ -106,9 +103,9 @@ class BenchmarkCase:
     spec: BenchmarkSpec
     timing: TimingSettings
     threads: int
-    eager: Callable[[], Any] = _no_sync
-    compiled: Callable[[], Any] = _no_sync
-    sync: Callable[[], Any] = _no_sync
+    eager: Callable[[], Any] = no_sync
+    compiled: Callable[[], Any] = no_sync
+    sync: Callable[[], Any] = no_sync
     passes: list[PairedTiming] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     compile_seconds: float = 0.0
@@ -124,7 +121,7 @@ class BenchmarkCase:
     def start(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], passes: int) -> None:
         reset_dynamo()
         gpu = on_cuda(model, args, kwargs)
-        self.sync = torch.cuda.synchronize if gpu else _no_sync
+        self.sync = torch.cuda.synchronize if gpu else no_sync
         eager_model, (eager_args, eager_kwargs) = copy_model(model), clone_inputs((args, kwargs))
         self.eager = lambda: eager_model(*eager_args, **eager_kwargs)
         self._run_eager_once()
@@ -150,7 +147,7 @@ class BenchmarkCase:
         for _ in range(passes):
             hint = self.passes[0].iterations if self.passes else self.iterations_hint
             self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
-        if self.sync is not _no_sync:
+        if self.sync is not no_sync:
             self.gpu = measure_gpu(self.eager, self.compiled, self.output_code, self.spec.mode, self.timing.confidence, 100.0 * passes)
 
     def _run_eager_once(self) -> None:
@@ -162,7 +159,7 @@ class BenchmarkCase:
 
     def _compile(self, model: Any) -> Callable[..., Any]:
         try:
-            return torch.compile(model, **self.spec.compile_spec.compile_kwargs())
+            return torch.compile(model, **self.spec.compile_kwargs())
         except Exception as exc:  # an unknown backend name is refused here
             raise BenchmarkFailure(f"usage error: {MARKER}(backend={self.spec.backend!r}): {first_line(exc)}") from exc
 
@@ -176,16 +173,16 @@ class BenchmarkCase:
                 self.compiled()
                 self.sync()
         except Exception as exc:
-            stage = compile_stage(exc, self.spec.compile_spec.backend_name, not isinstance(self.spec.backend, str))
+            stage = compile_stage(exc, self.spec.backend_name, not isinstance(self.spec.backend, str))
             raise BenchmarkFailure(f"compile failed in stage: {stage}\n{first_line(innermost(exc))}") from exc
         self.first_call_seconds = time.perf_counter() - started
         self.compile_seconds = metrics.frame_compile_seconds()
-        counters = layout.counters(log)
+        counted = counters(log)
         self.counters = {
-            "graphs": counters.graph_count,
-            "graph_breaks": counters.graph_break_count,
-            "recompiles": counters.recompile_count,
-            "kernels": counters.kernel_count,
+            "graphs": counted.graph_count,
+            "graph_breaks": counted.graph_break_count,
+            "recompiles": counted.recompile_count,
+            "kernels": counted.kernel_count,
         }
         self.output_code = "\n".join(log.payloads("output_code"))
         if gpu:
@@ -219,7 +216,7 @@ class BenchmarkCase:
 
     def _settings(self) -> dict[str, Any]:
         spec = self.spec
-        settings: dict[str, Any] = {"backend": spec.compile_spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
+        settings: dict[str, Any] = {"backend": spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
         settings.update(fullgraph=spec.fullgraph, threads=self.threads, device="cuda" if self.gpu else "cpu")
         settings["iterations"] = self.passes[0].iterations
         if spec.options:

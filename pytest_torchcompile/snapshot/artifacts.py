@@ -1,9 +1,11 @@
 """Lay out captured records as one text per artifact, before normalization.
 
-Each artifact file holds every frame compile of the case, in (frame, compile)
-order, under a header line, so a graph break or a recompile shows up as a new
-section in the diff. The `summary` artifact holds the counters a reviewer
-reads first.
+The builders the artifact catalogue (`catalogue.py`) names. Each artifact
+file holds every frame compile of the case, in (frame, compile) order, under
+a header line, so a graph break or a recompile shows up as a new section in
+the diff. The `summary` artifact holds the counters a reviewer reads first;
+`transformed_code` is Dynamo's rewritten bytecode as Python (depyf) where it
+can be decompiled.
 """
 
 from __future__ import annotations
@@ -13,48 +15,13 @@ import functools
 import re
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from .._torch.formats import BREAK_AT, BREAK_REASON, COUNTED_NAME, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
-from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
-
-#: artifacts that are one trace record kind each, laid out frame by frame.
-RECORD_ARTIFACTS = (
-    "dynamo_graph",
-    "guards",
-    "aot_forward",
-    "aot_backward",
-    "aot_inference",
-    "post_grad_graph",
-    "output_code",
-    "runtime_wrapper",
-)
+from .._torch.formats import COUNTED_NAME
+from ..common.records import BytecodeRecord, CaptureLog, FrameKey
+from ..common.counters import Counters
 
 #: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")
-
-
-@dataclass(frozen=True)
-class FrameCounters:
-    """What the summary says about one frame compile."""
-
-    key: FrameKey
-    name: str
-    ops: int
-    kernels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Counters:
-    """The case's counters, as `CompileResult` exposes them."""
-
-    graph_count: int
-    graph_break_count: int
-    recompile_count: int
-    kernel_count: int
-    break_reasons: tuple[str, ...]
-    recompile_reasons: tuple[str, ...]
-    frames: tuple[FrameCounters, ...]
 
 
 def frame_header(key: FrameKey, code_name: str | None) -> str:
@@ -62,14 +29,9 @@ def frame_header(key: FrameKey, code_name: str | None) -> str:
     return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
 
 
-def frame_names(log: CaptureLog) -> dict[FrameKey, str]:
-    """The user function each frame compile traced (from the bytecode hook)."""
-    return {b.key: b.original.co_name for b in log.bytecode}
-
-
 def record_artifact(log: CaptureLog, name: str) -> str:
     """All payloads of one artifact, frame by frame; '' when none was produced."""
-    names = frame_names(log)
+    names = log.frame_names()
     sections = []
     for key in log.frames():
         payloads = log.payloads(name, key)
@@ -151,50 +113,6 @@ def bytecode_listing(code: types.CodeType) -> str:
     return "\n".join(lines)
 
 
-def kernel_names(output_code: str) -> list[str]:
-    """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
-    return KERNEL_DEF.findall(output_code)
-
-
-def count_fx_ops(graph_text: str) -> int:
-    """Operations in a printed FX graph: assignments that are not renames or deletions."""
-    body = graph_text.split(FX_BODY_START, 1)[-1]
-    return len(FX_OP_LINE.findall(body))
-
-
-def counters(log: CaptureLog) -> Counters:
-    """Graphs, breaks, recompiles and kernels, all counted from the records."""
-    names = frame_names(log)
-    frames = tuple(
-        FrameCounters(
-            key=key,
-            name=names.get(key, "?"),
-            ops=sum(count_fx_ops(g) for g in log.payloads("dynamo_graph", key)),
-            kernels=tuple(k for code in log.payloads("output_code", key) for k in kernel_names(code)),
-        )
-        for key in log.frames()
-    )
-    breaks = tuple(_break_summary(p) for p in log.payloads("graph_break_reason"))
-    recompiles = tuple(p.strip() for p in log.payloads("recompile_reasons"))
-    return Counters(
-        graph_count=len(log.payloads("dynamo_graph")),
-        graph_break_count=len(breaks),
-        recompile_count=sum(1 for key in log.frames() if key.compile_id > 0),
-        kernel_count=sum(len(f.kernels) for f in frames),
-        break_reasons=breaks,
-        recompile_reasons=recompiles,
-        frames=frames,
-    )
-
-
-def _break_summary(payload: str) -> str:
-    """`<reason> at <file:line>` from one graph-break record."""
-    reason = BREAK_REASON.search(payload)
-    where = BREAK_AT.search(payload)
-    text = reason.group(1).strip() if reason else payload.strip().splitlines()[0]
-    return f"{text} at {where.group(1)}" if where else text
-
-
 def summary(backend: str, c: Counters) -> str:
     """The counters a reviewer reads first, one fact a line."""
     lines = [
@@ -220,21 +138,3 @@ def _bullets(items: Iterable[str]) -> list[str]:
         lines.append(f"  - {first}")
         lines.extend(f"    {line}" for line in rest)
     return lines
-
-
-def build(log: CaptureLog, backend: str, names: Iterable[str] | None = None) -> dict[str, str]:
-    """The raw text of each named artifact (default: all); one not produced is ''."""
-    makers = {
-        **{name: functools.partial(record_artifact, log, name) for name in RECORD_ARTIFACTS},
-        "transformed_code": lambda: transformed_code(log),
-        "summary": lambda: summary(backend, counters(log)),
-        "program": lambda: _program(log, backend),
-    }
-    return {name: makers[name]() for name in (makers if names is None else names)}
-
-
-def _program(log: CaptureLog, backend: str) -> str:
-    """The `program` artifact; program.py builds on this module, hence the late import."""
-    from .program import build as build_program
-
-    return build_program(log, backend) if log.bytecode else ""

@@ -10,24 +10,26 @@ Nothing here depends on pytest except the failure type.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar
 
 import pytest
 import torch
 
 from .._torch import config, dynamo, errors
-from .._torch.tensors import map_tensors, tree_leaves
+from .._torch.tensors import tree_leaves
 from .._torch.trace import trace_only_to
-from . import artifacts as layout
+from .catalogue import ARTIFACTS, CATALOGUE, FRAME_ARTIFACTS
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from ..common.capture import CaptureLog, capturing, reset_dynamo
+from ..common.cases import CaseFailure, NamedCases, fail_test_on_case_failure
+from ..common.copies import clone_inputs, copy_model
+from ..common.counters import Counters, counters
 from ..common.diagnose import compile_stage, first_line, innermost, user_frame
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
@@ -50,20 +52,6 @@ from .store import Outcome, SnapshotStore, artifact_filename, safe_segment
 from .spec import CompileSpec
 
 SEED = 0
-
-
-class CaseFailure(Exception):
-    """A case could not run (eager failed, compile failed, numerics differ)."""
-
-
-def clone_inputs(value: Any) -> Any:
-    """Independent copies of every tensor, keeping requires_grad and strides."""
-    return map_tensors(lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
-
-
-def copy_model(model: Any) -> Any:
-    """A deep copy of a module (its parameters and buffers); functions as they are."""
-    return copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model
 
 
 def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -161,7 +149,7 @@ class CompileCase:
 
     def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
-        breaks = tuple(self.normalizer(b).strip() for b in layout.counters(self.log).break_reasons)
+        breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
         try:
             self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, reference, breaks, SEED)
         except PrecompileFailure as exc:
@@ -293,18 +281,18 @@ class CompileCase:
     # --- results and artifacts ---------------------------------------------------
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
-        counters = layout.counters(self.log)
+        counted = counters(self.log)
         return CompileResult(
             output=out,
             eager_output=eager_out,
-            graph_count=counters.graph_count,
-            graph_break_count=counters.graph_break_count,
-            recompile_count=counters.recompile_count,
-            kernel_count=counters.kernel_count,
+            graph_count=counted.graph_count,
+            graph_break_count=counted.graph_break_count,
+            recompile_count=counted.recompile_count,
+            kernel_count=counted.kernel_count,
             artifacts=self.artifact_texts(),
             compile_seconds=self.compile_seconds,
             _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
-            _frames=functools.partial(self._frames, counters),
+            _frames=functools.partial(self._frames, counted),
             _check_guards=self.check_guards,
         )
 
@@ -317,49 +305,20 @@ class CompileCase:
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
         names = self.spec.artifacts
-        raw = layout.build(self.log, self.spec.backend_name, names)
-        wanted = names if names is not None else tuple(name for name, text in raw.items() if text)
-        return {
-            name: self.normalizer.artifact(name, raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
-            for name in wanted
-        }
+        wanted = [ARTIFACTS[n] for n in names] if names is not None else [a for a in CATALOGUE if a.produced(self.log)]
+        return {a.name: a.text(self.log, self.spec.backend_name, self.normalizer) for a in wanted}
 
-    def _frames(self, counters: layout.Counters) -> tuple[FrameResult, ...]:
+    def _frames(self, counted: Counters) -> tuple[FrameResult, ...]:
         frames = []
-        for fc in counters.frames:
-            texts = {name: self.normalizer(layout.record_artifact(_only(self.log, fc.key), name)) for name in layout.RECORD_ARTIFACTS}
-            frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, self.normalizer(fc.name), {k: v for k, v in texts.items() if v}))
+        for fc in counted.frames:
+            log = _only(self.log, fc.key)
+            texts = {a.name: a.normalize(self.normalizer, a.build(log, self.spec.backend_name)) for a in FRAME_ARTIFACTS if a.produced(log)}
+            frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, self.normalizer(fc.name), texts))
         return tuple(frames)
 
 
 def _only(log: CaptureLog, key: Any) -> CaptureLog:
     return CaptureLog([r for r in log.records if r.key == key], [b for b in log.bytecode if b.key == key])
-
-
-ResultT = TypeVar("ResultT")
-
-
-class NamedCases(Generic[ResultT]):
-    """A fixture object whose every call is one case: `case_0`, `case_1`, ...
-
-    `fixture.case("small")(model, x)` chooses the name instead (a snapshot
-    folder, a baseline key). Subclasses keep `cases` and implement `_run`.
-    """
-
-    fixture_name: ClassVar[str]
-    cases: list[Any]
-
-    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
-        raise NotImplementedError
-
-    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> ResultT:
-        return self._run(f"case_{len(self.cases)}", model, args, kwargs)
-
-    def case(self, name: str) -> Callable[..., ResultT]:
-        """A case with a chosen name; each name once per test."""
-        if any(c.name == name for c in self.cases):
-            pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
 
 
 @dataclass
@@ -400,15 +359,6 @@ class CompileModel(NamedCases[CompileResult]):
             for artifact, text in case.result.artifacts.items():  # as of the case's last call
                 outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
         return outcomes
-
-
-def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
-    """A failing case (first call, `CompileResult.call`, a benchmark) fails the test with its message alone."""
-    try:
-        return run()
-    except CaseFailure as exc:
-        failure = f"[{name}] {exc}"
-    pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
 
 
 def check_backend(spec: CompileSpec) -> None:

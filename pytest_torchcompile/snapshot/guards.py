@@ -42,7 +42,7 @@ from .._torch.formats import (
     parse_tensor_match,
 )
 from .._torch.guard_tree import GuardRow, cached_guards
-from ..common.capture import CaptureLog, FrameKey
+from ..common.records import CaptureLog, FrameKey
 
 __all__ = ["PRELUDE", "GuardChecker", "GuardFunction", "GuardRow", "guard_function", "read_guards"]
 

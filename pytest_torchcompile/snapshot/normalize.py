@@ -205,10 +205,6 @@ STATIC_RULES: tuple[Rule, ...] = (
 )
 
 
-#: rules applied after the common ones, for one artifact only.
-ARTIFACT_RULES: dict[str, tuple[Rule, ...]] = {"program": (unmask_names,)}
-
-
 @dataclass(frozen=True)
 class Normalizer:
     """All rules in order; path rewriting first so later rules see short paths."""
@@ -226,9 +222,3 @@ class Normalizer:
             text = rule(text)
         return text
 
-    def artifact(self, name: str, text: str) -> str:
-        """The common rules, then those of artifact `name` (see `ARTIFACT_RULES`)."""
-        text = self(text)
-        for rule in ARTIFACT_RULES.get(name, ()):
-            text = rule(text)
-        return text

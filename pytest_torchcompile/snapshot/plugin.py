@@ -8,7 +8,6 @@ plugin in `pytest_configure`; per-test state in `item.stash`.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -16,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..common.options import SpecError, folder_option
 from .normalize import Normalizer
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .spec import MARKER, CompileSpec
 from .store import Outcome, SnapshotStore
-from .spec import MARKER, CompileSpec, SpecError, marker_signature
 
 if TYPE_CHECKING:
     from .fixture import CompileModel
@@ -44,20 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--torchcompile-snapshot-dir",
         default=None,
-        type=_relative_dir,
+        type=folder_option("snapshots"),
         help="folder for snapshot files, relative to the rootdir (overrides ini torchcompile_snapshot_dir)",
     )
     parser.addini("torchcompile_snapshot_dir", default="snapshots", help="folder for snapshot files, relative to the rootdir")
 
 
-def _relative_dir(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("must name a folder, e.g. snapshots")
-    return value
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}{marker_signature()[len(MARKER):]}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)")
+    config.addinivalue_line("markers", f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)")
     session = TorchCompileSession.from_config(config)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "torchcompile-session")

@@ -16,8 +16,8 @@ import ast
 import functools
 
 from .._torch.formats import AOT_KIND, COMPILED_CALL, COMPILED_FN_PREFIX
-from .artifacts import bytecode_listing, depyf_source, frame_names
-from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
+from .artifacts import bytecode_listing, depyf_source
+from ..common.records import BytecodeRecord, CaptureLog, FrameKey
 from .guards import PRELUDE, guard_function
 
 HEADER = """\
@@ -42,7 +42,7 @@ HEADER = """\
 
 def build(log: CaptureLog, backend: str) -> str:
     """The raw program of one case (normalize it like any artifact)."""
-    names = frame_names(log)
+    names = log.frame_names()
     bytecode = {b.key: b for b in log.bytecode}
     sections = [HEADER.format(backend=backend), PRELUDE]
     for key in log.frames():

@@ -15,8 +15,6 @@ which files a test used, and which are unused and may be deleted on update.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +22,8 @@ from pathlib import Path
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from .spec import ARTIFACT_EXTENSIONS
+from ..common.files import atomic_write_text
+from .catalogue import ARTIFACT_EXTENSIONS
 
 MAX_DIFF_LINES = 400
 UPDATE_HINT = "run `pytest --update-snapshots` to accept the new output"
@@ -70,21 +69,6 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
         old = str(snapshot_data).splitlines()
         new = str(serialized_data).splitlines()
         yield from difflib.unified_diff(old, new, "snapshot", "this run", lineterm="", n=3)
-
-
-def atomic_write_text(target: Path, data: str) -> None:
-    """Write `data` to a temp file beside `target`, fsync, then rename over it."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _is_ours(name: str, known: tuple[str, ...]) -> bool:

@@ -1,0 +1,112 @@
+"""The artifact catalogue: every artifact the snapshot wing writes, declared once.
+
+An artifact is a name (the marker's `artifacts=` and the file stem), a file
+extension (what the file holds, never `.py`, so pytest does not import a
+snapshot), the sources that feed it (trace streams named in
+`_torch/formats.py`, the bytecode hook, the guard tree), the builder that
+lays them out as raw text, and the normalization rules it needs beyond the
+common ones. Everything else reads this table: the spec checks names
+against it, the store names files by it, the fixture builds and normalizes
+through it, and `FrameResult` holds the per-frame ones. Nothing here imports
+torch (the plugin loads it through the spec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..common.records import CaptureLog
+from ..common.counters import counters
+from .artifacts import record_artifact, summary, transformed_code
+from .normalize import Normalizer, Rule, unmask_names
+from .program import build as build_program
+
+#: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
+BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
+
+Builder = Callable[[CaptureLog, str], str]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One artifact: its file, its sources, how it is built and normalized.
+
+    `produced_if` is the source whose presence means the artifact was
+    produced (None: always); `per_frame` artifacts are one trace stream laid
+    out frame by frame, and also appear in each `FrameResult`.
+    """
+
+    name: str
+    extension: str
+    sources: tuple[str, ...]
+    build: Builder  # (capture, backend name) -> raw text
+    produced_if: str | None
+    rules: tuple[Rule, ...] = ()
+    per_frame: bool = False
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.{self.extension}"
+
+    def produced(self, log: CaptureLog) -> bool:
+        if self.produced_if is None:
+            return True
+        if self.produced_if == BYTECODE:
+            return bool(log.bytecode)
+        return bool(log.payloads(self.produced_if))
+
+    def normalize(self, normalizer: Normalizer, raw: str) -> str:
+        """The common rules, then this artifact's own."""
+        text = normalizer(raw)
+        for rule in self.rules:
+            text = rule(text)
+        return text
+
+    def text(self, log: CaptureLog, backend: str, normalizer: Normalizer) -> str:
+        """The normalized text as snapshotted; a line saying so when the backend did not produce it."""
+        if not self.produced(log):
+            return f"# {self.name} was not produced by backend {backend}\n"
+        return self.normalize(normalizer, self.build(log, backend))
+
+
+def _frame_by_frame(name: str, extension: str, stream: str | None = None) -> Artifact:
+    """An artifact that is one trace stream (by default, of its own name), frame by frame."""
+    stream = stream or name
+    return Artifact(name, extension, (stream,), lambda log, backend: record_artifact(log, stream), stream, per_frame=True)
+
+
+def _summary(log: CaptureLog, backend: str) -> str:
+    return summary(backend, counters(log))
+
+
+def _transformed_code(log: CaptureLog, backend: str) -> str:
+    return transformed_code(log)
+
+
+CATALOGUE: tuple[Artifact, ...] = (
+    Artifact("summary", "txt", ("dynamo_graph", "output_code", "graph_break_reason", "recompile_reasons", BYTECODE), _summary, None),
+    _frame_by_frame("dynamo_graph", "fx.txt"),
+    _frame_by_frame("guards", "guards.txt"),
+    _frame_by_frame("aot_forward", "fx.txt"),
+    _frame_by_frame("aot_backward", "fx.txt"),
+    _frame_by_frame("aot_inference", "fx.txt"),
+    _frame_by_frame("post_grad_graph", "fx.txt"),
+    _frame_by_frame("output_code", "code.txt"),
+    _frame_by_frame("runtime_wrapper", "code.txt"),
+    Artifact("transformed_code", "code.txt", (BYTECODE,), _transformed_code, BYTECODE),
+    Artifact(
+        "program",
+        "py.txt",
+        (BYTECODE, GUARD_TREE, "runtime_wrapper", "output_code", "aot_forward", "aot_backward", "aot_inference", "dynamo_graph"),
+        build_program,
+        BYTECODE,
+        rules=(unmask_names,),  # it must parse as Python
+    ),
+)
+
+ARTIFACTS: dict[str, Artifact] = {a.name: a for a in CATALOGUE}
+#: artifact name -> file extension (public: `pytest_torchcompile.ARTIFACT_EXTENSIONS`).
+ARTIFACT_EXTENSIONS: dict[str, str] = {a.name: a.extension for a in CATALOGUE}
+#: the artifacts each `FrameResult` holds.
+FRAME_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if a.per_frame)
