@@ -36,11 +36,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def all_but_program() -> list[str]:
-    """Every artifact but `program`, which this script measures as a part of its own."""
-    from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
+def all_but_program() -> list[Any]:
+    """Every artifact of the catalogue but `program`, which this script measures as a part of its own."""
+    from pytest_torchcompile.snapshot.catalogue import CATALOGUE
 
-    return [name for name in ARTIFACT_EXTENSIONS if name != "program"]
+    return [artifact for artifact in CATALOGUE if artifact.name != "program"]
+
+
+def build_all(log: Any, normalize: Any, artifacts: list[Any]) -> dict[str, str]:
+    """Each artifact laid out and normalized, as the fixture does when snapshots are compared."""
+    return {a.name: a.text(log, "inductor", normalize) for a in artifacts}
 
 
 def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
@@ -51,16 +56,15 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
     fixture does, every artifact laid out and normalized once.
     """
     import torch
-    import torch._inductor.config as inductor_config
 
-    from pytest_torchcompile import artifacts
-    from pytest_torchcompile.common.capture import HOST_PINNED_CONFIG, CaptureLog, capturing
+    from pytest_torchcompile._torch import config
+    from pytest_torchcompile.common.capture import CaptureLog, capturing
     from pytest_torchcompile.snapshot.normalize import Normalizer
 
     torch._dynamo.reset()
     started = time.perf_counter()
     if mode == "bare":
-        with inductor_config.patch(HOST_PINNED_CONFIG):
+        with config.patched(config.HOST_PINNED_CONFIG):
             run(torch.compile(model), args)
     else:
         log = CaptureLog()
@@ -68,7 +72,7 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
             run(torch.compile(model), args)
         if mode == "full":
             normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
-            {name: normalize(text) for name, text in artifacts.build(log, "inductor", all_but_program()).items()}
+            build_all(log, normalize, all_but_program())
     return time.perf_counter() - started
 
 
@@ -127,8 +131,9 @@ def program_cost(rounds: int = 7) -> None:
     import torch
 
     from fixtures import zoo
-    from pytest_torchcompile import artifacts, program
     from pytest_torchcompile.common.capture import CaptureLog, capturing
+    from pytest_torchcompile.snapshot import program
+    from pytest_torchcompile.snapshot.catalogue import ARTIFACTS
     from pytest_torchcompile.snapshot.guards import guard_function, read_guards
     from pytest_torchcompile.snapshot.normalize import Normalizer
 
@@ -143,11 +148,11 @@ def program_cost(rounds: int = 7) -> None:
             torch.compile(model, dynamic=True if name == "dynamic_shapes" else None)(*args, **kwargs)
         reads, builds, others = [], [], []
         for _ in range(rounds):
-            others.append(_ms(lambda: {n: normalize(t) for n, t in artifacts.build(log, "inductor", all_but_program()).items()}))
+            others.append(_ms(lambda: build_all(log, normalize, all_but_program())))
             log.guards.clear()
             guard_function.cache_clear(), program.is_python.cache_clear()  # a case's first build: nothing cached
             reads.append(_ms(lambda: read_guards(log)))
-            builds.append(_ms(lambda: normalize.artifact("program", program.build(log, "inductor"))))
+            builds.append(_ms(lambda: ARTIFACTS["program"].text(log, "inductor", normalize)))
         r, b, o = (statistics.median(x) for x in (reads, builds, others))
         lines = len(program.build(log, "inductor").splitlines())
         print(f"{name:<22} {r:11.2f} {b:15.2f} {r + b:13.2f} {o:15.2f} {lines:6d}")

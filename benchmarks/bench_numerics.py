@@ -34,7 +34,8 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
     """One passing case, whole and in parts (the parts are the case's own steps)."""
     import torch
 
-    from pytest_torchcompile.snapshot.fixture import CompileCase, clone_inputs, copy_model
+    from pytest_torchcompile.common.copies import clone_inputs, copy_model
+    from pytest_torchcompile.snapshot.fixture import CompileCase
     from pytest_torchcompile.snapshot.normalize import Normalizer
     from pytest_torchcompile.snapshot.numerics import compare
     from pytest_torchcompile.snapshot.spec import CompileSpec

@@ -8,10 +8,11 @@ not import torch; `BenchmarkResult`, whose module does, loads on first use.
 
 from typing import Any
 
+from .common.options import SpecError
 from .perf.gate import GateSettings, Verdict
 from .snapshot.report import CaseRow
 from .snapshot.result import CompileResult, FrameResult
-from .snapshot.spec import ARTIFACT_EXTENSIONS, CompileSpec, SpecError
+from .snapshot.spec import ARTIFACT_EXTENSIONS, CompileSpec
 
 __all__ = [
     "ARTIFACT_EXTENSIONS",

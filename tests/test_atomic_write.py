@@ -11,7 +11,7 @@ from pathlib import Path
 WRITER = """
 import sys
 from pathlib import Path
-from pytest_torchcompile.snapshot.store import atomic_write_text
+from pytest_torchcompile.common.files import atomic_write_text
 target = Path(sys.argv[1])
 print("ready", flush=True)
 i = 0

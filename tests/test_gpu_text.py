@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 
 from pytest_torchcompile.common.capture import CaptureLog, FrameKey, TraceRecord
-from pytest_torchcompile.snapshot import artifacts as layout
+from pytest_torchcompile.snapshot.catalogue import ARTIFACTS as CATALOGUE, FRAME_ARTIFACTS, normalize_artifact
 from pytest_torchcompile.snapshot.normalize import Normalizer
 
 DATA = Path(__file__).parent / "data"
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.
 NORMALIZE = Normalizer.for_paths("/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch")
-ARTIFACTS = (*layout.RECORD_ARTIFACTS, "summary")
+ARTIFACTS = (*(a.name for a in FRAME_ARTIFACTS), "summary")
 SETS = {"zoo-like": "h100-torch2.11-raw.json.xz", "transformers": "h100-torch2.11-raw-hf.json.xz"}
 
 #: (case, artifact) pairs that still differ, left to issue 9 (real models): Dynamo
@@ -51,7 +51,7 @@ def samples(name: str) -> dict[str, Any]:
 def laid_out(records: list[dict[str, Any]]) -> dict[str, str]:
     """Raw artifact texts of one case, as the plugin builds them from its capture."""
     log = CaptureLog([TraceRecord(FrameKey(r["frame"], r["compile"]), r["name"], r["payload"]) for r in records])
-    return layout.build(log, "inductor", ARTIFACTS)
+    return {name: CATALOGUE[name].build(log, "inductor") for name in ARTIFACTS}
 
 
 def pairs() -> list[Any]:
@@ -68,7 +68,7 @@ def pairs() -> list[Any]:
 def test_cold_and_warm_agree_after_normalization(name: str, case: str, artifact: str) -> None:
     data = samples(name)
     cold, warm = laid_out(data["cold"][case])[artifact], laid_out(data["warm"][case])[artifact]
-    assert NORMALIZE.artifact(artifact, cold) == NORMALIZE.artifact(artifact, warm)
+    assert normalize_artifact(NORMALIZE, artifact, cold) == normalize_artifact(NORMALIZE, artifact, warm)
 
 
 def test_the_samples_differ_before_normalization() -> None:
@@ -101,7 +101,7 @@ def test_kernel_bodies_ops_shapes_dtypes_and_strides_pass_unchanged(name: str) -
         raw = laid_out(records)
         for artifact in ("output_code", "post_grad_graph", "aot_forward", "aot_backward", "aot_inference"):
             before = semantic_lines(raw[artifact])
-            assert semantic_lines(NORMALIZE.artifact(artifact, raw[artifact])) == before, (case, artifact)
+            assert semantic_lines(normalize_artifact(NORMALIZE, artifact, raw[artifact])) == before, (case, artifact)
             checked += len(before)
     assert checked > 500
 
@@ -109,7 +109,7 @@ def test_kernel_bodies_ops_shapes_dtypes_and_strides_pass_unchanged(name: str) -
 def test_triton_metadata_keeps_device_type_and_index_and_masks_the_gpu_model() -> None:
     raw = laid_out(samples("zoo-like")["cold"]["gated_mlp_train"])["output_code"]
     assert "multi_processor_count=132, cc=90" in raw and re.search(r"'backend_hash': '[0-9A-F]{64}'", raw)
-    text = NORMALIZE.artifact("output_code", raw)
+    text = normalize_artifact(NORMALIZE, "output_code", raw)
     assert "DeviceProperties(type='cuda', index=0, multi_processor_count=<N>, cc=<N>, major=<N>, regs_per_multiprocessor=<N>, " in text
     assert "'backend_hash': '<hash>'" in text
     assert not re.search(r"multi_processor_count=\d|cc=\d|'backend_hash': '[0-9A-F]", text)
@@ -128,4 +128,4 @@ PROGRAM_GUARD = "            and 64*L['x'].size()[0] <= 2147483647  # EPILOGUE  
 def test_program_guard_comment_is_the_same_on_a_cache_hit(provenance: str) -> None:
     miss = PROGRAM_GUARD.format("_inductor/codegen/simd.py:1877 in can_use_32bit_indexing")
     expected = "            and 64*L['x'].size()[0] <= 2147483647  # EPILOGUE\n"
-    assert NORMALIZE.artifact("program", miss) == NORMALIZE.artifact("program", PROGRAM_GUARD.format(provenance)) == expected
+    assert normalize_artifact(NORMALIZE, "program", miss) == normalize_artifact(NORMALIZE, "program", PROGRAM_GUARD.format(provenance)) == expected

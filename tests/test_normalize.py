@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_torchcompile.snapshot.catalogue import ARTIFACTS
 from pytest_torchcompile.snapshot.normalize import (
     STATIC_RULES,
     Normalizer,
@@ -53,7 +54,7 @@ LOCAL_AWARE = PathRule(ROOT, TORCH, LOCAL_FILES.__contains__)
 
 
 def normalize_program(text: str) -> str:
-    return NORMALIZE.artifact("program", text)
+    return ARTIFACTS["program"].normalize(NORMALIZE, text)
 
 
 ALL_RULES: list[Rule] = [*STATIC_RULES, PathRule(ROOT, TORCH), LOCAL_AWARE, NORMALIZE, unmask_names, normalize_program]

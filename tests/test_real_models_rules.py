@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.snapshot.compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
+from pytest_torchcompile.snapshot.catalogue import normalize_artifact
 from pytest_torchcompile.snapshot.normalize import (
     REAL_MODEL_RULES,
     Normalizer,
@@ -96,8 +97,8 @@ def registry_tree(earlier: list[str]) -> str:
 
 
 def test_registry_guards_do_not_say_which_models_came_first() -> None:
-    alone = NORMALIZE.artifact("guards", registry_tree([]))
-    after_others = NORMALIZE.artifact("guards", registry_tree(["<class 'OPTModel'>", "<class 'Qwen2Model'>", "<class 'PhiModel'>"]))
+    alone = normalize_artifact(NORMALIZE, "guards", registry_tree([]))
+    after_others = normalize_artifact(NORMALIZE, "guards", registry_tree(["<class 'OPTModel'>", "<class 'Qwen2Model'>", "<class 'PhiModel'>"]))
     assert alone == after_others
     assert "OPTModel" not in after_others
     assert f"\"<class 'BartEncoder'>\" in dict.keys({REGISTRY})" in alone  # the key the compile read stays
@@ -185,7 +186,7 @@ def test_compact_guards_one_leaf_a_line_comments_once() -> None:
 )
 def test_a_changed_guard_still_shows(old: str, new: str) -> None:
     assert old in TREE
-    assert NORMALIZE.artifact("guards", TREE) != NORMALIZE.artifact("guards", TREE.replace(old, new, 1))
+    assert normalize_artifact(NORMALIZE, "guards", TREE) != normalize_artifact(NORMALIZE, "guards", TREE.replace(old, new, 1))
 
 
 # --- FX graphs --------------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_fx_renumbering_alone_is_no_change() -> None:
 
     renamed = "\n".join(map(rename, GRAPH.split("\n")))
     assert renamed != GRAPH
-    assert NORMALIZE.artifact("aot_inference", GRAPH) == NORMALIZE.artifact("aot_inference", renamed)
+    assert normalize_artifact(NORMALIZE, "aot_inference", GRAPH) == normalize_artifact(NORMALIZE, "aot_inference", renamed)
 
 
 def test_fx_renumbering_keeps_inputs_ops_and_comments() -> None:
@@ -240,7 +241,7 @@ def test_fx_renumbering_never_takes_a_name_it_does_not_own() -> None:
     ids=["op", "dtype", "shape", "edge"],
 )
 def test_a_changed_graph_still_shows(old: str, new: str) -> None:
-    assert NORMALIZE.artifact("aot_inference", GRAPH) != NORMALIZE.artifact("aot_inference", GRAPH.replace(old, new))
+    assert normalize_artifact(NORMALIZE, "aot_inference", GRAPH) != normalize_artifact(NORMALIZE, "aot_inference", GRAPH.replace(old, new))
 
 
 def test_fx_blank_lines_dropped_inside_graphs_only() -> None:
@@ -382,7 +383,7 @@ def test_transformers_payloads_cold_and_warm_agree() -> None:
         name = key[1]
         raw_differ += cold[key] != warm[key]
         for a, b in zip(cold[key], warm[key], strict=True):
-            assert foreign_masked(NORMALIZE.artifact(name, a)) == foreign_masked(NORMALIZE.artifact(name, b)), key
+            assert foreign_masked(normalize_artifact(NORMALIZE, name, a)) == foreign_masked(normalize_artifact(NORMALIZE, name, b)), key
     assert raw_differ >= 5  # the samples do differ before normalization
 
 
@@ -390,7 +391,7 @@ def test_transformers_payloads_cold_and_warm_agree() -> None:
 def test_new_rules_idempotent_on_real_payloads() -> None:
     for (_, name, _, _), payloads in sample_payloads("cold").items():
         for payload in payloads:
-            once = NORMALIZE.artifact(name, payload)
-            assert NORMALIZE.artifact(name, once) == once, name
+            once = normalize_artifact(NORMALIZE, name, payload)
+            assert normalize_artifact(NORMALIZE, name, once) == once, name
             for rule in [*REAL_MODEL_RULES, *ARTIFACT_RULES]:
                 assert rule(rule(payload)) == rule(payload), (name, getattr(rule, "__name__", rule))

@@ -1,12 +1,13 @@
 """Capture what torch.compile produced, through the same channel tlparse reads.
 
-A handler on torch's structured-trace logger (`torch.__trace`) is attached for
-the duration of each compiled call and receives every artifact record: FX
-graphs, output code, guards, runtime wrappers, graph-break and recompile
-reasons. A bytecode hook sees Dynamo's transformed code. Both are removed
-afterwards, even when the compile raises. Records are keyed by (frame,
-compile, name, occurrence), never by arrival order, which differs between
-cold and warm caches.
+A handler on torch's structured-trace logger is attached for the duration
+of each compiled call and receives every artifact record: FX graphs, output
+code, guards, runtime wrappers, graph-break and recompile reasons. A
+bytecode hook sees Dynamo's transformed code. Both are removed afterwards,
+even when the compile raises. Records are keyed by (frame, compile, name,
+occurrence), never by arrival order, which differs between cold and warm
+caches. What the records are called and hold is `_torch`'s business
+(`_torch/trace.py`, `_torch/formats.py`).
 """
 
 from __future__ import annotations
@@ -15,83 +16,13 @@ import contextlib
 import logging
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-import torch
-import torch._inductor.config as inductor_config
-from torch._dynamo.convert_frame import register_bytecode_hook
-from torch._guards import CompileContext
-from torch._logging._internal import trace_log
+from .._torch import config, dynamo
+from .._torch.formats import EMITTED_TWICE_ON_CACHE_HIT
+from .._torch.trace import decode, trace_only_to
+from .records import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
 
-if TYPE_CHECKING:
-    from ..snapshot.guards import GuardRow
-
-#: trace record kind (or artifact name) -> the plugin's name for it.
-RECORD_NAMES: dict[str, str] = {
-    "dynamo_output_graph": "dynamo_graph",
-    "aot_forward_graph": "aot_forward",
-    "aot_backward_graph": "aot_backward",
-    "aot_inference_graph": "aot_inference",
-    "inductor_post_grad_graph": "post_grad_graph",
-    "inductor_output_code": "output_code",
-    "dynamo_cpp_guards_str": "guards",
-    "runtime_wrapper_orchestration": "runtime_wrapper",
-    "compiled_fn_wrapper": "runtime_wrapper",
-    "dynamo_graph_break_reason": "graph_break_reason",
-    "recompile_reasons": "recompile_reasons",
-}
-
-#: Inductor settings that make generated C++ independent of the host: no
-#: OpenMP blocks whatever the thread count, and 256-bit vectors on AVX2 and
-#: AVX-512 machines alike (DESIGN section 3).
-HOST_PINNED_CONFIG: dict[str, Any] = {"cpp.threads": 1, "cpp.simdlen": 256}
-
-
-@dataclass(frozen=True, order=True)
-class FrameKey:
-    """One Dynamo frame compile: the frame and which compile of it."""
-
-    frame_id: int
-    compile_id: int
-
-
-@dataclass
-class TraceRecord:
-    """One artifact payload as torch emitted it, before normalization."""
-
-    key: FrameKey
-    name: str
-    payload: str
-
-
-@dataclass
-class BytecodeRecord:
-    """A frame's code before and after Dynamo rewrote it."""
-
-    key: FrameKey
-    original: types.CodeType
-    transformed: types.CodeType
-
-
-@dataclass
-class CaptureLog:
-    """Everything captured for one case, across all of its calls."""
-
-    records: list[TraceRecord] = field(default_factory=list)
-    bytecode: list[BytecodeRecord] = field(default_factory=list)
-    #: guard rows per frame compile, read from Dynamo's cache right after the compile
-    guards: dict[FrameKey, tuple[GuardRow, ...]] = field(default_factory=dict)
-
-    def frames(self) -> list[FrameKey]:
-        """Frame compiles in (frame, compile) order."""
-        keys = {r.key for r in self.records} | {b.key for b in self.bytecode}
-        return sorted(keys)
-
-    def payloads(self, name: str, key: FrameKey | None = None) -> list[str]:
-        """Payloads of one artifact in (frame, compile, occurrence) order."""
-        hits = [r for r in self.records if r.name == name and (key is None or r.key == key)]
-        return [r.payload for r in sorted(hits, key=lambda r: r.key)]
+__all__ = ["BytecodeRecord", "CaptureLog", "FrameKey", "TraceRecord", "capturing", "reset_dynamo"]
 
 
 class _TraceHandler(logging.Handler):
@@ -102,20 +33,13 @@ class _TraceHandler(logging.Handler):
         self.log = log
 
     def emit(self, record: logging.LogRecord) -> None:
-        metadata = getattr(record, "metadata", None)
-        if not isinstance(metadata, dict) or not metadata:
+        event = decode(record)
+        if event is None:
             return
-        kind = next(iter(metadata))
-        if kind == "artifact":
-            kind = metadata["artifact"].get("name", "")
-        name = RECORD_NAMES.get(kind)
-        if name is None or metadata.get("frame_id") is None:
+        key = FrameKey(event.frame_id, event.compile_id)
+        if event.stream in EMITTED_TWICE_ON_CACHE_HIT and self._is_duplicate(key, event.stream, event.payload):
             return
-        key = FrameKey(int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0))
-        payload = getattr(record, "payload", None) or ""
-        if name == "post_grad_graph" and self._is_duplicate(key, name, payload):
-            return
-        self.log.records.append(TraceRecord(key, name, payload))
+        self.log.records.append(TraceRecord(key, event.stream, event.payload))
 
     def _is_duplicate(self, key: FrameKey, name: str, payload: str) -> bool:
         """A cache hit emits the post-grad graph both as a record and an artifact."""
@@ -124,10 +48,8 @@ class _TraceHandler(logging.Handler):
 
 
 def _current_frame_key() -> FrameKey:
-    compile_id = CompileContext.current_compile_id()
-    if compile_id is None or compile_id.frame_id is None:
-        return FrameKey(-1, 0)
-    return FrameKey(compile_id.frame_id, compile_id.frame_compile_id or 0)
+    compile_id = dynamo.current_compile_id()
+    return FrameKey(-1, 0) if compile_id is None else FrameKey(*compile_id)
 
 
 @contextlib.contextmanager
@@ -135,45 +57,17 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     """Attach the trace handler and bytecode hook for the duration of a call.
 
     `pin_host` patches Inductor's codegen settings so generated C++ is the
-    same on every x86 host (see `HOST_PINNED_CONFIG`).
+    same on every x86 host (see `_torch.config.HOST_PINNED_CONFIG`).
     """
-    hook = register_bytecode_hook(
-        lambda original, transformed: log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
-    )
-    try:
-        with trace_only_to(_TraceHandler(log)), inductor_config.patch(HOST_PINNED_CONFIG if pin_host else {}):
+
+    def on_bytecode(original: types.CodeType, transformed: types.CodeType) -> None:
+        log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
+
+    with dynamo.bytecode_hook(on_bytecode):
+        with trace_only_to(_TraceHandler(log)), config.patched(config.HOST_PINNED_CONFIG if pin_host else None):
             yield log
-    finally:
-        hook.remove()
-
-
-@contextlib.contextmanager
-def trace_only_to(handler: logging.Handler | None) -> Iterator[None]:
-    """Send torch's structured trace to `handler` alone (None: to no one) for a while.
-
-    pytest's log capture attaches its handlers to this non-propagating logger
-    too; they are detached meanwhile so the trace does not flood test reports
-    (and torch does not build payloads nobody reads).
-    """
-    previous_level, previous_propagate = trace_log.level, trace_log.propagate
-    foreign = list(trace_log.handlers)
-    for other in foreign:
-        trace_log.removeHandler(other)
-    if handler is not None:
-        trace_log.addHandler(handler)
-        trace_log.setLevel(logging.DEBUG)
-    trace_log.propagate = False  # records are for `handler` only, not for pytest's log capture
-    try:
-        yield
-    finally:
-        if handler is not None:
-            trace_log.removeHandler(handler)
-        trace_log.setLevel(previous_level)
-        trace_log.propagate = previous_propagate
-        for other in foreign:
-            trace_log.addHandler(other)
 
 
 def reset_dynamo() -> None:
     """Forget earlier compiles so frame ids do not depend on test order."""
-    torch._dynamo.reset()
+    dynamo.reset()

@@ -8,12 +8,9 @@ compiling the captured graph); the compile finished and the code it
 produced raised when called; or a warning was turned into an error (`-W
 error`, `filterwarnings`) somewhere on the way, torch's own imports included.
 
-torch marks its compile failures: every one of them is, or wraps, a
-`torch._dynamo.exc.TorchDynamoException` (`BackendCompilerFailed` and
-`InductorError` hold the original in `inner_exception`); code that compiled
-and then raises at run time raises its own exception unwrapped. The modules
-on the traceback then tell the stage. That knowledge of torch is in the
-small functions marked "torch-private" below.
+What torch's errors look like (their types, what wraps what, the torch files
+on their tracebacks) is `_torch/errors.py`'s knowledge; this module turns its
+answers into the stage names and texts a reader sees.
 """
 
 from __future__ import annotations
@@ -21,8 +18,15 @@ from __future__ import annotations
 import sys
 import sysconfig
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
+
+from .._torch import errors
+from .._torch.errors import chain, innermost
+
+__all__ = [
+    "RUNTIME", "chain", "compile_stage", "describe", "first_line", "importing", "innermost", "is_warning",
+    "rejected_arguments", "user_frame",
+]
 
 DYNAMO = "Dynamo tracing"
 AOT = "AOTAutograd"
@@ -33,34 +37,7 @@ RUNTIME = "run time"
 #: the longest exception text quoted in a failure (torch lists ~600 options in one line).
 MAX_MESSAGE = 600
 
-_KERNEL_COMPILE_TYPES = ("CppCompileError", "CUDACompileError", "CompilationError", "InvalidCxxCompiler")
-_KERNEL_COMPILE_FILES = ("_inductor/cpp_builder.py", "_inductor/codecache.py", "_inductor/async_compile.py", "triton/compiler")
-#: where torch.compile checks its own arguments (torch-private)
-_ARGUMENT_CHECK_FILES = ("torch/__init__.py", "torch/_dynamo/backends/registry.py")
-
-
-def chain(exc: BaseException) -> Iterator[BaseException]:
-    """`exc`, then what it wraps (`inner_exception`, `__cause__`, `__context__`), outermost first."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = getattr(current, "inner_exception", None) or current.__cause__ or current.__context__
-
-
-def innermost(exc: BaseException) -> BaseException:
-    """Follow `inner_exception`, `__cause__` and `__context__` to the original error."""
-    return list(chain(exc))[-1]
-
-
-def is_compile_error(exc: BaseException) -> bool:
-    """Whether torch raised `exc` while compiling (torch-private: its exception classes)."""
-    return any(
-        cls.__name__ == "TorchDynamoException" and cls.__module__.startswith("torch.")
-        for e in chain(exc)
-        for cls in type(e).__mro__
-    )
+_STAGES = {errors.KERNEL_COMPILE: KERNEL_COMPILE, errors.LOWERING: LOWERING, errors.AOT_AUTOGRAD: AOT}
 
 
 def is_warning(exc: BaseException) -> bool:
@@ -69,40 +46,25 @@ def is_warning(exc: BaseException) -> bool:
 
 def compile_stage(exc: BaseException, backend_name: str) -> str:
     """The stage that raised `exc` while compiling with `backend_name`; `RUNTIME` when the compile had finished."""
-    errors = list(chain(exc))
-    names = {type(e).__name__ for e in errors}
-    files = _files(errors)
-    if names & set(_KERNEL_COMPILE_TYPES) or _touches(files, _KERNEL_COMPILE_FILES):
-        return KERNEL_COMPILE
-    if not is_compile_error(exc):
+    where = errors.raised_in(exc)
+    if where is not None:
+        return _STAGES[where]
+    if not errors.is_compile_error(exc):
         return RUNTIME
-    if "LoweringException" in names or _touches(files, ("_inductor/",)):
-        return LOWERING
-    if _touches(files, ("_functorch/",)):
-        return AOT
-    if "BackendCompilerFailed" in names and backend_name != "inductor":
+    if errors.is_backend_failure(exc) and backend_name != "inductor":
         return f"backend {backend_name}"
     return DYNAMO
 
 
-def _files(errors: list[BaseException]) -> list[str]:
-    return [frame.filename.replace("\\", "/") for e in errors for frame in traceback.extract_tb(e.__traceback__)]
-
-
-def _touches(files: list[str], markers: tuple[str, ...]) -> bool:
-    return any(marker in f for f in files for marker in markers)
-
-
 def rejected_arguments(exc: BaseException) -> bool:
-    """Whether `torch.compile(...)` refused its own arguments (torch-private: where it checks them).
+    """Whether `torch.compile(...)` refused its own arguments.
 
     Anything else raised by the call (a warning turned into an error while
     torch imports Inductor, an import error) is not the marker's fault.
     """
     if isinstance(exc, Warning) or importing(exc):
         return False
-    frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and _touches([frames[-1].filename.replace("\\", "/")], _ARGUMENT_CHECK_FILES)
+    return errors.raised_by_argument_check(exc)
 
 
 def importing(exc: BaseException) -> str | None:
@@ -139,9 +101,9 @@ def describe(exc: BaseException) -> str:
 
 
 def compiler_output(exc: BaseException, lines: int = 8) -> str:
-    """The error lines of Inductor's C++ compile failure (torch-private: `CppCompileError.output`), or ''."""
-    output = getattr(exc, "output", None)
-    if type(exc).__name__ not in _KERNEL_COMPILE_TYPES or not isinstance(output, str):
+    """The error lines of a kernel compiler's failure (the compiler's output, not its command line), or ''."""
+    output = errors.compiler_output(exc)
+    if output is None:
         return ""
     found = [line.strip() for line in output.splitlines() if "error" in line.lower()] or output.strip().splitlines()
     return "\n".join(f"  {line[:300]}" for line in found[:lines])

@@ -43,8 +43,8 @@ from typing import Any
 
 from .gate import Baseline
 from .record import CaseRecord, RecordError
+from ..common.files import atomic_write_text
 from ..common.locks import folder_lock
-from ..snapshot.store import atomic_write_text
 
 FORMAT = 1
 

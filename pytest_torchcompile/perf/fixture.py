@@ -21,29 +21,22 @@ from typing import Any, ClassVar
 
 import pytest
 import torch
-import torch._inductor.config as inductor_config
-from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
-from torch.utils._pytree import tree_flatten
 
-from ..snapshot import artifacts as layout
-from .timing import PairedTiming, TimingSettings, interleave
-from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
-from .spec import MARKER, BenchmarkSpec
+from .._torch import config, metrics
+from .._torch.kernels import settle_compile_workers
+from .._torch.tensors import tree_leaves
 from ..common.capture import CaptureLog, capturing, reset_dynamo
+from ..common.cases import CaseFailure, NamedCases, fail_test_on_case_failure
+from ..common.compiling import check_backend, compile_call_failure, compiled_run_failure
+from ..common.copies import clone_inputs, copy_model
+from ..common.counters import counters
 from ..common.diagnose import describe, first_line, user_frame
-from ..snapshot.fixture import (
-    CaseFailure,
-    NamedCases,
-    check_backend,
-    clone_inputs,
-    compile_call_failure,
-    compiled_run_failure,
-    copy_model,
-    fail_test_on_case_failure,
-)
 from .gate import Baseline, CaseVerdict, Gate
+from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .record import CaseRecord
+from .spec import MARKER, BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
+from .timing import PairedTiming, TimingSettings, interleave, no_sync
 
 #: passes a re-measurement adds (its rounds are pooled with the first pass's).
 REMEASURE_PASSES = 2
@@ -97,31 +90,10 @@ def pinned_threads(threads: int) -> Iterator[None]:
 
 def on_cuda(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether the inputs or the model's parameters live on a CUDA device."""
-    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if isinstance(model, torch.nn.Module):
         tensors += list(model.parameters()) + list(model.buffers())
     return any(t.is_cuda for t in tensors)
-
-
-def _no_sync() -> None:
-    return None
-
-
-def settle_compile_workers(timeout: float = 120.0) -> None:
-    """Wait for Inductor's compile workers, if a compile started them, to finish booting.
-
-    With Triton, the first Inductor compile starts a pool of worker
-    processes that import torch in the background for seconds; timing while
-    they boot measures them too. Only waits on a pool that exists.
-    """
-    try:
-        from torch._inductor.async_compile import AsyncCompile
-
-        ready = getattr(AsyncCompile, "_ready_future", None)
-        if ready is not None:
-            ready.result(timeout=timeout)
-    except Exception:  # a private detail of Inductor: never let it fail a benchmark
-        pass
 
 
 @dataclass
@@ -132,9 +104,9 @@ class BenchmarkCase:
     spec: BenchmarkSpec
     timing: TimingSettings
     threads: int
-    eager: Callable[[], Any] = _no_sync
-    compiled: Callable[[], Any] = _no_sync
-    sync: Callable[[], Any] = _no_sync
+    eager: Callable[[], Any] = no_sync
+    compiled: Callable[[], Any] = no_sync
+    sync: Callable[[], Any] = no_sync
     passes: list[PairedTiming] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     compile_seconds: float = 0.0
@@ -150,7 +122,7 @@ class BenchmarkCase:
     def start(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], passes: int) -> None:
         reset_dynamo()
         gpu = on_cuda(model, args, kwargs)
-        self.sync = torch.cuda.synchronize if gpu else _no_sync
+        self.sync = torch.cuda.synchronize if gpu else no_sync
         eager_model, (eager_args, eager_kwargs) = copy_model(model), clone_inputs((args, kwargs))
         self.eager = lambda: eager_model(*eager_args, **eager_kwargs)
         self._run_eager_once()
@@ -177,7 +149,7 @@ class BenchmarkCase:
             for _ in range(passes):
                 hint = self.passes[0].iterations if self.passes else self.iterations_hint
                 self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
-                if self.sync is not _no_sync:
+                if self.sync is not no_sync:
                     self.gpu = self.gpu or GpuMeasurement(inductor_cudagraphs(self.spec.mode, self.spec.options))
                     self.gpu.add_pass(self.eager, self.compiled, self.output_code, self.timing.confidence)
         except Exception as exc:  # the model's own failure on a later call, not the timing loop's
@@ -195,29 +167,29 @@ class BenchmarkCase:
 
     def _compile(self, model: Any) -> Callable[..., Any]:
         try:
-            return torch.compile(model, **self.spec.compile_spec.compile_kwargs())
+            return torch.compile(model, **self.spec.compile_kwargs())
         except Exception as exc:  # torch.compile checks its arguments before compiling anything
             raise BenchmarkFailure(compile_call_failure(exc, MARKER)) from exc
 
     def _first_call(self, gpu: bool) -> None:
         """Compile by calling once: first-call latency, compile time, counters, output code."""
         log = CaptureLog()
-        clear_compilation_metrics()
+        metrics.clear()
         started = time.perf_counter()
         try:
-            with capturing(log, pin_host=False), inductor_config.patch({"benchmark_kernel": True} if gpu else {}):
+            with capturing(log, pin_host=False), config.patched(config.BENCHMARK_KERNEL if gpu else None):
                 self.compiled()
                 self.sync()
         except Exception as exc:
-            raise BenchmarkFailure(compiled_run_failure(exc, self.spec.compile_spec.backend_name)) from exc
+            raise BenchmarkFailure(compiled_run_failure(exc, self.spec.backend_name)) from exc
         self.first_call_seconds = time.perf_counter() - started
-        self.compile_seconds = sum(m.entire_frame_compile_time_s or 0.0 for m in get_compilation_metrics())
-        counters = layout.counters(log)
+        self.compile_seconds = metrics.frame_compile_seconds()
+        counted = counters(log)
         self.counters = {
-            "graphs": counters.graph_count,
-            "graph_breaks": counters.graph_break_count,
-            "recompiles": counters.recompile_count,
-            "kernels": counters.kernel_count,
+            "graphs": counted.graph_count,
+            "graph_breaks": counted.graph_break_count,
+            "recompiles": counted.recompile_count,
+            "kernels": counted.kernel_count,
         }
         self.output_code = "\n".join(log.payloads("output_code"))
         if gpu:
@@ -253,7 +225,7 @@ class BenchmarkCase:
 
     def _settings(self) -> dict[str, Any]:
         spec = self.spec
-        settings: dict[str, Any] = {"backend": spec.compile_spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
+        settings: dict[str, Any] = {"backend": spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
         settings.update(fullgraph=spec.fullgraph, threads=self.threads, device="cuda" if self.gpu else "cpu")
         settings["iterations"] = self.passes[0].iterations
         if spec.options:
@@ -306,7 +278,7 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BenchmarkResult:
         if self.spec is None:
             pytest.fail(f"usage error: {self.spec_error}", pytrace=False)
-        check_backend(self.spec.compile_spec, MARKER)
+        check_backend(self.spec, MARKER)
         case = BenchmarkCase(name, self.spec, self.timing, self.threads)
         self.cases.append(case)
         self._take_hints(case)

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..common.options import check_number
 from .record import COUNTERS, EVENTS, GPU_TIMES, METRICS, TIMING_LABELS, CaseRecord, Kind, MetricInfo
 from .stats import Summary, log_se, round_sig, z_value
 
@@ -71,13 +72,6 @@ class GateSettings:
     def __post_init__(self) -> None:
         check_number("threshold", self.threshold, 0.0, 1.0, "a fraction, e.g. 0.1 for 10%")
         check_number("confidence", self.confidence, 0.5, 1.0, "e.g. 0.95")
-
-
-def check_number(name: str, value: object, low: float, high: float, example: str) -> None:
-    """A ValueError naming the setting unless `low < value < high`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
-        below = f" and below {high:g}" if math.isfinite(high) else ""
-        raise ValueError(f"{name}={value!r} must be a number above {low:g}{below} ({example})")
 
 
 @dataclass(frozen=True)

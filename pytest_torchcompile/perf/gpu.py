@@ -23,7 +23,7 @@ bandwidth-bound chain they agree within 10%. So, per pass:
   times its replay time or more (see there) marks the case launch-bound;
 - per kernel (first pass): each Triton kernel Inductor generated with its
   `benchmark_kernel` harness (`get_args()`, `call(args)`), timed as
-  `torch._inductor.wrapper_benchmark.benchmark_all_kernels` does;
+  Inductor's `wrapper_benchmark.benchmark_all_kernels` does;
 - peak memory (first pass): `torch.cuda.max_memory_allocated` over one call
   of each, minus what was allocated before it, in whole bytes (exact).
 
@@ -205,11 +205,11 @@ class GpuMeasurement:
         return {name: tuple(t) for name, t in zip(graphs, times)}
 
     def _kernels(self, output_code: str, flush: Any, rep_ms: float, confidence: float) -> None:
-        from torch._inductor.codecache import PyCodeCache
+        from .._torch.kernels import load_module
 
         for name, source in kernel_sources(output_code):
             try:
-                module = PyCodeCache.load(source)
+                module = load_module(source)
                 if not (hasattr(module, "get_args") and hasattr(module, "call")):
                     self.notes.append(f"kernel {name}: no benchmark harness (compiled without benchmark_kernel)")
                     continue
@@ -278,23 +278,12 @@ def _exc_line(exc: BaseException) -> str:
 
 
 def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> bool:
-    """Whether Inductor wraps the compiled call in its own CUDA graphs.
-
-    torch knowledge (moves to `_torch/` with the rest): `torch.compile`'s
-    modes "reduce-overhead" and "max-autotune" turn on Inductor's
-    `triton.cudagraphs` (`torch._inductor.list_mode_options`), `options` can
-    set it either way, and so can Inductor's global config.
-    """
-    if options and "triton.cudagraphs" in options:
-        return bool(options["triton.cudagraphs"])
-    if mode in ("reduce-overhead", "max-autotune"):
-        return True
+    """Whether Inductor wraps the compiled call in its own CUDA graphs (then they are never captured again)."""
     try:
-        import torch._inductor.config as inductor_config
-
-        return bool(inductor_config.triton.cudagraphs)
-    except Exception:  # an Inductor without that key: assume not
+        from .._torch.config import inductor_cudagraphs as uses_cudagraphs
+    except Exception:  # an Inductor that cannot be imported: assume not
         return False
+    return uses_cudagraphs(mode, options)
 
 
 def l2_flush_buffer() -> Any:

@@ -23,15 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .timing import TimingSettings
-from .spec import MARKER, BenchmarkSpec, marker_signature
+from ..common.files import atomic_write_text
+from ..common.options import SpecError, folder_option
+from ..common.tables import align
 from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
-from .report import GATE_HEADER, RESULT_HEADER, MeasuredCase, align, benchmark_json, gate_rows, json_report, markdown, result_rows
 from .record import CaseRecord
 from ..common.internal import guarded, guarded_report, reported_errors
 from ..common.markers import marker_problem
-from ..snapshot.store import atomic_write_text
-from ..snapshot.spec import SpecError
+from .report import GATE_HEADER, RESULT_HEADER, MeasuredCase, benchmark_json, gate_rows, json_report, markdown, result_rows
+from .spec import MARKER, BenchmarkSpec
+from .timing import TimingSettings
 
 if TYPE_CHECKING:
     from .baseline import BaselineStore
@@ -59,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perf-gate", nargs="?", const="on", default=None, type=gate_mode, metavar="strict",
                     help="compare compile_benchmark results with the baseline and fail the run on a regression; "
                          "=strict also fails on INCONCLUSIVE (e.g. a missing baseline)")
-    group.addoption("--perf-baseline-dir", default=None, type=folder, metavar="DIR",
+    group.addoption("--perf-baseline-dir", default=None, type=folder_option("perf-baselines"), metavar="DIR",
                     help="baseline folder relative to the rootdir (overrides ini torchcompile_perf_baseline)")
     group.addoption("--perf-report", default=None, type=file_path, metavar="PATH", help="write the benchmark and gate results as JSON")
     group.addoption("--perf-benchmark-json", default=None, type=file_path, metavar="PATH",
@@ -76,12 +77,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def gate_mode(value: str) -> str:
     if value not in GATE_MODES:
         raise argparse.ArgumentTypeError(f"{value!r} is not a gate mode: use --perf-gate or --perf-gate=strict (write --perf-gate=on before a path)")
-    return value
-
-
-def folder(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("must name a folder, e.g. perf-baselines")
     return value
 
 
@@ -175,7 +170,7 @@ def _ini_number(config: pytest.Config, name: str, kind: type[float] | type[int])
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{marker_signature()}: time eager against compiled and gate on the baseline (pytest-torchcompile)")
+    config.addinivalue_line("markers", f"{BenchmarkSpec.marker_signature()}: time eager against compiled and gate on the baseline (pytest-torchcompile)")
     session = PerfSession.from_config(config)
     config.stash[perf_key] = session
     config.pluginmanager.register(session, "torchcompile-perf-session")

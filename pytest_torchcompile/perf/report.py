@@ -108,12 +108,6 @@ def result_rows(cases: Sequence[MeasuredCase]) -> list[tuple[str, ...]]:
     return rows
 
 
-def align(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned text columns, two spaces apart."""
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *rows]]
-
-
 def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .gate import check_number
+from ..common.options import check_number
 from .stats import Summary, summarize
 
 #: rounds between checks of the stopping rule (it sorts all ratios so far).
@@ -83,7 +83,8 @@ class PairedTiming:
         return {name: summarize(values, confidence) for name, values in self.series().items()}
 
 
-def _no_sync() -> None:
+def no_sync() -> None:
+    """The `sync` of a CPU measurement: nothing to wait for."""
     return None
 
 
@@ -91,7 +92,7 @@ def interleave(
     eager: Callable[[], object],
     compiled: Callable[[], object],
     settings: TimingSettings,
-    sync: Callable[[], object] = _no_sync,
+    sync: Callable[[], object] = no_sync,
     clock: Callable[[], float] = time.perf_counter,
     iterations: int | None = None,
 ) -> PairedTiming:

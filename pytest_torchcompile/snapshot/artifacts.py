@@ -1,9 +1,11 @@
 """Lay out captured records as one text per artifact, before normalization.
 
-Each artifact file holds every frame compile of the case, in (frame, compile)
-order, under a header line, so a graph break or a recompile shows up as a new
-section in the diff. The `summary` artifact holds the counters a reviewer
-reads first.
+The builders the artifact catalogue (`catalogue.py`) names. Each artifact
+file holds every frame compile of the case, in (frame, compile) order, under
+a header line, so a graph break or a recompile shows up as a new section in
+the diff. The `summary` artifact holds the counters a reviewer reads first;
+`transformed_code` is Dynamo's rewritten bytecode as Python (depyf) where it
+can be decompiled.
 """
 
 from __future__ import annotations
@@ -13,51 +15,13 @@ import functools
 import re
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
+from .._torch.formats import COUNTED_NAME
+from ..common.records import BytecodeRecord, CaptureLog, FrameKey
+from ..common.counters import Counters
 
-#: artifacts that are one trace record kind each, laid out frame by frame.
-RECORD_ARTIFACTS = (
-    "dynamo_graph",
-    "guards",
-    "aot_forward",
-    "aot_backward",
-    "aot_inference",
-    "post_grad_graph",
-    "output_code",
-    "runtime_wrapper",
-)
-
-_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE)
-_FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE)
+#: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")
-_COUNTED_NAME = re.compile(r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)")
-_BREAK_AT = re.compile(r"Graph break in user code at (\S+)")
-_BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
-
-
-@dataclass(frozen=True)
-class FrameCounters:
-    """What the summary says about one frame compile."""
-
-    key: FrameKey
-    name: str
-    ops: int
-    kernels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Counters:
-    """The case's counters, as `CompileResult` exposes them."""
-
-    graph_count: int
-    graph_break_count: int
-    recompile_count: int
-    kernel_count: int
-    break_reasons: tuple[str, ...]
-    recompile_reasons: tuple[str, ...]
-    frames: tuple[FrameCounters, ...]
 
 
 def frame_header(key: FrameKey, code_name: str | None) -> str:
@@ -65,14 +29,9 @@ def frame_header(key: FrameKey, code_name: str | None) -> str:
     return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
 
 
-def frame_names(log: CaptureLog) -> dict[FrameKey, str]:
-    """The user function each frame compile traced (from the bytecode hook)."""
-    return {b.key: b.original.co_name for b in log.bytecode}
-
-
 def record_artifact(log: CaptureLog, name: str) -> str:
     """All payloads of one artifact, frame by frame; '' when none was produced."""
-    names = frame_names(log)
+    names = log.frame_names()
     sections = []
     for key in log.frames():
         payloads = log.payloads(name, key)
@@ -129,7 +88,7 @@ def steady_names(code: types.CodeType) -> tuple[types.CodeType, dict[str, str]]:
     def pad_names(c: types.CodeType) -> types.CodeType:
         names = []
         for name in c.co_names:
-            steady = _COUNTED_NAME.sub(_pad, name)
+            steady = COUNTED_NAME.sub(_pad, name)
             if steady != name:
                 padded[steady] = name
             names.append(steady)
@@ -152,50 +111,6 @@ def bytecode_listing(code: types.CodeType) -> str:
         arg = f"<code object {ins.argval.co_name}>" if isinstance(ins.argval, types.CodeType) else ins.argrepr
         lines.append(f"{ins.offset:>5} {ins.opname:<28} {arg}".rstrip())
     return "\n".join(lines)
-
-
-def kernel_names(output_code: str) -> list[str]:
-    """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
-    return _KERNEL_DEF.findall(output_code)
-
-
-def count_fx_ops(graph_text: str) -> int:
-    """Operations in a printed FX graph: assignments that are not renames or deletions."""
-    body = graph_text.split("def forward", 1)[-1]
-    return len(_FX_OP_LINE.findall(body))
-
-
-def counters(log: CaptureLog) -> Counters:
-    """Graphs, breaks, recompiles and kernels, all counted from the records."""
-    names = frame_names(log)
-    frames = tuple(
-        FrameCounters(
-            key=key,
-            name=names.get(key, "?"),
-            ops=sum(count_fx_ops(g) for g in log.payloads("dynamo_graph", key)),
-            kernels=tuple(k for code in log.payloads("output_code", key) for k in kernel_names(code)),
-        )
-        for key in log.frames()
-    )
-    breaks = tuple(_break_summary(p) for p in log.payloads("graph_break_reason"))
-    recompiles = tuple(p.strip() for p in log.payloads("recompile_reasons"))
-    return Counters(
-        graph_count=len(log.payloads("dynamo_graph")),
-        graph_break_count=len(breaks),
-        recompile_count=sum(1 for key in log.frames() if key.compile_id > 0),
-        kernel_count=sum(len(f.kernels) for f in frames),
-        break_reasons=breaks,
-        recompile_reasons=recompiles,
-        frames=frames,
-    )
-
-
-def _break_summary(payload: str) -> str:
-    """`<reason> at <file:line>` from one graph-break record."""
-    reason = _BREAK_REASON.search(payload)
-    where = _BREAK_AT.search(payload)
-    text = reason.group(1).strip() if reason else payload.strip().splitlines()[0]
-    return f"{text} at {where.group(1)}" if where else text
 
 
 def summary(backend: str, c: Counters) -> str:
@@ -223,32 +138,3 @@ def _bullets(items: Iterable[str]) -> list[str]:
         lines.append(f"  - {first}")
         lines.extend(f"    {line}" for line in rest)
     return lines
-
-
-def build(log: CaptureLog, backend: str, names: Iterable[str] | None = None) -> dict[str, str]:
-    """The raw text of each named artifact (default: all); one not produced is ''."""
-    makers = {
-        **{name: functools.partial(record_artifact, log, name) for name in RECORD_ARTIFACTS},
-        "transformed_code": lambda: transformed_code(log),
-        "summary": lambda: summary(backend, counters(log)),
-        "program": lambda: _program(log, backend),
-    }
-    return {name: makers[name]() for name in (default_artifacts(makers) if names is None else names)}
-
-
-#: Built only when a test names them in `artifacts=`. `program` lays out the other
-#: artifacts again as one file; `post_grad_graph` is the AOT graph after Inductor's
-#: graph passes, whose effect shows in `output_code` (README: "Artifacts").
-OPT_IN = ("post_grad_graph", "program")
-
-
-def default_artifacts(names: Iterable[str]) -> tuple[str, ...]:
-    """The artifacts a test without `artifacts=` snapshots (those produced, of these)."""
-    return tuple(name for name in names if name not in OPT_IN)
-
-
-def _program(log: CaptureLog, backend: str) -> str:
-    """The `program` artifact; program.py builds on this module, hence the late import."""
-    from .program import build as build_program
-
-    return build_program(log, backend) if log.bytecode else ""

@@ -15,11 +15,11 @@ is added as a line of its own.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from .._torch.formats import OP_OVERLOAD
 
 #: stage name -> the backend that runs the pipeline up to and including it.
 PIPELINE: tuple[tuple[str, str], ...] = (
@@ -39,9 +39,6 @@ _RANDOM_OP = re.compile(
     r"normal_?|uniform_?|exponential_?|geometric_?|cauchy_?|log_normal_?|random_|multinomial|poisson|"
     r"inductor_random|inductor_seeds)\b"
 )
-
-
-_OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
 
 
 def random_ops(graph_texts: Iterable[str]) -> list[str]:
@@ -108,16 +105,14 @@ def bisect(replay: Replay) -> str | None:
     """Ask torch's compiler bisector which pass or lowering breaks the case.
 
     `replay` is called with "inductor"; the bisector overrides that backend
-    and switches subsystems off between calls. Its progress messages go to
-    stdout, so they are swallowed here.
+    and switches subsystems off between calls (`_torch/bisector.py`).
     """
-    from torch._inductor.compiler_bisector import CompilerBisector
+    from .._torch import bisector
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        try:
-            result = CompilerBisector.do_bisect(lambda: replay("inductor") is None)
-        except Exception as exc:  # the bisector is a debugging aid; its failure must not hide the mismatch
-            return f"could not bisect ({type(exc).__name__}: {exc})"
+    try:
+        result = bisector.bisect(lambda: replay("inductor") is None)
+    except Exception as exc:  # the bisector is a debugging aid; its failure must not hide the mismatch
+        return f"could not bisect ({type(exc).__name__}: {exc})"
     if result is None:
         return None
     parts = [result.backend]
@@ -126,5 +121,5 @@ def bisect(replay: Replay) -> str | None:
     if result.bisect_number:
         parts.append(f"application #{result.bisect_number}")
     if result.debug_info and result.debug_info != result.subsystem:
-        parts.append("(" + _OP_OVERLOAD.sub(r"\1.\2", str(result.debug_info)) + ")")
+        parts.append("(" + OP_OVERLOAD.sub(r"\1.\2", result.debug_info) + ")")
     return " ".join(parts)

@@ -10,26 +10,28 @@ Nothing here depends on pytest except the failure type.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
-import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar
 
 import pytest
 import torch
-import torch._inductor.config as inductor_config
-from torch.utils._pytree import tree_flatten, tree_map_only
 
-from . import artifacts as layout
+from .._torch import config, errors
+from .._torch.tensors import tree_leaves
+from .._torch.trace import trace_only_to
+from .catalogue import ARTIFACTS, DEFAULT_ARTIFACTS, FRAME_ARTIFACTS
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
-from ..common.capture import HOST_PINNED_CONFIG, CaptureLog, capturing, reset_dynamo, trace_only_to
-from ..common.diagnose import RUNTIME, compile_stage, describe, first_line, importing, rejected_arguments, user_frame
-from ..common.internal import internal_error
+from ..common.capture import CaptureLog, capturing, reset_dynamo
+from ..common.cases import CaseFailure, NamedCases, fail_test_on_case_failure
+from ..common.compiling import check_backend, compile_call_failure, compiled_run_failure
+from ..common.copies import clone_inputs, copy_model
+from ..common.counters import Counters, counters
+from ..common.diagnose import first_line, user_frame
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .numerics import (
@@ -53,68 +55,6 @@ from .spec import MARKER, CompileSpec
 SEED = 0
 
 
-class CaseFailure(Exception):
-    """A case could not run (eager failed, compile failed, numerics differ)."""
-
-
-def clone_inputs(value: Any) -> Any:
-    """Independent copies of every tensor, keeping requires_grad and strides."""
-    return tree_map_only(torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
-
-
-def copy_model(model: Any) -> Any:
-    """A deep copy of a module (its parameters and buffers); functions as they are.
-
-    An attribute that cannot be deep-copied (a `threading.Lock`, an open
-    file) is shared between the copies rather than failing the test: eager
-    and compiled then share that one object, as the model's own callers would.
-    """
-    if not isinstance(model, torch.nn.Module):
-        return model
-    try:
-        return copy.deepcopy(model)
-    except Exception as exc:
-        try:
-            return copy.deepcopy(model, _uncopyable_attributes(model))
-        except Exception:
-            raise CaseFailure(
-                f"cannot copy the model ({first_line(exc)}): eager and compiled each run on a deep copy, so that "
-                "in-place updates do not leak from one into the other; make the module deep-copyable "
-                "(define __deepcopy__, or keep such objects outside the module)"
-            ) from exc
-
-
-def _uncopyable_attributes(model: torch.nn.Module) -> dict[int, Any]:
-    """A deepcopy memo that maps each module attribute that cannot be deep-copied to itself."""
-    memo: dict[int, Any] = {}
-    for module in model.modules():
-        for name, value in vars(module).items():
-            if name in ("_parameters", "_buffers", "_modules"):
-                continue
-            try:
-                copy.deepcopy(value)
-            except Exception:
-                memo[id(value)] = value
-    return memo
-
-
-def model_problem(fixture: str, model: Any) -> str | None:
-    """Why `model` cannot be what a fixture compiles (it must be called like the model), or None."""
-    if isinstance(model, type):
-        return f"usage error: {fixture}(model, ...) got the class {model.__name__} itself; pass an instance, e.g. {model.__name__}()"
-    if not callable(model):
-        return (
-            f"usage error: {fixture}(model, *inputs) takes an nn.Module or a function first, got "
-            f"{type(model).__name__} {_short_repr(model)}; pass the model first, then its inputs"
-        )
-    return None
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call `fn` with the global RNG seeded, restoring the caller's RNG state after."""
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
@@ -127,7 +67,7 @@ def wants_grads(spec: CompileSpec, model: Any, args: tuple[Any, ...], kwargs: di
     """Backward runs when asked, or when anything requires grad and the output can flow it."""
     if spec.grads is not None:
         return spec.grads and bool(differentiable(output))
-    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     params = list(model.parameters()) if isinstance(model, torch.nn.Module) else []
     return any(t.requires_grad for t in tensors + params) and bool(differentiable(output))
 
@@ -210,7 +150,7 @@ class CompileCase:
 
     def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
-        breaks = tuple(self.normalizer(b).strip() for b in layout.counters(self.log).break_reasons)
+        breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
         try:
             self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, reference, breaks, SEED)
         except PrecompileFailure as exc:
@@ -239,7 +179,7 @@ class CompileCase:
 
     def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
-            with capturing(self.log), inductor_config.patch({"fallback_random": True} if self.spec.fallback_random else {}):
+            with capturing(self.log), config.patched(config.FALLBACK_RANDOM if self.spec.fallback_random else None):
                 observed = self._observe(self.compiled, self.model, inputs)
             read_guards(self.log)
             return observed
@@ -247,7 +187,7 @@ class CompileCase:
             raise CaseFailure(self._compile_failure(exc)) from exc
 
     def _compile_failure(self, exc: Exception) -> str:
-        if self.spec.fullgraph and type(exc).__name__ in ("Unsupported", "UserError"):
+        if self.spec.fullgraph and errors.is_graph_break(exc):
             reason = self.normalizer(str(exc)).strip()
             return f"fullgraph=True but Dynamo had to break the graph:\n{reason}"
         return compiled_run_failure(exc, self.spec.backend_name, self.normalizer)
@@ -310,14 +250,14 @@ class CompileCase:
             found = dataclasses.replace(found, bisected=bisect(stage))
         return found
 
-    def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, config: dict[str, Any] | None = None) -> str | None:
+    def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, inductor: dict[str, Any] | None = None) -> str | None:
         """Re-run the case from its start with other compile settings; describe the first mismatch, if any."""
         reference = self._reference(fp64=False)
         reset_dynamo()
         module = copy_model(self.pristine)
         compiled = torch.compile(module, **compile_kwargs)
-        patch = {**HOST_PINNED_CONFIG, **(config or {}), **({"fallback_random": True} if fallback_random or self.spec.fallback_random else {})}
-        with trace_only_to(None), inductor_config.patch(patch):
+        random = config.FALLBACK_RANDOM if fallback_random or self.spec.fallback_random else None
+        with trace_only_to(None), config.patched(config.HOST_PINNED_CONFIG, inductor, random):
             for inputs in self.calls:
                 _, seen = self._observe(compiled, module, clone_inputs(inputs))
         mismatches = [m for m in self._mismatches(seen, reference) if m.comparable]
@@ -346,25 +286,23 @@ class CompileCase:
         """The requested mode and options as Inductor config, for the bisector's Inductor replays."""
         if backend != self.spec.backend_name or not isinstance(self.spec.backend, str):
             return {}
-        from torch._inductor import list_mode_options
-
-        return {**list_mode_options(self.spec.mode or "default", self.spec.dynamic), **dict(self.spec.options or {})}
+        return {**config.mode_options(self.spec.mode, self.spec.dynamic), **dict(self.spec.options or {})}
 
     # --- results and artifacts ---------------------------------------------------
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
-        counters = layout.counters(self.log)
+        counted = counters(self.log)
         return CompileResult(
             output=out,
             eager_output=eager_out,
-            graph_count=counters.graph_count,
-            graph_break_count=counters.graph_break_count,
-            recompile_count=counters.recompile_count,
-            kernel_count=counters.kernel_count,
+            graph_count=counted.graph_count,
+            graph_break_count=counted.graph_break_count,
+            recompile_count=counted.recompile_count,
+            kernel_count=counted.kernel_count,
             artifacts=self.artifact_texts(),
             compile_seconds=self.compile_seconds,
             _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
-            _frames=functools.partial(self._frames, counters),
+            _frames=functools.partial(self._frames, counted),
             _check_guards=self.check_guards,
         )
 
@@ -377,64 +315,21 @@ class CompileCase:
     def artifact_texts(self) -> dict[str, str]:
         """Normalized artifacts as snapshotted: the requested ones, or all produced."""
         names = self.spec.artifacts
-        raw = layout.build(self.log, self.spec.backend_name, names)
-        wanted = names if names is not None else tuple(name for name, text in raw.items() if text)
-        return {
-            name: self.normalizer.artifact(name, raw[name]) if raw[name] else f"# {name} was not produced by backend {self.spec.backend_name}\n"
-            for name in wanted
-        }
+        wanted = [ARTIFACTS[n] for n in names] if names is not None else [a for a in DEFAULT_ARTIFACTS if a.produced(self.log)]
+        return {a.name: a.text(self.log, self.spec.backend_name, self.normalizer) for a in wanted}
 
-    def _frames(self, counters: layout.Counters) -> tuple[FrameResult, ...]:
+    def _frames(self, counted: Counters) -> tuple[FrameResult, ...]:
         frames = []
-        for fc in counters.frames:
-            texts = {name: self.normalizer(layout.record_artifact(_only(self.log, fc.key), name)) for name in layout.RECORD_ARTIFACTS}
-            frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, self.normalizer(fc.name), {k: v for k, v in texts.items() if v}))
+        for fc in counted.frames:
+            log = _only(self.log, fc.key)
+            # the common rules only: a frame's text as Dynamo printed it, not the stored (compact) form
+            texts = {a.name: self.normalizer(a.build(log, self.spec.backend_name)) for a in FRAME_ARTIFACTS if a.produced(log)}
+            frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, self.normalizer(fc.name), texts))
         return tuple(frames)
 
 
 def _only(log: CaptureLog, key: Any) -> CaptureLog:
     return CaptureLog([r for r in log.records if r.key == key], [b for b in log.bytecode if b.key == key])
-
-
-ResultT = TypeVar("ResultT")
-
-
-class NamedCases(Generic[ResultT]):
-    """A fixture object whose every call is one case: `case_0`, `case_1`, ...
-
-    `fixture.case("small")(model, x)` chooses the name instead (a snapshot
-    folder, a baseline key). Subclasses keep `cases` and implement `_run`.
-    """
-
-    fixture_name: ClassVar[str]
-    cases: list[Any]
-
-    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
-        raise NotImplementedError
-
-    def __call__(self, model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
-        """`model` is positional-only, so a model may take a keyword argument named `model`."""
-        name = f"case_{len(self.cases)}"
-        if any(c.name == name for c in self.cases):
-            pytest.fail(f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>", pytrace=False)
-        return self._checked_run(name, model, args, kwargs)
-
-    def case(self, name: str) -> Callable[..., ResultT]:
-        """A case with a chosen name (a non-empty str); each name once per test."""
-        if not isinstance(name, str) or not name:
-            pytest.fail(f"usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case(\"small\")(model, x)", pytrace=False)
-        if any(c.name == name for c in self.cases):
-            pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
-        def run(model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
-            return self._checked_run(name, model, args, kwargs)
-
-        return run
-
-    def _checked_run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
-        problem = model_problem(self.fixture_name, model)
-        if problem is not None:
-            pytest.fail(f"[{name}] {problem}", pytrace=False)
-        return self._run(name, model, args, kwargs)
 
 
 @dataclass
@@ -476,96 +371,3 @@ class CompileModel(NamedCases[CompileResult]):
                 outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
         return outcomes
 
-
-def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
-    """A failing case (first call, `CompileResult.call`, a benchmark) fails the test with its message alone."""
-    try:
-        return run()
-    except CaseFailure as exc:
-        failure = f"[{name}] {exc}"
-    except Exception as exc:  # everything the user's code raises is a CaseFailure by now: this is the plugin's
-        failure = f"[{name}] {internal_error(exc, 'the fixture')}"
-    pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
-
-
-def check_backend(spec: CompileSpec, marker: str) -> None:
-    """A backend name must be registered, and take the mode and options given; Inductor options must exist.
-
-    Both markers share it (`marker` names the one to blame).
-    """
-    if not isinstance(spec.backend, str):
-        return
-    from torch._dynamo.backends.registry import list_backends
-
-    known = sorted(set(list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"})
-    if spec.backend not in known:
-        pytest.fail(f"usage error: {marker}(backend={spec.backend!r}) is not a registered backend; known: {', '.join(known)}", pytrace=False)
-    if spec.backend == "inductor":
-        if spec.options:
-            _check_inductor_options(spec.options, marker)
-        return
-    for keyword, given in (("options", bool(spec.options)), ("mode", spec.mode not in (None, "default"))):
-        if given and keyword not in backend_parameters(spec.backend):
-            pytest.fail(
-                f"usage error: {marker}({keyword}=...) does nothing with backend {spec.backend!r}: torch.compile hands "
-                f"{keyword} to the backend, and {spec.backend!r} ignores it ({keyword} is Inductor's); "
-                f"use backend='inductor' or drop {keyword}=",
-                pytrace=False,
-            )
-
-
-def backend_parameters(name: str) -> tuple[str, ...]:
-    """The named parameters of a registered backend's compiler function (torch-private: the registry).
-
-    `torch.compile` passes `mode`/`options` to a backend other than Inductor
-    as keywords; torch's debug backends (`eager`, `aot_eager`, ...) swallow
-    them in `**kwargs` and only log that they did.
-    """
-    from torch._dynamo.backends.registry import lookup_backend
-
-    try:
-        parameters = inspect.signature(lookup_backend(name)).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: do not second-guess the backend
-        return ("mode", "options")
-    return tuple(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
-
-
-def compile_call_failure(exc: BaseException, marker: str) -> str:
-    """What `torch.compile(model, ...)` raised, before any compile: only its own argument checks blame the marker."""
-    if rejected_arguments(exc):
-        return f"usage error: torch.compile rejected the {marker} marker's settings: {first_line(exc)}"
-    module = importing(exc)
-    where = f"while importing {module}" if module else "before compiling anything"
-    return f"torch.compile(...) raised {where}:\n{describe(exc)}"
-
-
-def compiled_run_failure(exc: BaseException, backend_name: str, clean: Callable[[str], str] = str) -> str:
-    """A compiled call that raised: the compile stage that failed, or the compiled code failing at run time.
-
-    `clean` normalizes the error's text (torch's paths); the user's frame is shown as it is.
-    """
-    stage = compile_stage(exc, backend_name)
-    if stage == RUNTIME:
-        return (
-            f"compiled code failed at run time (backend {backend_name}): the compile finished, and the code it "
-            f"produced raised when called (eager ran the same inputs without error):\n{user_frame(exc)}{clean(describe(exc))}"
-        )
-    return f"compile failed in stage: {stage} (backend {backend_name})\n{clean(describe(exc))}"
-
-
-def _check_inductor_options(options: Any, marker: str) -> None:
-    """torch's own message lists all ~600 options; name the wrong one and its near misses."""
-    import difflib
-
-    from torch._inductor import list_options
-
-    known = list_options()
-    for name in options:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            pytest.fail(
-                f"usage error: {marker}(options=...) has unknown Inductor option {name!r}{hint} "
-                "(all options: torch._inductor.list_options())",
-                pytrace=False,
-            )

@@ -280,10 +280,6 @@ STATIC_RULES: tuple[Rule, ...] = (
 )
 
 
-#: rules applied after the common ones, for one artifact only.
-ARTIFACT_RULES: dict[str, tuple[Rule, ...]] = {"program": (unmask_names,)}
-
-
 @dataclass(frozen=True)
 class Normalizer:
     """All rules in order; path rewriting first so later rules see short paths."""
@@ -298,13 +294,6 @@ class Normalizer:
 
     def __call__(self, text: str) -> str:
         for rule in self.rules:
-            text = rule(text)
-        return text
-
-    def artifact(self, name: str, text: str) -> str:
-        """The common rules, then those of artifact `name` (see `ARTIFACT_RULES`)."""
-        text = self(text)
-        for rule in ARTIFACT_RULES.get(name, ()):
             text = rule(text)
         return text
 
@@ -464,15 +453,3 @@ REAL_MODEL_RULES: tuple[Rule, ...] = (
 
 # Rebound, not edited above: Normalizer.for_paths reads STATIC_RULES when called.
 STATIC_RULES = STATIC_RULES + REAL_MODEL_RULES
-
-# The stored form of the large artifacts (compact.py), after the rules above.
-from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names  # noqa: E402
-
-_FX_FORM: tuple[Rule, ...] = (renumber_fx_names, drop_fx_blank_lines)
-ARTIFACT_RULES.update(
-    {
-        "guards": (compact_guards,),
-        "output_code": (compact_output_code,),
-        **{name: _FX_FORM for name in ("dynamo_graph", "aot_forward", "aot_backward", "aot_inference", "post_grad_graph")},
-    }
-)

@@ -19,7 +19,7 @@ metadata alone, NumPy arrays and scalars as tensors. A leaf that cannot be
 compared at all is reported as that, never as a divergence. For low-precision
 results an fp64 reference decides what tolerances cannot: compiled may be
 off from an fp64 run of the model by at most `multiplier` times eager's own
-error (the rule of `torch._dynamo.utils.same`). Mismatches are described,
+error (the rule of Dynamo's own accuracy check, `same()`). Mismatches are described,
 not raised, so one failure can hold all of them.
 """
 
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.testing._comparison import default_tolerances
-from torch.utils._pytree import tree_map_only
+
+from .._torch.tensors import default_tolerances, map_tensors
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 #: Python floats out of a model almost always come from float32 tensors.
@@ -369,7 +369,7 @@ def to_fp64(value: Any) -> Any:
     """A module or nested inputs with every floating tensor in float64."""
     if isinstance(value, torch.nn.Module):
         return value.to(torch.float64)
-    return tree_map_only(torch.Tensor, _tensor_to_fp64, value)
+    return map_tensors(_tensor_to_fp64, value)
 
 
 def _tensor_to_fp64(t: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from .spec import ARTIFACT_EXTENSIONS
+from .catalogue import ARTIFACT_EXTENSIONS
 
 #: Well under the 255 bytes most file systems allow, with room for temp-file names.
 MAX_SEGMENT_BYTES = 150

@@ -89,10 +89,11 @@ def case_device(model: Any, inputs: Iterable[Any]) -> str:
     C++, exactly as on a CPU-only machine, and shares that snapshot set.
     """
     import torch
-    from torch.utils._pytree import tree_flatten
+
+    from .._torch.tensors import tree_leaves
 
     tensors = list(model.parameters()) + list(model.buffers()) if isinstance(model, torch.nn.Module) else []
-    tensors += [t for t in tree_flatten(list(inputs))[0] if isinstance(t, torch.Tensor)]
+    tensors += [t for t in tree_leaves(list(inputs)) if isinstance(t, torch.Tensor)]
     for tensor in tensors:
         if tensor.device.type != "cpu":
             capability = torch.cuda.get_device_capability(tensor.device) if tensor.device.type == "cuda" else None

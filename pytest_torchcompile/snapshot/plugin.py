@@ -8,7 +8,6 @@ plugin in `pytest_configure`; per-test state in `item.stash`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -19,14 +18,15 @@ import pytest
 
 from ..common.internal import guarded, guarded_report, internal_error, reported_errors
 from ..common.markers import marker_problem
+from ..common.options import SpecError, folder_option
 from .diff import compare_case
 from .failure import FULL_DIFF_FLAG, compose
 from .housekeeping import Housekeeping
 from .normalize import Normalizer
 from .placeholders import PlaceholderError, case_device, installed_torch_minor, placeholders, resolve, resolve_some, torch_minor
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .spec import MARKER, CompileSpec
 from .store import Outcome, SnapshotStore
-from .spec import MARKER, CompileSpec, SpecError, marker_signature
 
 if TYPE_CHECKING:
     from .fixture import CompileModel
@@ -52,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--torchcompile-snapshot-dir",
         default=None,
-        type=_relative_dir,
+        type=folder_option("snapshots", placeholders),
         help="folder for snapshot files, relative to the rootdir (overrides ini torchcompile_snapshot_dir); "
         "{torch} and {device} stand for torch's major.minor and the cases' device (cpu, cuda-sm90)",
     )
@@ -70,18 +70,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _relative_dir(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("must name a folder, e.g. snapshots")
-    try:
-        placeholders(value)
-    except PlaceholderError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}{marker_signature()[len(MARKER):]}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)")
+    config.addinivalue_line("markers", f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)")
     session = TorchCompileSession.from_config(config)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "torchcompile-session")

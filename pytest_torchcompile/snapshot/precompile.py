@@ -16,10 +16,8 @@ and the end-of-run table, never into a snapshot: they vary between runs.
 
 from __future__ import annotations
 
-import ast
 import os
 import pickle
-import re
 import subprocess
 import sys
 import tempfile
@@ -29,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map_only
 
-from ..common.capture import trace_only_to
+from .._torch import aot, errors
+from .._torch.formats import rejected_guards
+from .._torch.tensors import map_tensors
+from .._torch.trace import trace_only_to
 from ..common.diagnose import first_line, innermost
 from .spec import CompileSpec
 
-_REJECTED = re.compile(r"verbose_code_parts=(\[.*?\])\s*,\s*num_guards_executed", re.DOTALL)
 CHILD_TIMEOUT_S = 600
 
 
@@ -75,13 +74,12 @@ class RoundTrip:
         """aot_compile the model (fullgraph) on these inputs and save it."""
         method = isinstance(model, torch.nn.Module)
         target = model.forward if method else model
-        options = {**spec.compile_kwargs(), "fullgraph": True}
         started = time.perf_counter()
         try:
             with trace_only_to(None):
-                compiled = torch.compile(target, **options).aot_compile((tuple(args), dict(kwargs)))
+                compiled = aot.aot_compile(target, spec.compile_kwargs(), args, kwargs)
         except Exception as exc:
-            if type(exc).__name__ in ("Unsupported", "UserError"):
+            if errors.is_graph_break(exc):
                 raise fullgraph_required((first_line(exc),)) from exc
             raise PrecompileFailure(f"precompile: aot_compile failed: {first_line(innermost(exc))}") from exc
         compile_seconds = time.perf_counter() - started
@@ -89,7 +87,7 @@ class RoundTrip:
         artifact = Path(workdir.name) / "compiled.pt2"
         started = time.perf_counter()
         try:
-            compiled.save_compiled_function(str(artifact))
+            aot.save(compiled, artifact)
         except Exception as exc:
             workdir.cleanup()
             raise PrecompileFailure(f"precompile: save_compiled_function failed: {first_line(innermost(exc))}") from exc
@@ -178,8 +176,7 @@ def main(argv: list[str]) -> int:
     artifact, call_path, result_path = argv
     call = torch.load(call_path, weights_only=False)
     started = time.perf_counter()
-    with open(artifact, "rb") as handle:
-        compiled = torch.compiler.load_compiled_function(handle)
+    compiled = aot.load(Path(artifact))
     load_seconds = time.perf_counter() - started
     args = ((call["model"],) if call["model"] is not None else ()) + call["args"]
     answer: dict[str, Any] = {"error": None, "load_seconds": load_seconds}
@@ -187,7 +184,7 @@ def main(argv: list[str]) -> int:
         with torch.set_grad_enabled(call["grad_enabled"]):
             torch.manual_seed(call["seed"])
             output = compiled(*args, **call["kwargs"])
-        answer["output"] = tree_map_only(torch.Tensor, lambda t: t.detach(), output)
+        answer["output"] = map_tensors(lambda t: t.detach(), output)
     except Exception as exc:
         answer["error"] = _call_failure(exc)
     torch.save(answer, result_path)
@@ -196,14 +193,9 @@ def main(argv: list[str]) -> int:
 
 def _call_failure(exc: Exception) -> str:
     """A guard rejection names the guard; anything else its first line."""
-    message = str(exc)
-    if not message.startswith("GuardManager check failed"):
+    failed = rejected_guards(str(exc))
+    if failed is None:
         return f"precompile: the loaded artifact raised {type(exc).__name__}: {first_line(innermost(exc))}"
-    match = _REJECTED.search(message)
-    try:
-        failed = ast.literal_eval(match.group(1)) if match else [message]
-    except (ValueError, SyntaxError):
-        failed = [message]
     guards = "\n".join(f"  {part}" for part in failed)
     return (
         "precompile: the loaded artifact rejected these inputs (a precompiled artifact cannot recompile); "

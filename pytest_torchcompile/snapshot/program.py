@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 
-from .artifacts import bytecode_listing, depyf_source, frame_names
-from ..common.capture import BytecodeRecord, CaptureLog, FrameKey
+from .._torch.formats import AOT_KIND, COMPILED_CALL, COMPILED_FN_PREFIX
+from .artifacts import bytecode_listing, depyf_source
+from ..common.records import BytecodeRecord, CaptureLog, FrameKey
 from .guards import PRELUDE, guard_function
 
 HEADER = """\
@@ -40,13 +40,9 @@ HEADER = """\
 # Dynamo recorded for that source; CompileResult.check_guards binds it.
 """
 
-_AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
-_CALLED = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
-
-
 def build(log: CaptureLog, backend: str) -> str:
     """The raw program of one case (normalize it like any artifact)."""
-    names = frame_names(log)
+    names = log.frame_names()
     bytecode = {b.key: b for b in log.bytecode}
     sections = [HEADER.format(backend=backend), PRELUDE]
     for key in log.frames():
@@ -87,11 +83,11 @@ def transformed(record: BytecodeRecord) -> str:
 
 def called_names(record: BytecodeRecord) -> list[str]:
     """Compiled graphs and resume functions the transformed code calls, in first-use order."""
-    return [n for n in dict.fromkeys(record.transformed.co_names) if _CALLED.match(n)]
+    return [n for n in dict.fromkeys(record.transformed.co_names) if COMPILED_CALL.match(n)]
 
 
 def _call_note(name: str) -> str:
-    if name.startswith("__compiled_fn"):
+    if name.startswith(COMPILED_FN_PREFIX):
         return "the graph Dynamo captured from this frame, as the backend compiled it (sections 4 and 5)"
     return "resume function: runs the rest of the original function after the graph break; compiled as its own frame below"
 
@@ -108,7 +104,7 @@ def compiled_graphs(log: CaptureLog, key: FrameKey) -> list[tuple[str, str]]:
 
 
 def _aot_kind(code: str) -> str:
-    match = _AOT_KIND.search(code)
+    match = AOT_KIND.search(code)
     return match.group(1) if match else "graph"
 
 

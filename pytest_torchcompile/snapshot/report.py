@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..common.tables import align
+
 HEADER = ("case", "graphs", "breaks", "recompiles", "kernels", "compile s")
 
 
@@ -38,18 +40,7 @@ def format_table(rows: list[CaseRow]) -> list[str]:
     for row in rows:
         per_test[row.nodeid] = per_test.get(row.nodeid, 0) + 1
     body = [row.cells(per_test[row.nodeid] == 1) for row in sorted(rows, key=lambda r: (r.nodeid, r.case))]
-    return aligned(HEADER, body)
-
-
-def aligned(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
-    """Left-aligned first column, right-aligned numbers."""
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        first = cells[0].ljust(widths[0])
-        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))])
-
-    return [fmt(header), *(fmt(cells) for cells in body)]
+    return align(HEADER, body, numbers_right=True)
 
 
 PRECOMPILE_HEADER = ("case", "artifact KiB", "aot_compile s", "save s", "load s", "calls")
@@ -88,4 +79,4 @@ class PrecompileRow:
 
 
 def format_precompile_table(rows: list[PrecompileRow]) -> list[str]:
-    return aligned(PRECOMPILE_HEADER, [row.cells() for row in sorted(rows, key=lambda r: (r.nodeid, r.case))])
+    return align(PRECOMPILE_HEADER, [row.cells() for row in sorted(rows, key=lambda r: (r.nodeid, r.case))], numbers_right=True)

@@ -1,46 +1,29 @@
 """The compile settings of one marked test, parsed and validated once.
 
-The marker's keywords become a frozen `CompileSpec`. Everything that can be
-checked without torch is checked here, at the first `compile_model` call, so a
-typo fails the test with a message that names the keyword instead of a
-traceback from deep inside torch. Nothing here imports torch.
+The marker's keywords become a frozen `CompileSpec`: the compile options
+shared with `compile_benchmark` (`common/options.py`) plus this marker's
+own. Everything that can be checked without torch is checked here, at the
+first `compile_model` call, so a typo fails the test with a message that
+names the keyword instead of a traceback from deep inside torch. Nothing
+here imports torch.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
+
+from ..common.options import COMPILE_MODES, CompileOptions, SpecError
+from .catalogue import ARTIFACT_EXTENSIONS
+
+__all__ = ["ARTIFACT_EXTENSIONS", "COMPILE_MODES", "MARKER", "CompileSpec", "SpecError"]
 
 MARKER = "compile_snapshot"
 
-#: artifact name -> file extension. The extension says what the file holds and
-#: is never `.py`, so pytest does not try to import a snapshot.
-ARTIFACT_EXTENSIONS: dict[str, str] = {
-    "summary": "txt",
-    "dynamo_graph": "fx.txt",
-    "guards": "guards.txt",
-    "aot_forward": "fx.txt",
-    "aot_backward": "fx.txt",
-    "aot_inference": "fx.txt",
-    "post_grad_graph": "fx.txt",
-    "output_code": "code.txt",
-    "runtime_wrapper": "code.txt",
-    "transformed_code": "code.txt",
-    "program": "py.txt",
-}
-
-COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
-
-class SpecError(ValueError):
-    """A marker argument is wrong; the message names it and what is allowed."""
-
 
 @dataclass(frozen=True, kw_only=True)
-class CompileSpec:
+class CompileSpec(CompileOptions):
     """What `compile_model` compiles with and what it checks.
 
     The fields mirror `torch.compile`'s arguments plus the plugin's own
@@ -60,11 +43,8 @@ class CompileSpec:
     strides than eager's fails (as `torch.testing.assert_close(check_stride=True)`).
     """
 
-    backend: str | Callable[..., Any] = "inductor"
-    mode: str | None = None
-    dynamic: bool | None = None
-    fullgraph: bool = False
-    options: Mapping[str, Any] | None = None
+    marker: ClassVar[str] = MARKER
+
     artifacts: tuple[str, ...] | None = None
     numerics: bool = True
     grads: bool | None = None
@@ -78,84 +58,14 @@ class CompileSpec:
     precompile: bool = False
 
     def __post_init__(self) -> None:
-        _check_backend(self.backend)
-        _check_choice("mode", self.mode, COMPILE_MODES)
-        _check_choice("dynamic", self.dynamic, (None, True, False))
-        _check_choice("fullgraph", self.fullgraph, (True, False))
-        _check_choice("numerics", self.numerics, (True, False))
-        _check_choice("grads", self.grads, (None, True, False))
-        _check_choice("fp64_reference", self.fp64_reference, (None, True, False))
-        _check_choice("fallback_random", self.fallback_random, (True, False))
-        _check_choice("bisect", self.bisect, (True, False))
-        _check_choice("check_stride", self.check_stride, (True, False))
+        super().__post_init__()
+        for name in ("numerics", "fallback_random", "bisect", "check_stride", "precompile"):
+            self.check_choice(name, getattr(self, name), (True, False))
+        self.check_choice("grads", self.grads, (None, True, False))
+        self.check_choice("fp64_reference", self.fp64_reference, (None, True, False))
         _check_multiplier(self.fp64_multiplier)
-        _check_choice("precompile", self.precompile, (True, False))
-        _check_options(self.options)
-        if self.mode is not None and self.options:
-            raise SpecError("mode= and options= cannot both be given (torch.compile takes one or the other)")
         object.__setattr__(self, "artifacts", _check_artifacts(self.artifacts))
         _check_tolerances(self.rtol, self.atol)
-
-    @property
-    def backend_name(self) -> str:
-        """The backend as a user reads it: its name, or the callable's name."""
-        if isinstance(self.backend, str):
-            return self.backend
-        return getattr(self.backend, "__name__", type(self.backend).__name__)
-
-    def compile_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments for `torch.compile`, leaving out defaults."""
-        kwargs: dict[str, Any] = {"backend": self.backend, "fullgraph": self.fullgraph, "dynamic": self.dynamic}
-        if self.mode is not None:
-            kwargs["mode"] = self.mode
-        if self.options:
-            kwargs["options"] = dict(self.options)
-        return kwargs
-
-    @classmethod
-    def from_marker(cls, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> CompileSpec:
-        """Build a spec from `mark.args` / `mark.kwargs`, rewording errors."""
-        if args:
-            raise SpecError(f"{MARKER} takes keyword arguments only, got positional {args!r}; allowed keywords: {allowed_keywords()}")
-        unknown = sorted(set(kwargs) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise SpecError(f"{MARKER} got unknown keyword {', '.join(map(repr, unknown))}; allowed keywords: {allowed_keywords()}")
-        return cls(**kwargs)
-
-
-def allowed_keywords() -> str:
-    """The marker's keywords, derived from the dataclass (no hand-kept list)."""
-    return ", ".join(f.name for f in dataclasses.fields(CompileSpec))
-
-
-def marker_signature() -> str:
-    """The marker's signature for `pytest --markers`."""
-    params = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(CompileSpec))
-    return f"{MARKER}({params})"
-
-
-def _check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
-    # `True == 1`: compare by identity for bools and None so `fullgraph=1` is refused.
-    if not any(value is a or (isinstance(a, str) and value == a) for a in allowed):
-        raise SpecError(f"{MARKER}({name}={value!r}) is not allowed; expected one of {', '.join(map(repr, allowed))}")
-
-
-def _check_backend(backend: object) -> None:
-    if isinstance(backend, str):
-        if not backend:
-            raise SpecError(f"{MARKER}(backend='') is empty; give a registered backend name such as 'inductor'")
-        return
-    if not callable(backend):
-        raise SpecError(
-            f"{MARKER}(backend={backend!r}) must be a backend name (str) or a callable (gm, example_inputs) -> callable"
-        )
-
-
-def _check_options(options: object) -> None:
-    if options is None:
-        return
-    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
-        raise SpecError(f"{MARKER}(options={options!r}) must be a dict of Inductor config names to values")
 
 
 def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:

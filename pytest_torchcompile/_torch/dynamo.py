@@ -1,0 +1,68 @@
+"""Dynamo's process state: reset, the backend registry, the bytecode hook.
+
+`reset` forgets earlier compiles so frame ids do not depend on test order.
+The bytecode hook sees each frame's code before and after Dynamo rewrote it
+(the transformed code is not in the trace), together with the compile id
+of the frame compile that produced it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import types
+from collections.abc import Callable, Iterator
+
+import torch
+from torch._dynamo.backends.registry import list_backends, lookup_backend
+from torch._dynamo.convert_frame import register_bytecode_hook
+from torch._guards import CompileContext
+
+#: backends Dynamo always accepts by name, whatever its registry lists.
+BUILTIN_BACKENDS = ("eager", "aot_eager", "inductor")
+
+
+def reset() -> None:
+    """Forget earlier compiles (caches, frame counters) so frame ids do not depend on test order."""
+    torch._dynamo.reset()
+
+
+def registered_backends() -> list[str]:
+    """Every backend name `torch.compile(backend=...)` accepts, sorted."""
+    return sorted(set(list_backends(exclude_tags=())) | set(BUILTIN_BACKENDS))
+
+
+def backend_parameters(name: str) -> tuple[str, ...]:
+    """The named parameters of a registered backend's compiler function.
+
+    `torch.compile` passes `mode`/`options` to a backend other than Inductor
+    as keywords; torch's debug backends (`eager`, `aot_eager`, ...) swallow
+    them in `**kwargs` and only log that they did.
+    """
+    try:
+        parameters = inspect.signature(lookup_backend(name)).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: do not second-guess the backend
+        return ("mode", "options")
+    return tuple(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
+
+
+def current_compile_id() -> tuple[int, int] | None:
+    """(frame id, compile id of that frame) of the compile in progress, or None outside one."""
+    compile_id = CompileContext.current_compile_id()
+    if compile_id is None or compile_id.frame_id is None:
+        return None
+    return compile_id.frame_id, compile_id.frame_compile_id or 0
+
+
+#: receives (original code, transformed code) of each frame Dynamo compiles.
+BytecodeCallback = Callable[[types.CodeType, types.CodeType], None]
+
+
+@contextlib.contextmanager
+def bytecode_hook(callback: BytecodeCallback) -> Iterator[None]:
+    """Call `callback` for every frame Dynamo compiles while inside; removed afterwards, even on error."""
+    handle = register_bytecode_hook(callback)
+    try:
+        yield
+    finally:
+        handle.remove()

@@ -1,0 +1,224 @@
+"""torch's text formats: trace record names, and the shapes of the text it emits.
+
+Pure text, no torch import: the snapshot wing's spec and catalogue (loaded
+with the plugin, before anything imports torch) build on it. What is here is
+what a torch release may change: the record kinds of the structured trace,
+how FX graphs, output code, Dynamo's generated names, graph-break records
+and guard code are spelled, the message of a precompiled function's guard
+failure, and the prelude of helpers the emitted guard functions call (Python
+that reaches into `torch._C`, so it is a torch text format too).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# --- structured-trace records ----------------------------------------------
+
+#: trace record kind (or the name of an `artifact` record) -> the stream the
+#: plugin files its payloads under. Two kinds feed one stream where torch
+#: renamed a record between releases.
+TRACE_RECORDS: dict[str, str] = {
+    "dynamo_output_graph": "dynamo_graph",
+    "aot_forward_graph": "aot_forward",
+    "aot_backward_graph": "aot_backward",
+    "aot_inference_graph": "aot_inference",
+    "inductor_post_grad_graph": "post_grad_graph",
+    "inductor_output_code": "output_code",
+    "dynamo_cpp_guards_str": "guards",
+    "runtime_wrapper_orchestration": "runtime_wrapper",
+    "compiled_fn_wrapper": "runtime_wrapper",
+    "dynamo_graph_break_reason": "graph_break_reason",
+    "recompile_reasons": "recompile_reasons",
+}
+
+#: streams whose payload a cache hit emits twice (as a record and as an artifact).
+EMITTED_TWICE_ON_CACHE_HIT = frozenset({"post_grad_graph"})
+
+#: the record kind whose real name is `metadata["artifact"]["name"]`.
+ARTIFACT_KIND = "artifact"
+
+# --- FX graphs and Inductor's output code -----------------------------------
+
+#: `cpp_fused_relu_0 = async_compile.cpp_pybinding(...)`: one generated kernel.
+KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE)
+#: an operation in a printed FX graph: an assignment that is not a rename or a deletion.
+FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE)
+#: the kind in an output code's `# AOT ID: ['0_forward']` header.
+AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
+#: where a printed FX graph's body starts.
+FX_BODY_START = "def forward"
+
+#: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
+OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
+
+# --- names Dynamo generates -------------------------------------------------
+
+#: `__compiled_fn_7_...`, `__builtins_dict___2`, `__resume_at_30_4`: counted by a process-global counter.
+COUNTED_NAME = re.compile(r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)")
+#: names in transformed code that call a compiled graph or a resume function.
+COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
+COMPILED_FN_PREFIX = "__compiled_fn"
+
+# --- graph-break records ----------------------------------------------------
+
+BREAK_AT = re.compile(r"Graph break in user code at (\S+)")
+BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
+
+# --- guard code (verbose_code_parts of the guard tree) ----------------------
+
+#: `___check_obj_id(G['torch'], 1400...)` and `___check_type_id(...)`.
+ID_CHECK = re.compile(r"___check_(obj|type)_id\((.+?), (\d+)\)")
+#: the `, type=<class '...'>` suffix some guard codes carry.
+TYPE_SUFFIX = re.compile(r", type=<class '([^']*)'>$")
+#: Dynamo's helper prefix: code still holding one has no Python form of its own.
+CHECK_HELPER = "___check_"
+#: the guard on AOTAutograd's saved-tensors hooks.
+SAVED_HOOKS_GUARD = re.compile(r"^torch\._functorch\.aot_autograd\.utils\.top_saved_tensors_hooks ids == None$")
+#: leaf guard kinds with a format of their own.
+TENSOR_MATCH, GLOBAL_STATE = "TENSOR_MATCH", "GLOBAL_STATE"
+#: GLOBAL_STATE's code: `... against {json of the recorded state}`.
+GLOBAL_STATE_SEPARATOR = " against "
+#: device types by the backend dispatch key that opens a tensor's key set.
+BACKEND_DEVICES = {"CPU": "cpu", "CUDA": "cuda", "Meta": "meta", "MPS": "mps", "XPU": "xpu", "HPU": "hpu", "MTIA": "mtia"}
+#: TENSOR_MATCH's type names -> the Python class.
+TENSOR_TYPES = {"Tensor": "torch.Tensor", "Parameter": "torch.nn.Parameter"}
+
+_BEFORE_COMMENT = re.compile(r"""((?:[^'"#]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*)#""")
+
+
+def split_comment(part: str) -> tuple[str, str]:
+    """`code  # comment` -> (code, comment): the first `#` outside a string literal."""
+    match = _BEFORE_COMMENT.match(part)
+    if match:
+        return match.group(1).rstrip(), part[match.end() :].strip()
+    if "#" in part:  # an unbalanced quote: fall back to Dynamo's own separator
+        code, _, comment = part.partition("  # ")
+        return code.rstrip(), comment.strip()
+    return part.strip(), ""
+
+
+@dataclass(frozen=True)
+class TensorMatch:
+    """A TENSOR_MATCH guard's code, `check_tensor(src, Tensor, DispatchKeySet(CPU, ...), torch.float32, device=None, ...)`."""
+
+    source: str
+    type_name: str
+    dispatch_keys: str
+    dtype: str
+    keywords: dict[str, Any]
+
+    @property
+    def backend_key(self) -> str:
+        """The dispatch key that opens the set (`CPU`, `CUDA`, ...)."""
+        return self.dispatch_keys.removeprefix("DispatchKeySet(").split(",")[0].rstrip(")")
+
+
+def parse_tensor_match(code: str) -> TensorMatch | None:
+    """The parts of a TENSOR_MATCH code, or None when it is not in the known form."""
+    try:
+        call = ast.parse(code, mode="eval").body
+        if not (isinstance(call, ast.Call) and len(call.args) == 4):
+            return None
+        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    except (SyntaxError, ValueError):
+        return None
+    source, type_name, keys, dtype = (code[a.col_offset : a.end_col_offset] for a in call.args)  # one line: columns suffice
+    return TensorMatch(source, type_name, keys, dtype, keywords)
+
+
+# --- a precompiled function's guard failure ---------------------------------
+
+GUARD_FAILURE_PREFIX = "GuardManager check failed"
+_REJECTED = re.compile(r"verbose_code_parts=(\[.*?\])\s*,\s*num_guards_executed", re.DOTALL)
+
+
+def rejected_guards(message: str) -> list[str] | None:
+    """The guard codes a loaded artifact's guard failure names; None when it is another error."""
+    if not message.startswith(GUARD_FAILURE_PREFIX):
+        return None
+    match = _REJECTED.search(message)
+    try:
+        failed = ast.literal_eval(match.group(1)) if match else [message]
+    except (ValueError, SyntaxError):
+        failed = [message]
+    return [str(part) for part in failed]
+
+
+# --- the prelude of the `program` artifact's guard functions ----------------
+
+#: Python helpers the emitted guard functions call (the program's prelude).
+PRELUDE = '''
+import collections
+import importlib
+import json
+import math
+
+import torch
+
+inf = math.inf
+device = torch.device
+utils_device = torch.utils._device  # DEFAULT_DEVICE: the device of `with torch.device(...)`
+__load_module = importlib.import_module
+__math_isnan = math.isnan
+
+#: c10::ScalarType numbers of the dtypes that can be the default dtype.
+_DEFAULT_DTYPES = {torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bfloat16: 15}
+
+
+def global_state_matches(recorded: str) -> bool:
+    """GLOBAL_STATE: the process-wide settings the graph was traced under.
+
+    Dynamo also compares autocast dtypes per device and cuBLAS reduction
+    flags; this re-checks the settings a test changes from Python.
+    """
+    state = json.loads(recorded)
+    autocast = state.get("autocast_state", {})
+    now = {
+        "grad_mode": torch.is_grad_enabled(),
+        "torch_function": torch._C._is_torch_function_enabled(),
+        "torch_function_all_disabled": torch._C._is_torch_function_all_disabled(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "deterministic_algorithms_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+        "default_dtype": _DEFAULT_DTYPES.get(torch.get_default_dtype()),
+        "num_threads": torch.get_num_threads(),
+        "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+    }
+    autocast_on = any(torch.is_autocast_enabled(d) for d in ("cpu", "cuda", "xpu", "mps", "hpu"))
+    return all(state[name] == value for name, value in now.items() if name in state) and (
+        any(autocast.get("enabled", [])) == autocast_on
+    )
+
+
+def dispatch_keys(t: torch.Tensor) -> str:
+    """The tensor's dispatch keys as Dynamo sees them (thread-local include/exclude applied)."""
+    keys = torch._C._dispatch_keys(t) | torch._C._dispatch_tls_local_include_set()
+    return repr(keys - torch._C._dispatch_tls_local_exclude_set())
+
+
+def check_no_aliasing(*tensors: torch.Tensor) -> bool:
+    """NO_TENSOR_ALIASING: inputs compiled as distinct tensors are still distinct objects."""
+    return len({id(t) for t in tensors}) == len(tensors)
+
+
+def saved_tensors_hooks_ids():
+    """ids of the innermost saved-tensors hooks when AOTAutograd inlines them, else None."""
+    utils = torch._functorch._aot_autograd.utils
+    hooks = utils.top_saved_tensors_hooks()
+    return tuple(map(id, hooks)) if utils.saved_tensors_hooks_are_inlineable(hooks) else None
+
+
+def ___dict_contains(key, d) -> bool:
+    return dict.__contains__(d, key)
+
+
+def ___odict_getitem(d, key):
+    return collections.OrderedDict.__getitem__(d, key)
+
+
+def ___namedtuple_fields(x):
+    return x._fields
+'''.lstrip("\n")

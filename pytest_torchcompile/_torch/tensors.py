@@ -1,0 +1,26 @@
+"""How torch walks nested values (pytree) and how close `assert_close` calls close."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.testing._comparison import default_tolerances as _default_tolerances
+from torch.utils._pytree import tree_flatten, tree_map_only
+
+
+def tree_leaves(value: Any) -> list[Any]:
+    """Every leaf of a nested value (tuples, lists, dicts, registered containers)."""
+    return tree_flatten(value)[0]
+
+
+def map_tensors(fn: Callable[[torch.Tensor], Any], value: Any) -> Any:
+    """`value` with every tensor replaced by `fn(tensor)`, containers rebuilt."""
+    return tree_map_only(torch.Tensor, fn, value)
+
+
+def default_tolerances(*tensors: torch.Tensor) -> tuple[float, float]:
+    """(rtol, atol) that `torch.testing.assert_close` uses for these tensors' dtypes."""
+    rtol, atol = _default_tolerances(*tensors)
+    return rtol, atol

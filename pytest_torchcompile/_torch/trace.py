@@ -1,0 +1,71 @@
+"""torch's structured trace (`torch.__trace`): the logger, and what its records hold.
+
+Every artifact the plugin snapshots passes through `trace_structured`,
+which writes to this logger only when it has a handler. A record carries
+`record.metadata` (a dict whose first key is the record kind, or
+`artifact` with the real name under `metadata["artifact"]["name"]`, plus
+`frame_id` and `frame_compile_id`) and `record.payload` (the text).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from torch._logging._internal import trace_log
+
+from .formats import ARTIFACT_KIND, TRACE_RECORDS
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One record the plugin keeps: its stream, its frame compile, its text."""
+
+    stream: str
+    frame_id: int
+    compile_id: int
+    payload: str
+
+
+def decode(record: logging.LogRecord) -> TraceEvent | None:
+    """The record as an event, or None for a record of no stream (timings, cache events ...)."""
+    metadata = getattr(record, "metadata", None)
+    if not isinstance(metadata, dict) or not metadata:
+        return None
+    kind = next(iter(metadata))
+    if kind == ARTIFACT_KIND:
+        kind = metadata[ARTIFACT_KIND].get("name", "")
+    stream = TRACE_RECORDS.get(kind)
+    if stream is None or metadata.get("frame_id") is None:
+        return None
+    payload = getattr(record, "payload", None) or ""
+    return TraceEvent(stream, int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0), payload)
+
+
+@contextlib.contextmanager
+def trace_only_to(handler: logging.Handler | None) -> Iterator[None]:
+    """Send torch's structured trace to `handler` alone (None: to no one) for a while.
+
+    pytest's log capture attaches its handlers to this non-propagating logger
+    too; they are detached meanwhile so the trace does not flood test reports
+    (and torch does not build payloads nobody reads).
+    """
+    previous_level, previous_propagate = trace_log.level, trace_log.propagate
+    foreign = list(trace_log.handlers)
+    for other in foreign:
+        trace_log.removeHandler(other)
+    if handler is not None:
+        trace_log.addHandler(handler)
+        trace_log.setLevel(logging.DEBUG)
+    trace_log.propagate = False  # records are for `handler` only, not for pytest's log capture
+    try:
+        yield
+    finally:
+        if handler is not None:
+            trace_log.removeHandler(handler)
+        trace_log.setLevel(previous_level)
+        trace_log.propagate = previous_propagate
+        for other in foreign:
+            trace_log.addHandler(other)

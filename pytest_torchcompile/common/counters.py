@@ -1,0 +1,81 @@
+"""The counters of a capture: graphs, graph breaks, recompiles, kernels, ops per frame.
+
+Counted from the trace records alone (`CaptureLog`), the same way for a
+snapshot's `summary` and a benchmark's exact counters, so both wings agree
+on what "one graph break" is. No torch import: the formats come from
+`_torch/formats.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._torch.formats import BREAK_AT, BREAK_REASON, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
+from .records import CaptureLog, FrameKey
+
+
+@dataclass(frozen=True)
+class FrameCounters:
+    """What the summary says about one frame compile."""
+
+    key: FrameKey
+    name: str
+    ops: int
+    kernels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The case's counters, as `CompileResult` exposes them."""
+
+    graph_count: int
+    graph_break_count: int
+    recompile_count: int
+    kernel_count: int
+    break_reasons: tuple[str, ...]
+    recompile_reasons: tuple[str, ...]
+    frames: tuple[FrameCounters, ...]
+
+
+def kernel_names(output_code: str) -> list[str]:
+    """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
+    return KERNEL_DEF.findall(output_code)
+
+
+def count_fx_ops(graph_text: str) -> int:
+    """Operations in a printed FX graph: assignments that are not renames or deletions."""
+    body = graph_text.split(FX_BODY_START, 1)[-1]
+    return len(FX_OP_LINE.findall(body))
+
+
+def counters(log: CaptureLog) -> Counters:
+    """Graphs, breaks, recompiles and kernels, all counted from the records."""
+    names = log.frame_names()
+    frames = tuple(
+        FrameCounters(
+            key=key,
+            name=names.get(key, "?"),
+            ops=sum(count_fx_ops(g) for g in log.payloads("dynamo_graph", key)),
+            kernels=tuple(k for code in log.payloads("output_code", key) for k in kernel_names(code)),
+        )
+        for key in log.frames()
+    )
+    breaks = tuple(break_summary(p) for p in log.payloads("graph_break_reason"))
+    recompiles = tuple(p.strip() for p in log.payloads("recompile_reasons"))
+    return Counters(
+        graph_count=len(log.payloads("dynamo_graph")),
+        graph_break_count=len(breaks),
+        recompile_count=sum(1 for key in log.frames() if key.compile_id > 0),
+        kernel_count=sum(len(f.kernels) for f in frames),
+        break_reasons=breaks,
+        recompile_reasons=recompiles,
+        frames=frames,
+    )
+
+
+def break_summary(payload: str) -> str:
+    """`<reason> at <file:line>` from one graph-break record."""
+    reason = BREAK_REASON.search(payload)
+    where = BREAK_AT.search(payload)
+    text = reason.group(1).strip() if reason else payload.strip().splitlines()[0]
+    return f"{text} at {where.group(1)}" if where else text

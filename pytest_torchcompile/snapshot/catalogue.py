@@ -1,0 +1,126 @@
+"""The artifact catalogue: every artifact the snapshot wing writes, declared once.
+
+An artifact is a name (the marker's `artifacts=` and the file stem), a file
+extension (what the file holds, never `.py`, so pytest does not import a
+snapshot), the sources that feed it (trace streams named in
+`_torch/formats.py`, the bytecode hook, the guard tree), the builder that
+lays them out as raw text, and the normalization rules it needs beyond the
+common ones. Everything else reads this table: the spec checks names
+against it, the store names files by it, the fixture builds and normalizes
+through it, and `FrameResult` holds the per-frame ones. Nothing here imports
+torch (the plugin loads it through the spec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..common.records import CaptureLog
+from ..common.counters import counters
+from .artifacts import record_artifact, summary, transformed_code
+from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
+from .normalize import Normalizer, Rule, unmask_names
+from .program import build as build_program
+
+#: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
+BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
+
+Builder = Callable[[CaptureLog, str], str]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One artifact: its file, its sources, how it is built and normalized.
+
+    `produced_if` is the source whose presence means the artifact was
+    produced (None: always); `per_frame` artifacts are one trace stream laid
+    out frame by frame, and also appear in each `FrameResult`. `opt_in`
+    artifacts are built only when a test names them in `artifacts=`.
+    """
+
+    name: str
+    extension: str
+    sources: tuple[str, ...]
+    build: Builder  # (capture, backend name) -> raw text
+    produced_if: str | None
+    rules: tuple[Rule, ...] = ()
+    per_frame: bool = False
+    opt_in: bool = False
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.{self.extension}"
+
+    def produced(self, log: CaptureLog) -> bool:
+        if self.produced_if is None:
+            return True
+        if self.produced_if == BYTECODE:
+            return bool(log.bytecode)
+        return bool(log.payloads(self.produced_if))
+
+    def normalize(self, normalizer: Normalizer, raw: str) -> str:
+        """The common rules, then this artifact's own."""
+        text = normalizer(raw)
+        for rule in self.rules:
+            text = rule(text)
+        return text
+
+    def text(self, log: CaptureLog, backend: str, normalizer: Normalizer) -> str:
+        """The normalized text as snapshotted; a line saying so when the backend did not produce it."""
+        if not self.produced(log):
+            return f"# {self.name} was not produced by backend {backend}\n"
+        return self.normalize(normalizer, self.build(log, backend))
+
+
+def _frame_by_frame(name: str, extension: str, rules: tuple[Rule, ...] = (), opt_in: bool = False) -> Artifact:
+    """An artifact that is one trace stream of its own name, frame by frame."""
+    return Artifact(name, extension, (name,), lambda log, backend: record_artifact(log, name), name, rules, per_frame=True, opt_in=opt_in)
+
+
+def _summary(log: CaptureLog, backend: str) -> str:
+    return summary(backend, counters(log))
+
+
+def _transformed_code(log: CaptureLog, backend: str) -> str:
+    return transformed_code(log)
+
+
+#: the stored form of an FX graph (compact.py): names numbered in order, no blank lines.
+FX_FORM: tuple[Rule, ...] = (renumber_fx_names, drop_fx_blank_lines)
+
+CATALOGUE: tuple[Artifact, ...] = (
+    Artifact("summary", "txt", ("dynamo_graph", "output_code", "graph_break_reason", "recompile_reasons", BYTECODE), _summary, None),
+    _frame_by_frame("dynamo_graph", "fx.txt", FX_FORM),
+    _frame_by_frame("guards", "guards.txt", (compact_guards,)),
+    _frame_by_frame("aot_forward", "fx.txt", FX_FORM),
+    _frame_by_frame("aot_backward", "fx.txt", FX_FORM),
+    _frame_by_frame("aot_inference", "fx.txt", FX_FORM),
+    # the AOT graph after Inductor's graph passes, whose effect shows in output_code (README: "Artifacts")
+    _frame_by_frame("post_grad_graph", "fx.txt", FX_FORM, opt_in=True),
+    _frame_by_frame("output_code", "code.txt", (compact_output_code,)),
+    _frame_by_frame("runtime_wrapper", "code.txt"),
+    Artifact("transformed_code", "code.txt", (BYTECODE,), _transformed_code, BYTECODE),
+    Artifact(
+        "program",
+        "py.txt",
+        (BYTECODE, GUARD_TREE, "runtime_wrapper", "output_code", "aot_forward", "aot_backward", "aot_inference", "dynamo_graph"),
+        build_program,
+        BYTECODE,
+        rules=(unmask_names,),  # it must parse as Python
+        opt_in=True,  # it lays out the other artifacts again as one file
+    ),
+)
+
+ARTIFACTS: dict[str, Artifact] = {a.name: a for a in CATALOGUE}
+#: artifact name -> file extension (public: `pytest_torchcompile.ARTIFACT_EXTENSIONS`).
+ARTIFACT_EXTENSIONS: dict[str, str] = {a.name: a.extension for a in CATALOGUE}
+#: the artifacts each `FrameResult` holds.
+FRAME_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if a.per_frame)
+#: the artifacts a test without `artifacts=` snapshots (those produced, of these).
+DEFAULT_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if not a.opt_in)
+
+
+def normalize_artifact(normalizer: Normalizer, name: str, raw: str) -> str:
+    """The stored form of artifact `name`'s raw text: the common rules, then its own."""
+    return ARTIFACTS[name].normalize(normalizer, raw)
