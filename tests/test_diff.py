@@ -22,11 +22,13 @@ import pytest_torchcompile
 from pytest_torchcompile.snapshot.diff import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
 from pytest_torchcompile.snapshot.diff_parse import parse_graph, parse_guards
 from pytest_torchcompile.snapshot.diff_report import read_case
+from pytest_torchcompile.snapshot.placeholders import installed_torch_minor
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
 from .conftest import model_test
 
-ZOO = Path(__file__).parents[1] / "snapshots" / "fixtures" / "test_zoo"
+#: the committed zoo of the installed torch (snapshots/{torch}/{device}, the CPU set)
+ZOO = Path(__file__).parents[1] / "snapshots" / str(installed_torch_minor()) / "cpu" / "fixtures" / "test_zoo"
 PACKAGE_ROOT = Path(pytest_torchcompile.__file__).parents[1]
 #: runs the command with `import torch` failing, and fails if anything imported a torch module anyway.
 NO_TORCH = (
