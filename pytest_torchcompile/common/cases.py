@@ -2,8 +2,10 @@
 
 Each call of `compile_model` or `compile_benchmark` is one case, named
 `case_0`, `case_1`, ... or by `fixture.case("name")`. A case that cannot
-run raises `CaseFailure`; the test then fails with the case's name and the
-message alone, no traceback.
+run raises `CaseFailure`; the fixture turns it into a `FixtureFailure`
+carrying the case's name, and the plugin's entry point (`plugin.py`) turns
+that into a test failure with the message alone, no traceback. Nothing here
+depends on pytest or torch.
 """
 
 from __future__ import annotations
@@ -11,13 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
-import pytest
-
 ResultT = TypeVar("ResultT")
 
 
 class CaseFailure(Exception):
     """A case could not run (eager failed, compile failed, numerics differ)."""
+
+
+class FixtureFailure(BaseException):
+    """Fail the test with this message alone (a usage error, or a failed case).
+
+    A `BaseException`, as pytest's own failure is, so a test's `except
+    Exception` around a fixture call does not swallow it.
+    """
 
 
 class NamedCases(Generic[ResultT]):
@@ -39,7 +47,7 @@ class NamedCases(Generic[ResultT]):
     def case(self, name: str) -> Callable[..., ResultT]:
         """A case with a chosen name; each name once per test."""
         if any(c.name == name for c in self.cases):
-            pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
+            raise FixtureFailure(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name")
         return lambda model, *args, **kwargs: self._run(name, model, args, kwargs)
 
 
@@ -49,4 +57,4 @@ def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
         return run()
     except CaseFailure as exc:
         failure = f"[{name}] {exc}"
-    pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
+    raise FixtureFailure(failure)  # outside `except`: no chained traceback
