@@ -35,7 +35,8 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
     import torch
 
     from pytest_torchcompile.common.copies import clone_inputs, copy_model
-    from pytest_torchcompile.snapshot.fixture import CompileCase
+    from pytest_torchcompile.snapshot.calls import observed_call
+    from pytest_torchcompile.snapshot.case import CompileCase
     from pytest_torchcompile.snapshot.normalize import Normalizer
     from pytest_torchcompile.snapshot.numerics import compare
     from pytest_torchcompile.snapshot.spec import CompileSpec
@@ -47,10 +48,10 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
 
     copies, _ = timed(lambda: (copy_model(model), copy_model(model), clone_inputs((args, kwargs)), clone_inputs((args, kwargs))))
     eager_model = copy_model(model)
-    eager, (_, eager_seen) = timed(lambda: case._observe(eager_model, eager_model, clone_inputs((args, kwargs))))
+    eager, (_, eager_seen) = timed(lambda: observed_call(eager_model, eager_model, clone_inputs((args, kwargs)), case.spec.grads))
     other = copy_model(model)
-    _, seen = case._observe(other, other, clone_inputs((args, kwargs)))
-    comparison, mismatches = timed(lambda: compare(seen, eager_seen, case.tolerance))
+    _, seen = observed_call(other, other, clone_inputs((args, kwargs)), case.spec.grads)
+    comparison, mismatches = timed(lambda: compare(seen, eager_seen, case.replay.tolerance))
     assert not mismatches
     return {"case": whole, "copies": copies, "eager": eager, "compare": comparison}
 

@@ -22,7 +22,7 @@ import torch
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 from fixtures import zoo
-from pytest_torchcompile.snapshot.fixture import CompileCase
+from pytest_torchcompile.snapshot.case import CompileCase
 from pytest_torchcompile.snapshot.guards import frame_function, frame_locals
 from pytest_torchcompile.snapshot.normalize import Normalizer
 from pytest_torchcompile.snapshot.spec import CompileSpec

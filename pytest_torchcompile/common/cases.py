@@ -2,16 +2,16 @@
 
 Each call of `compile_model` or `compile_benchmark` is one case, named
 `case_0`, `case_1`, ... or by `fixture.case("name")`. A case that cannot
-run raises `CaseFailure`; the test then fails with the case's name and the
-message alone, no traceback.
+run raises `CaseFailure`; the fixture turns it into a `FixtureFailure`
+carrying the case's name, and the plugin's entry point (`plugin.py`) turns
+that into a test failure with the message alone, no traceback. Nothing here
+depends on pytest or torch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
-
-import pytest
 
 from .internal import internal_error
 
@@ -20,6 +20,14 @@ ResultT = TypeVar("ResultT")
 
 class CaseFailure(Exception):
     """A case could not run (eager failed, compile failed, numerics differ)."""
+
+
+class FixtureFailure(BaseException):
+    """Fail the test with this message alone (a usage error, or a failed case).
+
+    A `BaseException`, as pytest's own failure is, so a test's `except
+    Exception` around a fixture call does not swallow it.
+    """
 
 
 class NamedCases(Generic[ResultT]):
@@ -39,15 +47,15 @@ class NamedCases(Generic[ResultT]):
         """`model` is positional-only, so a model may take a keyword argument named `model`."""
         name = f"case_{len(self.cases)}"
         if any(c.name == name for c in self.cases):
-            pytest.fail(f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>", pytrace=False)
+            raise FixtureFailure(f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>")
         return self._checked_run(name, model, args, kwargs)
 
     def case(self, name: str) -> Callable[..., ResultT]:
         """A case with a chosen name (a non-empty str); each name once per test."""
         if not isinstance(name, str) or not name:
-            pytest.fail(f"usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case(\"small\")(model, x)", pytrace=False)
+            raise FixtureFailure(f"usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case(\"small\")(model, x)")
         if any(c.name == name for c in self.cases):
-            pytest.fail(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name", pytrace=False)
+            raise FixtureFailure(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name")
 
         def run(model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
             return self._checked_run(name, model, args, kwargs)
@@ -57,7 +65,7 @@ class NamedCases(Generic[ResultT]):
     def _checked_run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
         problem = model_problem(self.fixture_name, model)
         if problem is not None:
-            pytest.fail(f"[{name}] {problem}", pytrace=False)
+            raise FixtureFailure(f"[{name}] {problem}")
         return self._run(name, model, args, kwargs)
 
 
@@ -86,4 +94,4 @@ def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
         failure = f"[{name}] {exc}"
     except Exception as exc:  # everything the user's code raises is a CaseFailure by now: this is the plugin's
         failure = f"[{name}] {internal_error(exc, 'the fixture')}"
-    pytest.fail(failure, pytrace=False)  # outside `except`: no chained traceback in the report
+    raise FixtureFailure(failure)  # outside `except`: no chained traceback

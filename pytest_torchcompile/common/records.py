@@ -63,3 +63,11 @@ class CaptureLog:
     def frame_names(self) -> dict[FrameKey, str]:
         """The user function each frame compile traced (from the bytecode hook)."""
         return {b.key: b.original.co_name for b in self.bytecode}
+
+    def only(self, key: FrameKey) -> CaptureLog:
+        """The records and bytecode of one frame compile."""
+        return CaptureLog([r for r in self.records if r.key == key], [b for b in self.bytecode if b.key == key])
+
+    def frozen(self) -> CaptureLog:
+        """A copy as of now: later calls of the case add to this log, not to the copy."""
+        return CaptureLog(list(self.records), list(self.bytecode), dict(self.guards))

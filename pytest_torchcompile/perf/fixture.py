@@ -6,7 +6,10 @@ compile time, the plugin's capture giving the counters), eager and compiled
 are timed interleaved with the thread count pinned, GPU figures are added
 when the inputs live on a CUDA device, and, under `--perf-gate`, the case is
 judged against its baseline and re-measured (two more passes, pooled) before
-a FAIL or an INCONCLUSIVE stands. Nothing here depends on pytest except the failure type.
+a FAIL or an INCONCLUSIVE stands. The compile and first call are the step
+shared with `compile_model` (`common/compiling.py`). Nothing here depends on
+pytest: a failing case raises `FixtureFailure`, which the plugin turns into
+the test's failure.
 """
 
 from __future__ import annotations
@@ -19,31 +22,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import pytest
 import torch
 
-from .._torch import config, metrics
+from .._torch import config
 from .._torch.kernels import settle_compile_workers
 from .._torch.tensors import tree_leaves
-from ..common.capture import CaptureLog, capturing, reset_dynamo
-from ..common.cases import CaseFailure, NamedCases, fail_test_on_case_failure
-from ..common.compiling import check_backend, compile_call_failure, compiled_run_failure
+from ..common.capture import reset_dynamo
+from ..common.cases import CaseFailure, FixtureFailure, NamedCases, fail_test_on_case_failure
+from ..common.compiling import check_backend, compile_with, compiling, eager_failed
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
-from ..common.diagnose import describe, first_line, user_frame
+from ..common.diagnose import describe, user_frame
+from ..common.records import CaptureLog
 from .gate import Baseline, CaseVerdict, Gate
 from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .record import CaseRecord
-from .spec import MARKER, BenchmarkSpec
+from .spec import BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
 from .timing import PairedTiming, TimingSettings, interleave, no_sync
 
 #: passes a re-measurement adds (its rounds are pooled with the first pass's).
 REMEASURE_PASSES = 2
-
-
-class BenchmarkFailure(CaseFailure):
-    """The case could not be measured (eager failed, compile failed)."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ class BenchmarkCase:
         eager_model, (eager_args, eager_kwargs) = copy_model(model), clone_inputs((args, kwargs))
         self.eager = lambda: eager_model(*eager_args, **eager_kwargs)
         self._run_eager_once()
-        compiled_model, (compiled_args, compiled_kwargs) = self._compile(model), clone_inputs((args, kwargs))
+        compiled_model, (compiled_args, compiled_kwargs) = compile_with(model, self.spec), clone_inputs((args, kwargs))
         self.compiled = lambda: compiled_model(*compiled_args, **compiled_kwargs)
         self._first_call(gpu)
         self.measure(passes)
@@ -153,7 +152,7 @@ class BenchmarkCase:
                     self.gpu = self.gpu or GpuMeasurement(inductor_cudagraphs(self.spec.mode, self.spec.options))
                     self.gpu.add_pass(self.eager, self.compiled, self.output_code, self.timing.confidence)
         except Exception as exc:  # the model's own failure on a later call, not the timing loop's
-            raise BenchmarkFailure(
+            raise CaseFailure(
                 "the model raised while being timed, after its first eager and compiled calls had succeeded "
                 f"(a benchmark calls it many times with the same inputs):\n{user_frame(exc)}{describe(exc)}"
             ) from exc
@@ -163,27 +162,17 @@ class BenchmarkCase:
             self.eager()
             self.sync()
         except Exception as exc:
-            raise BenchmarkFailure(f"eager run failed (the model itself raised, before any compile):\n{user_frame(exc)}{first_line(exc)}") from exc
-
-    def _compile(self, model: Any) -> Callable[..., Any]:
-        try:
-            return torch.compile(model, **self.spec.compile_kwargs())
-        except Exception as exc:  # torch.compile checks its arguments before compiling anything
-            raise BenchmarkFailure(compile_call_failure(exc, MARKER)) from exc
+            raise eager_failed(exc) from exc
 
     def _first_call(self, gpu: bool) -> None:
         """Compile by calling once: first-call latency, compile time, counters, output code."""
         log = CaptureLog()
-        metrics.clear()
         started = time.perf_counter()
-        try:
-            with capturing(log, pin_host=False), config.patched(config.BENCHMARK_KERNEL if gpu else None):
-                self.compiled()
-                self.sync()
-        except Exception as exc:
-            raise BenchmarkFailure(compiled_run_failure(exc, self.spec.backend_name)) from exc
+        with compiling(log, self.spec, config.BENCHMARK_KERNEL if gpu else None, pin_host=False) as spent:
+            self.compiled()
+            self.sync()
         self.first_call_seconds = time.perf_counter() - started
-        self.compile_seconds = metrics.frame_compile_seconds()
+        self.compile_seconds = spent.seconds
         counted = counters(log)
         self.counters = {
             "graphs": counted.graph_count,
@@ -277,8 +266,8 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
 
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BenchmarkResult:
         if self.spec is None:
-            pytest.fail(f"usage error: {self.spec_error}", pytrace=False)
-        check_backend(self.spec, MARKER)
+            raise FixtureFailure(f"usage error: {self.spec_error}")
+        check_backend(self.spec)
         case = BenchmarkCase(name, self.spec, self.timing, self.threads)
         self.cases.append(case)
         self._take_hints(case)

@@ -1,0 +1,130 @@
+"""One case of `compile_model`: a model compiled once, called one or more times, captured throughout.
+
+Each call runs eager on its own copies, then the compiled model under the
+capture (`common/compiling.py`, shared with the benchmark case), checks
+numerics, and, with `precompile=True`, the precompile round trip. What a
+failure needs to explain itself is in `replay.py`; the artifacts and frames
+are read lazily through `view.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._torch import config
+from ..common.capture import reset_dynamo
+from ..common.cases import CaseFailure, fail_test_on_case_failure
+from ..common.compiling import compile_with, compiling, eager_failed
+from ..common.copies import clone_inputs, copy_model
+from ..common.counters import counters
+from ..common.records import CaptureLog
+from .calls import SEED, Inputs, observed_call
+from .guards import GuardChecker, read_guards
+from .normalize import Normalizer
+from .precompile import PrecompileFailure, RoundTrip
+from .precompile import check as precompile_check
+from .replay import Replay
+from .result import CompileResult
+from .spec import CompileSpec
+from .view import CaseArtifacts, frame_results
+
+
+@dataclass
+class CompileCase:
+    """One model compiled once, called one or more times, captured throughout.
+
+    `calls` holds a copy of every call's inputs: with the model as it was
+    before the first call, a failing case replays itself from its start
+    (`replay`), which only happens after a mismatch.
+    """
+
+    spec: CompileSpec
+    name: str
+    model: Any
+    normalizer: Normalizer
+    log: CaptureLog = field(default_factory=CaptureLog)
+    calls: list[Inputs] = field(default_factory=list)
+    compiled: Any = None
+    eager_model: Any = None
+    replay: Replay | None = None
+    compile_seconds: float = 0.0
+    result: CompileResult | None = None
+    guard_checker: GuardChecker | None = None
+    round_trip: RoundTrip | None = None
+
+    def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
+        reset_dynamo()
+        self.replay = Replay(self.spec, copy_model(self.model), self.calls, self.log)
+        self.eager_model = copy_model(self.model)
+        self.compiled = compile_with(self.model, self.spec)
+        return self.call(*args, **kwargs)
+
+    def call(self, *args: Any, **kwargs: Any) -> CompileResult:
+        """Run eager then compiled on independent copies and compare; artifacts are built when read."""
+        assert self.replay is not None, "start() first"
+        self.calls.append(clone_inputs((args, kwargs)))
+        eager_inputs = clone_inputs((args, kwargs))
+        before = (copy_model(self.eager_model), clone_inputs((args, kwargs))) if self.spec.precompile else None
+        eager_out, eager_seen = self._run_eager(eager_inputs)
+        out, seen = self._run_compiled((args, kwargs))
+        self.result = self._result(out, eager_out)
+        if self.spec.numerics:
+            mismatches = self.replay.mismatches(seen, eager_seen)
+            if mismatches:
+                raise CaseFailure(self.replay.numerics_failure(mismatches))
+        if before is not None:
+            self._precompiled(*before, (eager_out, out))
+        return self.result
+
+    def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+        try:
+            return observed_call(self.eager_model, self.eager_model, inputs, self.spec.grads)
+        except Exception as exc:
+            raise eager_failed(exc) from exc
+
+    def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+        random = config.FALLBACK_RANDOM if self.spec.fallback_random else None
+        with compiling(self.log, self.spec, random, normalize=self.normalizer) as spent:
+            observed = observed_call(self.compiled, self.model, inputs, self.spec.grads)
+            read_guards(self.log)
+        self.compile_seconds += spent.seconds
+        return observed
+
+    def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
+        """The precompile round trip on this call's inputs and model state (precompile.py)."""
+        breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
+        try:
+            self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, reference, breaks, SEED)
+        except PrecompileFailure as exc:
+            raise CaseFailure(self.normalizer(str(exc))) from exc
+        if self.result is not None:
+            self.result.precompile = self.round_trip.report
+
+    def close(self) -> None:
+        if self.round_trip is not None:
+            self.round_trip.close()
+
+    def _result(self, out: Any, eager_out: Any) -> CompileResult:
+        log, backend = self.log.frozen(), self.spec.backend_name
+        counted = counters(log)
+        return CompileResult(
+            output=out,
+            eager_output=eager_out,
+            graph_count=counted.graph_count,
+            graph_break_count=counted.graph_break_count,
+            recompile_count=counted.recompile_count,
+            kernel_count=counted.kernel_count,
+            artifacts=CaseArtifacts(log, backend, self.spec.artifacts, self.normalizer),
+            compile_seconds=self.compile_seconds,
+            _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
+            _frames=functools.partial(frame_results, log, counted, backend, self.normalizer),
+            _check_guards=self.check_guards,
+        )
+
+    def check_guards(self, *args: Any, **kwargs: Any) -> bool:
+        """The first frame compile's guards, as emitted in the program, on new inputs."""
+        if self.guard_checker is None:
+            self.guard_checker = GuardChecker(self.log, self.model)
+        return self.guard_checker(*args, **kwargs)
