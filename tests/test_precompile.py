@@ -108,6 +108,19 @@ def test_precompile_failures_before_any_fresh_process(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(["*usage error: compile_snapshot(precompile='yes') is not allowed; expected one of True, False"])
 
 
+def test_a_torch_that_cannot_precompile_says_so_and_since_when(pytester: pytest.Pytester) -> None:
+    """No torch without `aot_compile` can be installed here, so one is made by taking its loader away."""
+    pytester.makeconftest("import torch\ndel torch.compiler.load_compiled_function\n")
+    pytester.makepyfile(test_pre=MODELS + """
+@pytest.mark.compile_snapshot(backend="eager", precompile=True, artifacts=("summary",))
+def test_old_torch(compile_model):
+    compile_model(scaled, torch.ones(3))
+""")
+    result = pytester.runpytest("--update-snapshots", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*[[]case_0[]] precompile=True: the installed torch * cannot precompile: *(torch has them since 2.10)"])
+
+
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_precompile_keyword_must_be_a_bool(value: object) -> None:
     from pytest_torchcompile.snapshot.spec import CompileSpec, SpecError

@@ -56,6 +56,12 @@ def test_tensors_walk_and_tolerances() -> None:
     assert tensors.default_tolerances(a.half(), a.half()) == (1e-3, 1e-5)
 
 
+def test_this_torch_can_precompile() -> None:
+    from pytest_torchcompile._torch import aot
+
+    assert aot.unsupported() is None  # every tested version (2.11, 2.13, 2.15) can
+
+
 def test_kernel_modules_load_from_source() -> None:
     assert kernels.load_module("def answer():\n    return 42\n").answer() == 42
     kernels.settle_compile_workers(timeout=1.0)  # no pool started: returns at once

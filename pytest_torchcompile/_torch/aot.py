@@ -3,19 +3,74 @@
 `torch.compile(fn, fullgraph=True).aot_compile(((args), kwargs))` compiles
 ahead of time and returns an object with `save_compiled_function(path)`;
 `torch.compiler.load_compiled_function(file)` loads it back, in any process.
+
+Which torch has it (feature detection, not version numbers): the method
+exists from torch 2.10, where `torch.compile` attaches it only while
+`torch._dynamo.config.enable_aot_compile` is on (2.10 and 2.11 leave it
+off; measured on 2.11), and from 2.12 on by default. So the flag is turned
+on here for the compile whenever torch has it, and a torch without the
+method or the loader is told so (`unsupported`), naming the first release
+that has them.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch._dynamo.config as dynamo_config
+
+#: the first torch release with `aot_compile` and `torch.compiler.load_compiled_function`.
+SINCE = "2.10"
+_FLAG = "enable_aot_compile"
+
+
+class Unsupported(Exception):
+    """This torch cannot precompile; the message says since which release torch can."""
+
+
+def unsupported() -> str | None:
+    """Why the installed torch cannot precompile, or None when it can."""
+    if hasattr(torch.compiler, "load_compiled_function") and (hasattr(dynamo_config, _FLAG) or _has_method()):
+        return None
+    return _message()
+
+
+def _message() -> str:
+    return (
+        f"the installed torch {torch.__version__} cannot precompile: it has no "
+        f"torch.compile(...).aot_compile / torch.compiler.load_compiled_function (torch has them since {SINCE})"
+    )
+
+
+def _has_method() -> bool:
+    return hasattr(torch.compile(lambda: None), "aot_compile")
+
+
+@contextlib.contextmanager
+def _enabled() -> Iterator[None]:
+    """`enable_aot_compile` on where torch has the flag (its releases before 2.12 default it to off)."""
+    if not hasattr(dynamo_config, _FLAG):
+        yield
+        return
+    with dynamo_config.patch(**{_FLAG: True}):
+        yield
 
 
 def aot_compile(fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Compile `fn` ahead of time on these inputs (always fullgraph)."""
-    return torch.compile(fn, **{**compile_kwargs, "fullgraph": True}).aot_compile((tuple(args), dict(kwargs)))
+    """Compile `fn` ahead of time on these inputs (always fullgraph); `Unsupported` on a torch without it."""
+    reason = unsupported()
+    if reason is not None:
+        raise Unsupported(reason)
+    with _enabled():
+        compiled = torch.compile(fn, **{**compile_kwargs, "fullgraph": True})
+        method = getattr(compiled, "aot_compile", None)
+        if method is None:
+            raise Unsupported(_message())
+        return method((tuple(args), dict(kwargs)))
 
 
 def save(compiled: Any, path: Path) -> None:
@@ -23,5 +78,5 @@ def save(compiled: Any, path: Path) -> None:
 
 
 def load(path: Path) -> Any:
-    with open(path, "rb") as handle:
+    with _enabled(), open(path, "rb") as handle:
         return torch.compiler.load_compiled_function(handle)

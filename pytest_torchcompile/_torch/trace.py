@@ -5,6 +5,10 @@ which writes to this logger only when it has a handler. A record carries
 `record.metadata` (a dict whose first key is the record kind, or
 `artifact` with the real name under `metadata["artifact"]["name"]`, plus
 `frame_id` and `frame_compile_id`) and `record.payload` (the text).
+
+torch's own handler (`LazyTraceHandler`) sits on the same logger; given a
+folder by `TORCH_TRACE=dir` (or `TORCH_COMPILE_DEBUG=1`) it writes the trace
+files tlparse reads, and it stays attached while the plugin captures.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from torch._logging import _internal
 from torch._logging._internal import trace_log
 
 from .formats import ARTIFACT_KIND, TRACE_RECORDS
@@ -44,16 +49,23 @@ def decode(record: logging.LogRecord) -> TraceEvent | None:
     return TraceEvent(stream, int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0), payload)
 
 
+def writes_trace_files(handler: logging.Handler) -> bool:
+    """torch's own trace handler with a folder to write to (TORCH_TRACE): tlparse's input."""
+    own = getattr(_internal, "LazyTraceHandler", None)
+    return own is not None and isinstance(handler, own) and getattr(handler, "root_dir", None) is not None
+
+
 @contextlib.contextmanager
 def trace_only_to(handler: logging.Handler | None) -> Iterator[None]:
-    """Send torch's structured trace to `handler` alone (None: to no one) for a while.
+    """Send torch's structured trace to `handler` (None: to no one) for a while,
+    and to torch's own trace files where `TORCH_TRACE` asked for them.
 
-    pytest's log capture attaches its handlers to this non-propagating logger
-    too; they are detached meanwhile so the trace does not flood test reports
-    (and torch does not build payloads nobody reads).
+    Every other handler is detached meanwhile: pytest's log capture attaches
+    its handlers to this non-propagating logger too, and the trace would
+    flood test reports (and torch would build payloads nobody reads).
     """
     previous_level, previous_propagate = trace_log.level, trace_log.propagate
-    foreign = list(trace_log.handlers)
+    foreign = [other for other in trace_log.handlers if not writes_trace_files(other)]
     for other in foreign:
         trace_log.removeHandler(other)
     if handler is not None:

@@ -1,1 +1,6 @@
-"""The perf wing: time compiled against eager, record baselines, gate CI on regressions."""
+"""The perf wing: time compiled against eager, record baselines, gate CI on regressions.
+
+It mirrors the snapshot wing and never imports it: `plugin` (pytest side,
+no torch import), `spec`, `fixture`, `timing`, `gpu`, `stats`, `record`,
+`gate`, `baseline`, `report`.
+"""

@@ -78,6 +78,8 @@ class RoundTrip:
         try:
             with trace_only_to(None):
                 compiled = aot.aot_compile(target, spec.compile_kwargs(), args, kwargs)
+        except aot.Unsupported as exc:
+            raise PrecompileFailure(f"precompile=True: {exc}") from exc
         except Exception as exc:
             if errors.is_graph_break(exc):
                 raise fullgraph_required((first_line(exc),)) from exc
@@ -147,6 +149,9 @@ def check(
 
     args, kwargs = inputs
     if trip is None:
+        cannot = aot.unsupported()
+        if cannot is not None:
+            raise PrecompileFailure(f"precompile=True: {cannot}")
         if break_reasons:
             raise fullgraph_required(break_reasons)
         trip = RoundTrip.prepare(spec, model, args, kwargs)
