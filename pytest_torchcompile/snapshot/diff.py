@@ -46,6 +46,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from .normalize import STATIC_RULES, Normalizer
 from .diff_parse import (
     Graph,
     GraphKey,
@@ -71,6 +72,8 @@ PRODUCED_ARTIFACTS = (*GRAPH_ARTIFACTS, "output_code")
 #: the counters of a case's row, in order.
 COUNTERS = ("graphs", "graph breaks", "recompiles", "kernels", "ops")
 _SHOWN = 4
+#: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
+_NORMALIZE = Normalizer(STATIC_RULES)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def _show(value: str | None) -> str:
 
 def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
+    old, new = stored_form(old), stored_form(new)
     findings: list[Finding] = []
     summaries = (parse_summary(old.get("summary", "")), parse_summary(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
@@ -150,6 +154,18 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     else:
         verdict = UNCHANGED
     return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
+    """Each artifact in the form this version of the plugin stores it (`normalize`).
+
+    A set recorded by an earlier version of the plugin stored some artifacts
+    otherwise (guards as Dynamo's tree, output code with its module
+    boilerplate, FX names as traced); compared as they are, a kernel would
+    differ by five `#include`-like lines it never ran. The rules are pure text
+    and idempotent, so a text already in the stored form is left as it is.
+    """
+    return {name: _NORMALIZE.artifact(name, text) for name, text in texts.items()}
 
 
 def _compare_artifact(name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]) -> list[Finding]:
