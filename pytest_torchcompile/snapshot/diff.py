@@ -36,7 +36,11 @@ same body), comments, formatting, wrapper code that calls the same kernels
 (`assert_size_stride` grouped), artifacts without a semantic reading
 (`transformed_code`, `program`, `runtime_wrapper`), and a guards, summary or
 wrapper artifact that only one side recorded (another torch no longer emits
-`runtime_wrapper`; a marker dropped `guards` from its artifacts).
+`runtime_wrapper`; a marker dropped `guards` from its artifacts), and an
+artifact that differs only in how an earlier version of this plugin stored
+it: both sides are first brought to the current stored form (`stored_form`),
+so a set recorded with guards as Dynamo's tree compares with one recorded in
+the compact form by guard, not by layout.
 """
 
 from __future__ import annotations
@@ -128,8 +132,13 @@ def _show(value: str | None) -> str:
 
 def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
+    raw_old, raw_new = old, new
     old, new = stored_form(old), stored_form(new)
-    findings: list[Finding] = []
+    findings: list[Finding] = [
+        Finding(False, "stored form", f"{name}: the same once stored in this plugin's form (renumbered, compact)", (name,))
+        for name in sorted(set(old) & set(new))
+        if old[name] == new[name] and raw_old[name] != raw_new[name]
+    ]
     summaries = (parse_summary(old.get("summary", "")), parse_summary(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
@@ -395,7 +404,9 @@ def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Find
     found = []
     for kind in dict.fromkeys(g.kind for g in guards):
         same = [g for g in guards if g.kind == kind]
-        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on " + ", ".join(g.source or g.check for g in same)
+        sources = Counter(g.source or g.check for g in same)
+        listed = ", ".join(f"{source} x{n}" if n > 1 else source for source, n in sources.items())
+        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on {listed}"
         found.append(Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",)))
     return found
 
