@@ -552,3 +552,25 @@ def test_real_relu_to_gelu_pair_recorded_with_the_plugin(pytester: pytest.Pytest
     assert re.search(r"^  - frame 0/0 ops: -aten.*\.relu\.default \+aten\.gelu\.default \(aot_forward\)$", result.stdout, re.MULTILINE), result.stdout
     assert "  - frame 0/0 ops: -aten.threshold_backward.default +aten.gelu_backward.default (aot_backward)" in result.stdout
     assert "  - guards frame 0/0: added 4 ID_MATCH on G['torch'].nn, G['torch'].nn.functional, G['torch'].nn.functional.gelu, " in result.stdout
+
+
+# ---------------------------------------------------------------- the verdict in a failing snapshot test
+
+
+def test_a_failing_snapshot_test_says_behaviour_changed_or_text_only(pytester: pytest.Pytester) -> None:
+    """The first block of a snapshot failure carries the verdict: relu -> gelu moved the graphs; a reformatted line did not."""
+    pytester.makepyfile(test_m=model_test(op="relu", backend="aot_eager"))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
+
+    pytester.makepyfile(test_m=model_test(op="nn.functional.gelu", backend="aot_eager"))
+    swapped = pytester.runpytest()
+    swapped.assert_outcomes(failed=1)
+    [said] = [line.strip() for line in swapped.outlines if "verdict:" in line]
+    assert said == "verdict: behaviour changed: ops, guards", swapped.outlines
+
+    reformatted = model_test(op="relu", backend="aot_eager").replace("torch.relu(self.lin(x))", "torch.relu(self.lin( x ))")
+    pytester.makepyfile(test_m=reformatted)
+    text_only = pytester.runpytest()
+    text_only.assert_outcomes(failed=1)  # the graphs' and guards' comments quote the line: the snapshot did change
+    [said] = [line.strip() for line in text_only.outlines if "verdict:" in line]
+    assert said == "verdict: text only: FX renumbering, guards text", text_only.outlines
