@@ -24,26 +24,11 @@ import pytest
 
 from pytest_torchcompile.snapshot.placeholders import installed_torch_minor
 from tests.conftest import tree_digest
+from tests.test_stability import REVERSE_CONFTEST as VARIATIONS_CONFTEST
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = "fixtures/test_real_models.py"
 CASES = 10
-
-VARIATIONS_CONFTEST = '''
-import os
-
-def pytest_collection_modifyitems(items):
-    if os.environ.get("REVERSE_ORDER"):
-        items.reverse()
-
-def pytest_sessionstart(session):
-    """Other compiles first: Dynamo's process-global counters move on."""
-    if os.environ.get("COMPILE_FIRST"):
-        import torch
-        for n in range(12):
-            torch._dynamo.reset()
-            torch.compile(lambda x: x * max(x.shape[0], n) + len(x), backend="eager")(torch.randn(3))
-'''
 
 
 @dataclass(frozen=True)
