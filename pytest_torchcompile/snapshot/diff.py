@@ -135,7 +135,7 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     raw_old, raw_new = old, new
     old, new = stored_form(old), stored_form(new)
     findings: list[Finding] = [
-        Finding(False, "stored form", f"{name}: the same once stored in this plugin's form (renumbered, compact)", (name,))
+        Finding(False, "stored form", f"{name}: older stored form of the same text", (name,))
         for name in sorted(set(old) & set(new))
         if old[name] == new[name] and raw_old[name] != raw_new[name]
     ]
