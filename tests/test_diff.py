@@ -28,7 +28,7 @@ import pytest_torchcompile
 from pytest_torchcompile.snapshot.diff import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
 from pytest_torchcompile.snapshot.compact import compact_guards
 from pytest_torchcompile.snapshot.diff_parse import GraphKey, Guard, guard_source, parse_graph, parse_guards, split_sections
-from pytest_torchcompile.snapshot.diff_report import read_case
+from pytest_torchcompile.snapshot.diff_report import compare_sets, read_case, render_text
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
 from .conftest import model_test
@@ -121,12 +121,11 @@ def plant_new_guard(texts: Texts) -> Texts:
 
 
 def plant_op_swap(texts: Texts) -> Texts:
-    """convbn: relu -> gelu in every graph."""
+    """convbn: relu -> gelu in every graph (the stored set keeps no post-grad graph)."""
     return edited(
         texts,
         dynamo_graph=sub(r"torch\.nn\.functional\.relu\(", "torch.nn.functional.gelu("),
         aot_inference=sub(r"aten\.relu\.default", "aten.gelu.default"),
-        post_grad_graph=sub(r"aten\.relu\.default", "aten.gelu.default"),
     )
 
 
@@ -139,7 +138,7 @@ def plant_renumbering(texts: Texts) -> Texts:
 
         return re.sub(r"(?<![\w.])(mul|add|addmm|permute|erf|view|sum|mm|gelu)(?:_(\d+))?(?![\w.(])", bump, text)
 
-    return edited(texts, aot_forward=renumber, aot_backward=renumber, post_grad_graph=renumber)
+    return edited(texts, aot_forward=renumber, aot_backward=renumber)
 
 
 def plant_artifact_gone(texts: Texts) -> Texts:
@@ -195,7 +194,7 @@ def test_new_guard_is_behaviour(guards: str) -> None:
 def test_swapped_op_is_behaviour_in_every_graph_that_shows_it() -> None:
     diff = compare_case(zoo("test_convbn_inference_no_grad"), plant_op_swap(zoo("test_convbn_inference_no_grad")))
     assert diff.verdict == BEHAVIOUR
-    assert "frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference, post_grad_graph)" in _messages(diff, behaviour=True)
+    assert "frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference)" in _messages(diff, behaviour=True)
     assert "frame 0/0 ops: -torch.nn.functional.relu +torch.nn.functional.gelu (dynamo_graph)" in _messages(diff, behaviour=True)
 
 
@@ -370,15 +369,15 @@ def test_a_guard_source_is_read_from_its_check(check: str, source: str) -> None:
 
 
 def test_graph_arguments_that_leave_the_generated_code_alone_are_text_but_behaviour_without_code() -> None:
-    """torch 2.15 prints `sum(pow_1, [1], True)` where 2.13 printed `[-1]` (a 2-D input); the kernels did not move."""
+    """torch 2.15 prints `sum(pow, [1], True)` where 2.13 printed `[-1]` (a 2-D input); the kernels did not move."""
     old = zoo("test_dynamic_true")
-    change = sub(r"sum\.dim_IntList\(pow_1, \[-1\]", "sum.dim_IntList(pow_1, [1]")
-    new = edited(old, aot_inference=change, post_grad_graph=change)
+    change = sub(r"sum\.dim_IntList\(pow, \[-1\]", "sum.dim_IntList(pow, [1]")
+    new = edited(old, aot_inference=change)
     diff = compare_case(old, new)
     assert diff.verdict == TEXT
     assert _messages(diff, behaviour=False) == {
         "frame 0/0: same ops and output code, 1 node with other arguments: "
-        "aten.sum.dim_IntList(_, [-1], True) -> (_, [1], True) (aot_inference, post_grad_graph)"
+        "aten.sum.dim_IntList(_, [-1], True) -> (_, [1], True) (aot_inference)"
     }
     no_code = {k: v for k, v in old.items() if k != "output_code"}
     without = compare_case(no_code, {k: v for k, v in new.items() if k != "output_code"})
@@ -477,7 +476,7 @@ def test_command_reports_each_planted_change_without_torch(tmp_path: Path, old_g
     lines = result.stdout.splitlines()
     assert lines[0] == f"snapshot diff: {old} (OLD) -> {new} (NEW), cases under fixtures/test_zoo/"
     assert any(re.fullmatch(r"test_nested_outputs +1 +0 +0 +2 -> 3 +6 +behaviour changed", line) for line in lines), result.stdout
-    assert "  - frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference, post_grad_graph)" in lines
+    assert "  - frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference)" in lines
     assert lines[-1] == ("10 cases: 4 behaviour changed, 2 text only, 4 unchanged" if old_guards == "compact" else "10 cases: 4 behaviour changed, 6 text only, 0 unchanged")
     assert "guards frame 0/0: added EQUALS_MATCH: G['SCALE'] == 2.0" in result.stdout
     markdown = (tmp_path / "report.md").read_text()
@@ -523,6 +522,18 @@ def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: tuple[str, ..
     assert result.returncode == 2
     assert message.format(**fill) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_text_every_changed_case_shares_is_said_once_artifact_by_artifact(tmp_path: Path) -> None:
+    """`transformed_code` differs in both cases, `program` in one: the first is said once, the second under its case."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    for case, names in (("a", ("transformed_code", "program")), ("b", ("transformed_code",))):
+        for side, text in ((old, "x = 1\n"), (new, "x = 2\n")):
+            (side / case).mkdir(parents=True)
+            for name in names:
+                (side / case / f"{name}.{ARTIFACT_EXTENSIONS[name]}").write_text(text)
+    text = render_text(compare_sets(old, new))
+    assert "text changes in every changed case:\n  - text differs, not read for behaviour (transformed_code)\na: text only: text differs, not read for behaviour (program)\n2 cases:" in text, text
 
 
 def test_identical_sets_report_unchanged() -> None:
