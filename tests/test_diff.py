@@ -5,7 +5,7 @@ The planted sets start from the committed zoo snapshots of torch 2.13
 and edited as a compiler change would edit them. Guards are planted in both
 formats the plugin has stored: the compact one, and Dynamo's tree, read from
 `tests/data/guards_tree_2.13/` (the same zoo's guards as the plugin stored them
-before the compact form, kept here because the committed sets are re-recorded).
+before the compact form, kept here because every committed set is now compact).
 Real pairs are recorded with the plugin (relu, then gelu; a reformatted line),
 and a failing snapshot test shows the verdict.
 """
