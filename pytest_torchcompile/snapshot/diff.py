@@ -50,7 +50,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from .normalize import STATIC_RULES, Normalizer
 from .diff_parse import (
     Graph,
     GraphKey,
@@ -64,6 +63,7 @@ from .diff_parse import (
     parse_summary,
     split_sections,
 )
+from .normalize import STATIC_RULES, Normalizer
 
 BEHAVIOUR = "behaviour changed"
 TEXT = "text only"
