@@ -32,7 +32,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 _USER_TRACEBACK = re.compile(r"^User code traceback:[ \t]*\n(?:[ \t][^\n]*(?:\n|\Z)|\n)*?(?=\S|\Z)", re.MULTILINE)
 _NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
 _GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
-_GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)$", re.MULTILINE)
+_GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$", re.MULTILINE)
 _KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
@@ -191,7 +191,7 @@ class PathRule:
 # Kept as one block (issue 10); STATIC_RULES takes them in one place.
 
 _CODE_OBJECT_ADDRESS = re.compile(r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )")
-_BARE_PROVENANCE = re.compile(r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+$", re.MULTILINE)
+_BARE_PROVENANCE = re.compile(r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE)
 _BACKEND_HASH = re.compile(r"('backend_hash': ')[0-9A-Fa-f]+(?=')")
 _DEVICE_PROPERTIES = re.compile(r"DeviceProperties\([^()]*\)")
 _DEVICE_NUMBER = re.compile(r"\b(?!index=)(\w+=)-?\d+\b")
