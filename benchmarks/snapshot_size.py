@@ -8,7 +8,11 @@ with this checkout, then counts the lines of every case's files:
     python benchmarks/snapshot_size.py --suite fixtures/test_zoo.py --markdown
 
 A case is a folder of snapshot files (a test, or a case of a test with several).
-Both recordings share one Inductor cache, so only the first compiles cold.
+"before" counts every file the earlier plugin wrote (it wrote all artifacts by
+default); "after" counts the default set only, leaving out the opt-in
+artifacts a test may name (`program`, `post_grad_graph`). A test that names
+`artifacts=` is recorded with those names by both. Both recordings share one
+Inductor cache (`--cache`), so only the first compiles cold.
 Prints per case before/after lines and the ratio, then totals, the median and
 the largest ratio, and lines per artifact.
 """
@@ -33,8 +37,10 @@ SUITES = ("fixtures/test_real_models.py", "fixtures/test_zoo.py")
 def record(code_root: Path, suites: list[str], out: Path, cache: str) -> None:
     """`pytest SUITES --update-snapshots` with the plugin package imported from `code_root`."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), str(REPO)]), "TORCHINDUCTOR_CACHE_DIR": cache}
-    command = [sys.executable, "-m", "pytest", *suites, "-q", "-p", "no:cacheprovider", "-W", "ignore", "--update-snapshots", "--torchcompile-snapshot-dir", str(out)]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    paths = [str(REPO / suite) for suite in suites]
+    command = [sys.executable, "-m", "pytest", *paths, "--rootdir", str(REPO), "-q", "-p", "no:cacheprovider", "-W", "ignore", "--update-snapshots", "--torchcompile-snapshot-dir", str(out)]
+    # not from REPO: `python -m` puts the working folder first on sys.path, before PYTHONPATH
+    done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"recording with {code_root} failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
 
@@ -47,12 +53,13 @@ def package_at(revision: str, into: Path) -> Path:
     return into
 
 
-def cases(root: Path) -> dict[str, dict[str, int]]:
-    """case folder (relative) -> artifact name -> lines."""
+def cases(root: Path, leave_out: tuple[str, ...] = ()) -> dict[str, dict[str, int]]:
+    """case folder (relative) -> artifact name -> lines, without the artifacts in `leave_out`."""
     found: dict[str, dict[str, int]] = {}
     for path in sorted(root.rglob("*.txt")):
-        case = str(path.parent.relative_to(root))
-        found.setdefault(case, {})[path.name.split(".")[0]] = len(path.read_text().splitlines())
+        case, artifact = str(path.parent.relative_to(root)), path.name.split(".")[0]
+        if artifact not in leave_out:
+            found.setdefault(case, {})[artifact] = len(path.read_text().splitlines())
     return found
 
 
@@ -85,17 +92,20 @@ def main() -> None:
     parser.add_argument("--before", default="a12a5de", help="git revision whose plugin records the 'before' set")
     parser.add_argument("--suite", action="append", help="test file(s) to record (default: the real models and the zoo)")
     parser.add_argument("--markdown", action="store_true", help="print the per-case table as Markdown")
+    parser.add_argument("--cache", help="Inductor cache folder to use (default: a new one, cold)")
     args = parser.parse_args()
     suites = args.suite or list(SUITES)
+    from pytest_torchcompile.snapshot.artifacts import OPT_IN
+
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cache = str(work / "inductor-cache")
+        cache = args.cache or str(work / "inductor-cache")
         record(package_at(args.before, work / "before-code"), suites, work / "before", cache)
         record(REPO, suites, work / "after", cache)
         for suite in suites:
             folder = Path(suite).with_suffix("")
             print(f"\n{suite}: lines per case, {args.before} -> this checkout (default artifacts)")
-            print("\n".join(report(cases(work / "before" / folder), cases(work / "after" / folder), args.markdown)))
+            print("\n".join(report(cases(work / "before" / folder), cases(work / "after" / folder, OPT_IN), args.markdown)))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
 """The upgrade report: planted changes in the zoo's snapshots, each classified; the command without torch.
 
-The planted sets start from the committed zoo snapshots (`snapshots/fixtures/
-test_zoo/`), copied and edited as a compiler change would edit them; one real
-pair is recorded with the plugin (relu, then gelu).
+The planted sets start from the committed zoo snapshots of torch 2.13
+(`snapshots/2.13/cpu/fixtures/test_zoo/`, guards in the compact form), copied
+and edited as a compiler change would edit them. Guards are planted in both
+formats the plugin has stored: the compact one, and Dynamo's tree, read from
+`tests/data/guards_tree_2.13/` (the same zoo's guards as the plugin stored them
+before the compact form, kept here because every committed set is now compact).
+Real pairs are recorded with the plugin (relu, then gelu; a reformatted line),
+and a failing snapshot test shows the verdict.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,15 +26,17 @@ import pytest
 
 import pytest_torchcompile
 from pytest_torchcompile.snapshot.diff import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
-from pytest_torchcompile.snapshot.diff_parse import parse_graph, parse_guards
-from pytest_torchcompile.snapshot.diff_report import read_case
-from pytest_torchcompile.snapshot.placeholders import installed_torch_minor
+from pytest_torchcompile.snapshot.compact import compact_guards
+from pytest_torchcompile.snapshot.diff_parse import GraphKey, Guard, guard_source, parse_graph, parse_guards, split_sections
+from pytest_torchcompile.snapshot.diff_report import compare_sets, read_case, render_text
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
 from .conftest import model_test
 
-#: the committed zoo of the installed torch (snapshots/{torch}/{device}, the CPU set)
-ZOO = Path(__file__).parents[1] / "snapshots" / str(installed_torch_minor()) / "cpu" / "fixtures" / "test_zoo"
+ZOO = Path(__file__).parents[1] / "snapshots" / "2.13" / "cpu" / "fixtures" / "test_zoo"
+#: the guards of the same zoo on the same torch, as stored before the compact form (Dynamo's tree)
+TREE_GUARDS = Path(__file__).parent / "data" / "guards_tree_2.13"
+FORMATS = ("compact", "tree")
 PACKAGE_ROOT = Path(pytest_torchcompile.__file__).parents[1]
 #: runs the command with `import torch` failing, and fails if anything imported a torch module anyway.
 NO_TORCH = (
@@ -43,8 +51,12 @@ NO_TORCH = (
 Texts = dict[str, str]
 
 
-def zoo(case: str) -> Texts:
-    return read_case(ZOO / case)
+def zoo(case: str, guards: str = "compact") -> Texts:
+    """A committed zoo case; with `guards="tree"`, its guards as Dynamo's tree."""
+    texts = read_case(ZOO / case)
+    if guards == "tree":
+        texts["guards"] = (TREE_GUARDS / f"{case}.guards.txt").read_text(encoding="utf-8")
+    return texts
 
 
 def edited(texts: Texts, **edits: Callable[[str], str]) -> Texts:
@@ -97,21 +109,23 @@ def plant_lost_fusion(texts: Texts) -> Texts:
 
 
 def plant_new_guard(texts: Texts) -> Texts:
-    """mlp_training now reads a global float: an EQUALS_MATCH guard on G['SCALE']."""
-    guard = (
-        "| +- GuardManager: source=G['SCALE'], accessed_by=DictGetItemGuardAccessor('SCALE'), type=<class 'float'>, tag_safe=(True, False)\n"
-        "| | +- EQUALS_MATCH: G['SCALE'] == 2.0  # return x * SCALE  # zoo.py:<N> in forward\n"
-    )
-    return edited(texts, guards=sub(r"^(\| \+- DEFAULT_DEVICE: .*\n)", r"\1" + guard.replace("\\", "\\\\"), count=1))
+    """buffer_mutation now reads a global float: an EQUALS_MATCH guard on G['SCALE'], in the guards' own format."""
+    if "| +- DEFAULT_DEVICE: " in texts["guards"]:
+        guard = (
+            "| +- GuardManager: source=G['SCALE'], accessed_by=DictGetItemGuardAccessor('SCALE'), type=<class 'float'>, tag_safe=(True, False)\n"
+            "| | +- EQUALS_MATCH: G['SCALE'] == 2.0  # return x * SCALE  # zoo.py:<N> in forward\n"
+        )
+        return edited(texts, guards=sub(r"^(\| \+- DEFAULT_DEVICE: .*\n)", r"\1" + guard.replace("\\", "\\\\"), count=1))
+    guard = "EQUALS_MATCH: G['SCALE'] == 2.0  # return x * SCALE  # zoo.py:<N> in forward\n"
+    return edited(texts, guards=sub(r"^(DEFAULT_DEVICE: .*\n)", r"\1" + guard, count=1))
 
 
 def plant_op_swap(texts: Texts) -> Texts:
-    """convbn: relu -> gelu in every graph."""
+    """convbn: relu -> gelu in every graph (the stored set keeps no post-grad graph)."""
     return edited(
         texts,
         dynamo_graph=sub(r"torch\.nn\.functional\.relu\(", "torch.nn.functional.gelu("),
         aot_inference=sub(r"aten\.relu\.default", "aten.gelu.default"),
-        post_grad_graph=sub(r"aten\.relu\.default", "aten.gelu.default"),
     )
 
 
@@ -124,7 +138,7 @@ def plant_renumbering(texts: Texts) -> Texts:
 
         return re.sub(r"(?<![\w.])(mul|add|addmm|permute|erf|view|sum|mm|gelu)(?:_(\d+))?(?![\w.(])", bump, text)
 
-    return edited(texts, aot_forward=renumber, aot_backward=renumber, post_grad_graph=renumber)
+    return edited(texts, aot_forward=renumber, aot_backward=renumber)
 
 
 def plant_artifact_gone(texts: Texts) -> Texts:
@@ -168,8 +182,10 @@ def test_lost_fusion_is_behaviour_and_told_from_a_rename() -> None:
     assert "output_code: kernel renamed, same code: cpp_fused__softmax_argmax_1 -> cpp_fused__softmax_argmax_2" in _messages(diff, behaviour=False)
 
 
-def test_new_guard_is_behaviour() -> None:
-    diff = compare_case(zoo("test_buffer_mutation"), plant_new_guard(zoo("test_buffer_mutation")))
+@pytest.mark.parametrize("guards", FORMATS)
+def test_new_guard_is_behaviour(guards: str) -> None:
+    old = zoo("test_buffer_mutation", guards)
+    diff = compare_case(old, plant_new_guard(old))
     assert diff.verdict == BEHAVIOUR
     assert diff.line() == "behaviour changed: guards"
     assert _messages(diff, behaviour=True) == {"guards frame 0/0: added EQUALS_MATCH: G['SCALE'] == 2.0"}
@@ -178,7 +194,7 @@ def test_new_guard_is_behaviour() -> None:
 def test_swapped_op_is_behaviour_in_every_graph_that_shows_it() -> None:
     diff = compare_case(zoo("test_convbn_inference_no_grad"), plant_op_swap(zoo("test_convbn_inference_no_grad")))
     assert diff.verdict == BEHAVIOUR
-    assert "frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference, post_grad_graph)" in _messages(diff, behaviour=True)
+    assert "frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference)" in _messages(diff, behaviour=True)
     assert "frame 0/0 ops: -torch.nn.functional.relu +torch.nn.functional.gelu (dynamo_graph)" in _messages(diff, behaviour=True)
 
 
@@ -188,7 +204,9 @@ def test_pure_renumbering_is_text_only() -> None:
     assert new["aot_forward"] != old["aot_forward"] and "addmm_7" in new["aot_forward"]
     diff = compare_case(old, new)
     assert diff.verdict == TEXT, diff.findings
-    assert diff.line() == "text only: FX renumbering"
+    # the stored form renumbers in order of definition, which undoes the shift in aot_forward; where a
+    # family is left alone (a new name would collide), the dataflow comparison sees the same graph
+    assert diff.line() == "text only: stored form, FX renumbering"
 
 
 def test_reordered_independent_nodes_are_the_same_dataflow() -> None:
@@ -257,24 +275,26 @@ def test_kernels_called_in_another_order_is_behaviour() -> None:
 
 
 def test_wrapper_asserts_regrouped_are_text_only() -> None:
-    """torch 2.15 groups `assert_size_stride` calls: the same kernels, called the same way."""
+    """torch 2.15 checks its inputs with `assert_size_stride_grouped`, which the stored form keeps: the same kernels, called the same way."""
     old = zoo("test_function_with_kwargs")
     grouped = "        assert_size_stride_grouped((arg0_1, arg1_1), ((4, 8), (8, )), ((8, 1), (1, )), 'input')\n"
-    new = edited(old, output_code=sub(r"(        assert_size_stride\(arg\d_1, .*\n){2}", grouped.replace("\\", "\\\\")))
+    new = edited(old, output_code=sub(r"^(        args\.clear\(\)\n)", r"\1" + grouped, count=1))
     diff = compare_case(old, new)
     assert (diff.verdict, diff.line()) == (TEXT, "text only: wrapper text")
 
 
-def test_tensor_guard_with_another_dtype_is_behaviour() -> None:
-    old = zoo("test_mlp_training")
+@pytest.mark.parametrize("guards", FORMATS)
+def test_tensor_guard_with_another_dtype_is_behaviour(guards: str) -> None:
+    old = zoo("test_mlp_training", guards)
     diff = compare_case(old, edited(old, guards=sub(r"(check_tensor\(L\['x'\], Tensor, .*?), torch\.float32", r"\1, torch.float16")))
     assert diff.verdict == BEHAVIOUR
     [message] = _messages(diff, behaviour=True)
     assert message.startswith("guards frame 0/0: changed TENSOR_MATCH: check_tensor(L['x'], Tensor,") and "torch.float16" in message
 
 
-def test_global_state_switch_only_one_torch_knows_is_text_but_a_flipped_switch_is_behaviour() -> None:
-    old = zoo("test_mlp_training")
+@pytest.mark.parametrize("guards", FORMATS)
+def test_global_state_switch_only_one_torch_knows_is_text_but_a_flipped_switch_is_behaviour(guards: str) -> None:
+    old = zoo("test_mlp_training", guards)
     added = compare_case(old, edited(old, guards=sub(r'"default_dtype":6,', '"cuda_matmul_precision":0,"default_dtype":6,')))
     assert added.verdict == TEXT
     assert _messages(added, behaviour=False) == {"guards: GLOBAL_STATE checks a switch only one side knows (cuda_matmul_precision), the others equal"}
@@ -283,34 +303,81 @@ def test_global_state_switch_only_one_torch_knows_is_text_but_a_flipped_switch_i
     assert _messages(flipped, behaviour=True) == {"guards frame 0/0: GLOBAL_STATE grad_mode True -> False"}
 
 
-def test_guard_relabelled_or_moved_in_the_tree_is_text_only() -> None:
-    """torch 2.15 installs `G['F'] is G[...].F` as OBJECT_ALIASING on G['F'] instead of a LAMBDA_GUARD at the end."""
-    old = zoo("test_mlp_training")
-    lambda_line = next(line for line in old["guards"].splitlines() if line.startswith("+- LAMBDA_GUARD: G['F'] is "))
-    check = lambda_line.removeprefix("+- LAMBDA_GUARD: ")
+@pytest.mark.parametrize("guards", FORMATS)
+def test_guard_relabelled_or_moved_is_text_only(guards: str) -> None:
+    """torch 2.15 installs `G['F'] is G[...].F` as OBJECT_ALIASING after G['F']'s ID_MATCH instead of a LAMBDA_GUARD at the end."""
+    old = zoo("test_mlp_training", guards)
+    prefix = "+- " if guards == "tree" else ""
+    lambda_line = next(line for line in old["guards"].splitlines() if line.startswith(f"{prefix}LAMBDA_GUARD: G['F'] is "))
+    check = lambda_line.removeprefix(f"{prefix}LAMBDA_GUARD: ")
     moved = old["guards"].replace(lambda_line + "\n", "").replace(lambda_line, "")
-    moved = re.sub(r"(\| \| \| \+- ID_MATCH: ___check_obj_id\(G\['F'\], <id>\).*\n)", lambda m: m[1] + f"| | | +- OBJECT_ALIASING: {check}\n", moved, count=1)
+    indent = "| | | +- " if guards == "tree" else ""
+    moved = re.sub(
+        rf"^({re.escape(indent)}ID_MATCH: ___check_obj_id\(G\['F'\], <id>\).*\n)", lambda m: m[1] + f"{indent}OBJECT_ALIASING: {check}\n", moved, count=1, flags=re.M
+    )
+    assert moved != old["guards"].replace(lambda_line + "\n", "")
     diff = compare_case(old, edited(old, guards=lambda _: moved))
     assert diff.verdict == TEXT, diff.findings
     assert _messages(diff, behaviour=False) == {"guards: same checks, other kind or place: LAMBDA_GUARD -> OBJECT_ALIASING"}
 
 
-def test_guards_keep_their_source_and_drop_provenance() -> None:
-    guards = parse_guards(zoo("test_graph_break")["guards"])
-    assert ("ID_MATCH", "G['torch'].tanh", "___check_obj_id(G['torch'].tanh, <id>)") in [(g.kind, g.source, g.check) for g in guards]
-    assert all("#" not in g.check for g in guards)
+@pytest.mark.parametrize("guards", FORMATS)
+def test_guards_keep_their_source_and_drop_provenance(guards: str) -> None:
+    parsed = [(g.kind, g.source, g.check) for g in parse_guards(zoo("test_graph_break", guards)["guards"])]
+    assert ("ID_MATCH", "G['torch'].tanh", "___check_obj_id(G['torch'].tanh, <id>)") in parsed
+    assert ("DIMENSION_DYNAMIC_MARKING_GUARD", "L['x']", "hasattr(L['x'], '_dynamo_static_indices') == False") in parsed
+    assert all("#" not in check for _, _, check in parsed)
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in ZOO.iterdir()))
+def test_tree_and_compact_guards_are_the_same_guards(case: str) -> None:
+    """The zoo's guards stored as a tree (before) and in the compact form (now, recorded anew) parse to the same guards.
+
+    Also after `compact_guards`, the function the plugin stores with: no guard is lost or invented by the conversion.
+    """
+    tree, compact = (TREE_GUARDS / f"{case}.guards.txt").read_text(), read_case(ZOO / case)["guards"]
+    assert "| +- " in tree and "+- " not in compact
+
+    def guards(text: str) -> dict[GraphKey, Counter[Guard]]:
+        return {key: Counter(parse_guards(section)) for key, section in split_sections(text).items()}
+
+    assert guards(tree) == guards(compact) == guards(compact_guards(tree))
+    assert sum(map(len, guards(compact).values())) > 10
+    diff = compare_case(zoo(case, "tree"), zoo(case))
+    assert diff.verdict == TEXT and diff.line() == "text only: stored form", diff.findings
+
+
+@pytest.mark.parametrize(
+    ("check", "source"),
+    [
+        ("check_tensor(L['x'], Tensor, DispatchKeySet(CPU), torch.float32, device=None, size=[8, 16], stride=[16, 1])", "L['x']"),
+        ("___check_obj_id(G['F'].linear, <id>)", "G['F'].linear"),
+        ("___check_type_id(L['self']._modules['fc1']._parameters, <id>)", "L['self']._modules['fc1']._parameters"),
+        ("not ___dict_contains('forward', dict(type(L['self']._modules['bn']).__dict__))", "L['self']._modules['bn']"),
+        ("L['self']._modules['bn'].eps == 1e-05", "L['self']._modules['bn'].eps"),
+        ("L['x'].size()[0] == 4", "L['x']"),
+        ("len(L['self']._modules['conv'].stride) == 2", "L['self']._modules['conv'].stride"),
+        ("L['self'].cfg['a]b'].dim == 2", "L['self'].cfg['a]b'].dim"),
+        ("G['F'] is G['__import_torch_dot_nn_dot_modules_dot_linear'].F", "G['F']"),
+        ("___check_global_state() against {\"grad_mode\":true}", ""),
+        ("utils_device.CURRENT_DEVICE == None", ""),
+        ("L['x'][", "L['x']"),
+    ],
+)
+def test_a_guard_source_is_read_from_its_check(check: str, source: str) -> None:
+    assert guard_source(check) == source
 
 
 def test_graph_arguments_that_leave_the_generated_code_alone_are_text_but_behaviour_without_code() -> None:
-    """torch 2.15 prints `sum(pow_1, [1], True)` where 2.13 printed `[-1]` (a 2-D input); the kernels did not move."""
+    """torch 2.15 prints `sum(pow, [1], True)` where 2.13 printed `[-1]` (a 2-D input); the kernels did not move."""
     old = zoo("test_dynamic_true")
-    change = sub(r"sum\.dim_IntList\(pow_1, \[-1\]", "sum.dim_IntList(pow_1, [1]")
-    new = edited(old, aot_inference=change, post_grad_graph=change)
+    change = sub(r"sum\.dim_IntList\(pow, \[-1\]", "sum.dim_IntList(pow, [1]")
+    new = edited(old, aot_inference=change)
     diff = compare_case(old, new)
     assert diff.verdict == TEXT
     assert _messages(diff, behaviour=False) == {
         "frame 0/0: same ops and output code, 1 node with other arguments: "
-        "aten.sum.dim_IntList(_, [-1], True) -> (_, [1], True) (aot_inference, post_grad_graph)"
+        "aten.sum.dim_IntList(_, [-1], True) -> (_, [1], True) (aot_inference)"
     }
     no_code = {k: v for k, v in old.items() if k != "output_code"}
     without = compare_case(no_code, {k: v for k, v in new.items() if k != "output_code"})
@@ -341,7 +408,7 @@ def test_a_counter_one_summary_does_not_state_is_not_compared() -> None:
 
 def test_guards_in_another_format_are_compared_line_by_line() -> None:
     old = {"guards": "L['x'].size(0) == 4\nL['y'] is None  # from f.py:3\n"}
-    assert compare_case(old, {"guards": "L['x'].size(0) == 4\nL['y'] is None  # from f.py:9\n"}).verdict == TEXT
+    assert compare_case(old, {"guards": "L['x'].size(0) == 4\nL['y'] is None  # from g.py:3\n"}).verdict == TEXT
     changed = compare_case(old, {"guards": "L['x'].size(0) == 8\nL['y'] is None\n"})
     assert changed.verdict == BEHAVIOUR
     assert _messages(changed, behaviour=True) == {"guards frame 0/0: changed line: L['x'].size(0) == 4 -> L['x'].size(0) == 8"}
@@ -371,9 +438,17 @@ def run_cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.
 @pytest.fixture
 def planted(tmp_path: Path) -> tuple[Path, Path]:
     """OLD: a copy of the zoo snapshots; NEW: the same with one planted change per case (PLANTS)."""
+    return plant_sets(tmp_path, "compact")
+
+
+def plant_sets(tmp_path: Path, old_guards: str) -> tuple[Path, Path]:
+    """The planted pair; with `old_guards="tree"`, OLD's guards are stored as Dynamo's tree (a set recorded before the compact form)."""
     old, new = tmp_path / "old", tmp_path / "new"
     shutil.copytree(ZOO, old / "fixtures" / "test_zoo")
     shutil.copytree(ZOO, new / "fixtures" / "test_zoo")
+    if old_guards == "tree":
+        for case in TREE_GUARDS.iterdir():
+            shutil.copyfile(case, old / "fixtures" / "test_zoo" / case.name.split(".")[0] / "guards.guards.txt")
     for case, (plant, _) in PLANTS.items():
         folder = new / "fixtures" / "test_zoo" / case
         before = read_case(folder)
@@ -387,19 +462,23 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
     return old, new
 
 
-def test_command_reports_each_planted_change_without_torch(planted: tuple[Path, Path], tmp_path: Path) -> None:
-    old, new = planted
+@pytest.mark.parametrize("old_guards", FORMATS)
+def test_command_reports_each_planted_change_without_torch(tmp_path: Path, old_guards: str) -> None:
+    """NEW: the compact form; OLD: the same, or with its guards as Dynamo's tree, which changes no verdict but `unchanged`."""
+    old, new = plant_sets(tmp_path, old_guards)
     result = run_cli("diff", old, new, "--markdown", tmp_path / "report.md", "--json", tmp_path / "report.json")
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     verdicts = {c["case"].rsplit("/", 1)[-1]: c["verdict"] for c in report["cases"]}
-    assert {case: verdicts[case] for case in PLANTS} == {case: verdict for case, (_, verdict) in PLANTS.items()}
-    assert verdicts["test_dynamic_true"] == UNCHANGED  # not planted
+    untouched = UNCHANGED if old_guards == "compact" else TEXT  # the tree is another stored form of the same guards
+    assert {case: verdicts[case] for case in PLANTS} == {case: verdict if verdict != UNCHANGED else untouched for case, (_, verdict) in PLANTS.items()}
+    assert verdicts["test_dynamic_true"] == untouched  # not planted
     lines = result.stdout.splitlines()
     assert lines[0] == f"snapshot diff: {old} (OLD) -> {new} (NEW), cases under fixtures/test_zoo/"
     assert any(re.fullmatch(r"test_nested_outputs +1 +0 +0 +2 -> 3 +6 +behaviour changed", line) for line in lines), result.stdout
-    assert "  - frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference, post_grad_graph)" in lines
-    assert lines[-1] == "10 cases: 4 behaviour changed, 2 text only, 4 unchanged"
+    assert "  - frame 0/0 ops: -aten.relu.default +aten.gelu.default (aot_inference)" in lines
+    assert lines[-1] == ("10 cases: 4 behaviour changed, 2 text only, 4 unchanged" if old_guards == "compact" else "10 cases: 4 behaviour changed, 6 text only, 0 unchanged")
+    assert "guards frame 0/0: added EQUALS_MATCH: G['SCALE'] == 2.0" in result.stdout
     markdown = (tmp_path / "report.md").read_text()
     assert "| `test_nested_outputs` | 1 | 0 | 0 | 2 -> 3 | 6 | **behaviour changed** |" in markdown
     assert len(lines) < 50
@@ -445,6 +524,18 @@ def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: tuple[str, ..
     assert "Traceback" not in result.stderr
 
 
+def test_text_every_changed_case_shares_is_said_once_artifact_by_artifact(tmp_path: Path) -> None:
+    """`transformed_code` differs in both cases, `program` in one: the first is said once, the second under its case."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    for case, names in (("a", ("transformed_code", "program")), ("b", ("transformed_code",))):
+        for side, text in ((old, "x = 1\n"), (new, "x = 2\n")):
+            (side / case).mkdir(parents=True)
+            for name in names:
+                (side / case / f"{name}.{ARTIFACT_EXTENSIONS[name]}").write_text(text)
+    text = render_text(compare_sets(old, new))
+    assert "text changes in every changed case:\n  - text differs, not read for behaviour (transformed_code)\na: text only: text differs, not read for behaviour (program)\n2 cases:" in text, text
+
+
 def test_identical_sets_report_unchanged() -> None:
     result = run_cli("diff", ZOO, ZOO)
     assert result.returncode == 0, result.stderr
@@ -472,3 +563,25 @@ def test_real_relu_to_gelu_pair_recorded_with_the_plugin(pytester: pytest.Pytest
     assert re.search(r"^  - frame 0/0 ops: -aten.*\.relu\.default \+aten\.gelu\.default \(aot_forward\)$", result.stdout, re.MULTILINE), result.stdout
     assert "  - frame 0/0 ops: -aten.threshold_backward.default +aten.gelu_backward.default (aot_backward)" in result.stdout
     assert "  - guards frame 0/0: added 4 ID_MATCH on G['torch'].nn, G['torch'].nn.functional, G['torch'].nn.functional.gelu, " in result.stdout
+
+
+# ---------------------------------------------------------------- the verdict in a failing snapshot test
+
+
+def test_a_failing_snapshot_test_says_behaviour_changed_or_text_only(pytester: pytest.Pytester) -> None:
+    """The first block of a snapshot failure carries the verdict: relu -> gelu moved the graphs; a reformatted line did not."""
+    pytester.makepyfile(test_m=model_test(op="relu", backend="aot_eager"))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
+
+    pytester.makepyfile(test_m=model_test(op="nn.functional.gelu", backend="aot_eager"))
+    swapped = pytester.runpytest()
+    swapped.assert_outcomes(failed=1)
+    [said] = [line.strip() for line in swapped.outlines if "verdict:" in line]
+    assert said == "verdict: behaviour changed: ops, guards", swapped.outlines
+
+    reformatted = model_test(op="relu", backend="aot_eager").replace("torch.relu(self.lin(x))", "torch.relu(self.lin( x ))")
+    pytester.makepyfile(test_m=reformatted)
+    text_only = pytester.runpytest()
+    text_only.assert_outcomes(failed=1)  # the graphs' and guards' comments quote the line: the snapshot did change
+    [said] = [line.strip() for line in text_only.outlines if "verdict:" in line]
+    assert said == "verdict: text only: FX renumbering, guards text", text_only.outlines

@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from urllib.parse import unquote
@@ -346,6 +345,7 @@ def test_update_of_one_test_file_never_deletes_another_files_snapshots(pytester:
     (pytester.path / "tests/test_a").mkdir(parents=True)
     (pytester.path / "tests/test_a.py").write_text(OVERLAP_A)
     (pytester.path / "tests/test_a/test_x.py").write_text(OVERLAP_B)
+    (pytester.path / "tests/test_a/conftest.py").write_text("")  # hooks of tests/test_a.py then go through a subset of the plugins
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=2)
     root = pytester.path / "snapshots"
     both = ["tests/test_a/test_x/summary.txt", "tests/test_a/test_x/test_foo/summary.txt"]

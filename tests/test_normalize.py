@@ -467,3 +467,10 @@ GPU_TEXTS = st.lists(st.one_of(st.sampled_from(GPU_FRAGMENTS + FRAGMENTS), FILLE
 def test_version_and_gpu_rules_idempotent(rule: Rule, text: str) -> None:
     once = rule(text)
     assert rule(once) == once
+
+
+@pytest.mark.parametrize("comment", ["  # (simd.py:<N> in f)  \n", " and (autograd_cache.py:970 in evaluate_guards) \t\n"])
+def test_provenance_dropped_before_trailing_blanks(comment: str) -> None:
+    """Found by hypothesis: blanks after a provenance hid it from the rule until
+    strip_trailing_space ran, so a second pass changed the text again."""
+    assert NORMALIZE("guard" + comment) == "guard\n"

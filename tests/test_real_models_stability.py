@@ -22,27 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_torchcompile.snapshot.placeholders import installed_torch_minor
 from tests.conftest import tree_digest
+from tests.test_stability import REVERSE_CONFTEST as VARIATIONS_CONFTEST
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = "fixtures/test_real_models.py"
 CASES = 10
-
-VARIATIONS_CONFTEST = '''
-import os
-
-def pytest_collection_modifyitems(items):
-    if os.environ.get("REVERSE_ORDER"):
-        items.reverse()
-
-def pytest_sessionstart(session):
-    """Other compiles first: Dynamo's process-global counters move on."""
-    if os.environ.get("COMPILE_FIRST"):
-        import torch
-        for n in range(12):
-            torch._dynamo.reset()
-            torch.compile(lambda x: x * max(x.shape[0], n) + len(x), backend="eager")(torch.randn(3))
-'''
 
 
 @dataclass(frozen=True)
@@ -76,7 +62,10 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Checkout:
     (project / "fixtures").mkdir(parents=True)
     for name in ("__init__.py", "zoo.py", "real_models.py", "test_real_models.py"):
         shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
-    shutil.copytree(REPO / "snapshots/fixtures/test_real_models", project / "snapshots/fixtures/test_real_models")
+    committed = REPO / "snapshots" / installed_torch_minor() / "cpu" / "fixtures" / "test_real_models"
+    if not committed.is_dir():
+        pytest.skip(f"no committed real-model snapshots for this torch ({committed.relative_to(REPO)}): they are recorded on 2.13")
+    shutil.copytree(committed, project / "snapshots/fixtures/test_real_models")
     (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
     (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     cache = str(tmp_path_factory.mktemp("inductor_cache"))

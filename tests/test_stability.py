@@ -120,6 +120,13 @@ def test_other_checkout_path(recorded, tmp_path: Path) -> None:
     assert_identical(other, digest, TORCHINDUCTOR_CACHE_DIR=cache)
 
 
+def test_one_test_alone(recorded) -> None:
+    project, digest, cache = recorded
+    done = run_pytest(project, "-k", "test_transformer_block", TORCHINDUCTOR_CACHE_DIR=cache)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-4000:]
+    assert tree_digest(project / "snapshots") == digest
+
+
 def test_reversed_test_order(recorded) -> None:
     project, digest, cache = recorded
     assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache, REVERSE_ORDER="1")

@@ -33,7 +33,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+Rule = Callable[[str], str]
+
 _SECTION = re.compile(r"(?m)^(?=# ===== frame )")
+
+
+def per_frame_section(rule: Rule) -> Rule:
+    """Apply `rule` to each `# ===== frame F compile C` section of an artifact on its own.
+
+    Each section is one frame compile: its graph's names, its guards. A rule
+    that numbers things per section gives a recompile the same numbers as the
+    first compile, and a change in one frame does not renumber the next.
+    """
+
+    def apply(text: str) -> str:
+        return "".join(rule(section) for section in _SECTION.split(text))
+
+    apply.__name__ = getattr(rule, "__name__", "rule").lstrip("_")
+    apply.__doc__ = rule.__doc__
+    return apply
 
 # --- guards --------------------------------------------------------------------
 
@@ -43,12 +61,9 @@ _DIMENSION_MARK = re.compile(r"^DIMENSION_DYNAMIC_MARKING_GUARD: hasattr\((.+), 
 _BARE_KIND = re.compile(r"^[A-Z][A-Z_]+$")
 
 
-def compact_guards(text: str) -> str:
+@per_frame_section
+def compact_guards(section: str) -> str:
     """One leaf guard per line, each comment once per run; see the module docstring."""
-    return "".join(_compact_guard_section(s) for s in _SECTION.split(text))
-
-
-def _compact_guard_section(section: str) -> str:
     out: list[str] = []
     marks: list[str] | None = None  # [source, comment, name, name, ...]
     last_comment = ""
@@ -107,12 +122,9 @@ _NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
 _BLANK_IN_GRAPH = re.compile(r"\n[ \t]*\n(?=[ \t])")
 
 
-def renumber_fx_names(text: str) -> str:
+@per_frame_section
+def renumber_fx_names(section: str) -> str:
     """Body names of each graph renumbered in order of definition: `add`, `add_1`, ..."""
-    return "".join(_renumber_section(s) for s in _SECTION.split(text))
-
-
-def _renumber_section(section: str) -> str:
     defined = list(dict.fromkeys(_DEFINED.findall(section)))
     families: dict[str, list[str]] = {}
     for name in defined:

@@ -36,7 +36,11 @@ same body), comments, formatting, wrapper code that calls the same kernels
 (`assert_size_stride` grouped), artifacts without a semantic reading
 (`transformed_code`, `program`, `runtime_wrapper`), and a guards, summary or
 wrapper artifact that only one side recorded (another torch no longer emits
-`runtime_wrapper`; a marker dropped `guards` from its artifacts).
+`runtime_wrapper`; a marker dropped `guards` from its artifacts), and an
+artifact that differs only in how an earlier version of this plugin stored
+it: both sides are first brought to the current stored form (`stored_form`),
+so a set recorded with guards as Dynamo's tree compares with one recorded in
+the compact form by guard, not by layout.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from .diff_parse import (
     parse_summary,
     split_sections,
 )
+from .normalize import STATIC_RULES, Normalizer
 
 BEHAVIOUR = "behaviour changed"
 TEXT = "text only"
@@ -71,6 +76,8 @@ PRODUCED_ARTIFACTS = (*GRAPH_ARTIFACTS, "output_code")
 #: the counters of a case's row, in order.
 COUNTERS = ("graphs", "graph breaks", "recompiles", "kernels", "ops")
 _SHOWN = 4
+#: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
+_NORMALIZE = Normalizer(STATIC_RULES)
 
 
 @dataclass(frozen=True)
@@ -125,7 +132,13 @@ def _show(value: str | None) -> str:
 
 def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
-    findings: list[Finding] = []
+    raw_old, raw_new = old, new
+    old, new = stored_form(old), stored_form(new)
+    findings: list[Finding] = [
+        Finding(False, "stored form", f"{name}: older stored form of the same text", (name,))
+        for name in sorted(set(old) & set(new))
+        if old[name] == new[name] and raw_old[name] != raw_new[name]
+    ]
     summaries = (parse_summary(old.get("summary", "")), parse_summary(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
@@ -150,6 +163,18 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     else:
         verdict = UNCHANGED
     return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
+    """Each artifact in the form this version of the plugin stores it (`normalize`).
+
+    A set recorded by an earlier version of the plugin stored some artifacts
+    otherwise (guards as Dynamo's tree, output code with its module
+    boilerplate, FX names as traced); compared as they are, a kernel would
+    differ by five `#include`-like lines it never ran. The rules are pure text
+    and idempotent, so a text already in the stored form is left as it is.
+    """
+    return {name: _NORMALIZE.artifact(name, text) for name, text in texts.items()}
 
 
 def _compare_artifact(name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]) -> list[Finding]:
@@ -379,7 +404,9 @@ def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Find
     found = []
     for kind in dict.fromkeys(g.kind for g in guards):
         same = [g for g in guards if g.kind == kind]
-        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on " + ", ".join(g.source or g.check for g in same)
+        sources = Counter(g.source or g.check for g in same)
+        listed = ", ".join(f"{source} x{n}" if n > 1 else source for source, n in sources.items())
+        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on {listed}"
         found.append(Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",)))
     return found
 

@@ -303,12 +303,14 @@ def parse_output_code(text: str) -> Program:
 
 @dataclass(frozen=True)
 class Guard:
-    """One leaf guard: its kind, the source it is attached to, and its check.
+    """One leaf guard: its kind, the source it checks, and its check.
 
     `check` is the guard's code without the provenance comment and without
     the `, type=<...>` annotation ID and type matches carry; '' for a bare
-    marker line (`+- OBJECT_ALIASING` printed on the second of two sources
-    whose check is printed on the first).
+    marker (`OBJECT_ALIASING` printed on the second of two sources whose
+    check is printed on the first). `source` is the value the check reads
+    (`L['self']._modules['fc1']`), taken from the check itself so that the
+    tree and the compact format give the same source; see `guard_source`.
     """
 
     kind: str
@@ -318,29 +320,46 @@ class Guard:
 
 _TREE_LINE = re.compile(r"^((?:\| )*)\+- (.*)$")
 _MANAGER = re.compile(r"^(?:\w*GuardManager)(?:: source=(.*?), accessed_by=.*)?$")
+_STRUCTURE = re.compile(r"^(?:\w*GuardManager|KeyManager|ValueManager|KeyValueManager)\b")
 _LEAF = re.compile(r"^([A-Z][A-Z0-9_]*)(?::\s*(.*))?$")
 _PROVENANCE = re.compile(r"\s+#\s.*$")
 _TYPE_NOTE = re.compile(r"^(___check_(?:obj|type)_id\(.*?\)), type=.*$")
 _PLACEHOLDER = re.compile(r"(?<=[:\[,])(<\w+>)(?=[,}\]])")  # `"num_threads":<N>`, masked by normalize, is not JSON
+#: the compact form's one line for a tensor's five `hasattr(X, '_dynamo_...') == False` guards
+_NO_ATTRS = re.compile(r"^(.+) has no (_dynamo_\w+(?:, _dynamo_\w+)*)$")
+_DIMENSION = "DIMENSION_DYNAMIC_MARKING_GUARD"
+#: `L['x']`, `G['torch'].nn`: where Dynamo's sources start (a frame's locals, its globals)
+_SOURCE_START = re.compile(r"(?<![\w.])[LG]\[")
+_ATTRIBUTE = re.compile(r"\.[A-Za-z_]\w*")
 
 
 def parse_guards(text: str) -> list[Guard]:
-    """The leaf guards of Dynamo's guard tree text (`| | +- TYPE_MATCH: ...`), with the source each guards.
+    """The leaf guards of one frame's guards text, in either format the plugin has stored.
 
-    A text with no tree line (another format) gives one guard per line, kind
-    `line`, so that a changed line is still a changed check.
+    - the tree Dynamo prints (`| | +- TYPE_MATCH: ...` under `GuardManager:
+      source=...` lines), stored by the plugin before the compact form;
+    - the compact form (`compact.compact_guards`): one `KIND: check  # comment`
+      per line, a tensor's five dimension-marking guards as one
+      `KIND: X has no _dynamo_..., ...` line.
+
+    Both give the same guards for the same checks (a tree file and its
+    compact form compare as text only). A text in neither format gives one
+    guard per line, kind `line`, so that a changed line is still a changed
+    check.
     """
-    guards = _tree_guards(text)
-    if guards:
-        return guards
-    lines = (_check(line) for line in text.splitlines() if not _SECTION.match(line))
-    return [Guard("line", "", line) for line in lines if line]
+    lines = [line for line in text.splitlines() if line.strip() and not _SECTION.match(line)]
+    if any(_TREE_LINE.match(line) for line in lines):
+        guards = _tree_guards(lines)
+    else:
+        guards = _compact_guards(lines)
+    with_code = {g.kind for g in guards if g.check}
+    return [g for g in guards if g.check or g.kind not in with_code]  # a bare marker repeats a check already read
 
 
-def _tree_guards(text: str) -> list[Guard]:
+def _tree_guards(lines: list[str]) -> list[Guard]:
     guards: list[Guard] = []
     sources: dict[int, str] = {}
-    for line in text.splitlines():
+    for line in lines:
         match = _TREE_LINE.match(line)
         if match is None:
             continue
@@ -351,11 +370,79 @@ def _tree_guards(text: str) -> list[Guard]:
             sources[depth] = manager[1] or ""
             continue
         leaf = _LEAF.match(item)
-        if leaf is None:
+        if leaf is None or _STRUCTURE.match(item):
             continue
-        source = next((sources[d] for d in range(depth - 1, -1, -1) if d in sources), "")
-        guards.append(Guard(leaf[1], source, _check(leaf[2] or "")))
+        check = _check(leaf[2] or "")
+        place = next((sources[d] for d in range(depth - 1, -1, -1) if d in sources), "")
+        guards.append(Guard(leaf[1], guard_source(check) or place, check))
     return guards
+
+
+def _compact_guards(lines: list[str]) -> list[Guard]:
+    guards: list[Guard] = []
+    for line in lines:
+        leaf = _LEAF.match(line.strip())
+        if leaf is None or _STRUCTURE.match(line.strip()):
+            check = _check(line)
+            guards += [Guard("line", "", check)] if check and not line.lstrip().startswith("#") else []
+            continue
+        check = _check(leaf[2] or "")
+        marks = _NO_ATTRS.match(check) if leaf[1] == _DIMENSION else None
+        if marks is not None:  # the tree's form, one guard per attribute
+            guards += [Guard(_DIMENSION, marks[1], f"hasattr({marks[1]}, '{a}') == False") for a in marks[2].split(", ")]
+            continue
+        guards.append(Guard(leaf[1], guard_source(check), check))
+    return guards
+
+
+def guard_source(check: str) -> str:
+    """The value a guard checks, read from its code; '' for a frame-wide check.
+
+    The first local or global access path in the check, with the attributes
+    and subscripts that follow it, up to a method call: `L['x']` in
+    `check_tensor(L['x'], ...)` and in `L['x'].size()[0] == 4`,
+    `G['F'].linear` in `___check_obj_id(G['F'].linear, <id>)`,
+    `L['self']._modules['bn']` in `not ___dict_contains('forward',
+    dict(type(L['self']._modules['bn']).__dict__))`. A check that reads no
+    local or global (`___check_global_state()`,
+    `utils_device.CURRENT_DEVICE == None`) has none: Dynamo puts those on
+    the root of the tree, whose source is empty too.
+    """
+    match = _SOURCE_START.search(check)
+    if match is None:
+        return ""
+    end = match.end() - 1  # at the `[`
+    while end < len(check):
+        if check[end] == "[":
+            close = _closing(check, end)
+            if close < 0:
+                break
+            end = close + 1
+        elif (attr := _ATTRIBUTE.match(check, end)) is not None:
+            if check.startswith("(", attr.end()):
+                break  # a method call: `.size()` reads the value, it is not a part of it
+            end = attr.end()
+        else:
+            break
+    return check[match.start() : end]
+
+
+def _closing(text: str, start: int) -> int:
+    """Index of the `]` that closes the `[` at `start`, skipping quoted strings; -1 if none."""
+    depth, quote, escaped = 0, "", False
+    for index in range(start, len(text)):
+        char = text[index]
+        if quote:
+            escaped, quote = (not escaped and char == "\\"), ("" if char == quote and not escaped else quote)
+        elif char in "'\"":
+            quote = char
+        elif char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+            if depth == 0:
+                return index if char == "]" else -1
+    return -1
 
 
 def _check(code: str) -> str:

@@ -121,12 +121,34 @@ def _prefix(cases: Iterable[str]) -> str:
 
 
 def _shared_text(report: Report) -> list[Finding]:
-    """Text findings every changed case has: said once above the cases."""
+    """Text findings every changed case has, artifact by artifact: said once above the cases.
+
+    Compared per artifact, so that `transformed_code` differing in every case
+    is said once even where one case's finding also names `program`.
+    """
     changed = [c.diff for c in report.cases if c.diff is not None and c.verdict != UNCHANGED]
     if len(changed) < 2:
         return []
-    first = [f for f in changed[0].findings if not f.behaviour]
-    return [f for f in first if all(f in d.findings for d in changed[1:])]
+    common = set.intersection(*(_atoms(d.findings) for d in changed))
+    return _merged_atoms([a for a in _atoms_in_order(changed[0].findings) if a in common])
+
+
+Atom = tuple[str, str, str]  # (topic, message, artifact or '')
+
+
+def _atoms_in_order(findings: Iterable[Finding]) -> list[Atom]:
+    return [(f.topic, f.message, a) for f in findings if not f.behaviour for a in (f.artifacts or ("",))]
+
+
+def _atoms(findings: Iterable[Finding]) -> set[Atom]:
+    return set(_atoms_in_order(findings))
+
+
+def _merged_atoms(atoms: Iterable[Atom]) -> list[Finding]:
+    merged: dict[tuple[str, str], list[str]] = {}
+    for topic, message, artifact in atoms:
+        merged.setdefault((topic, message), []).extend([artifact] if artifact else [])
+    return [Finding(False, topic, message, tuple(artifacts)) for (topic, message), artifacts in merged.items()]
 
 
 def _details(report: CaseReport, shared: list[Finding]) -> list[str]:
@@ -134,7 +156,8 @@ def _details(report: CaseReport, shared: list[Finding]) -> list[str]:
     if report.diff is None or report.verdict == UNCHANGED:
         return []
     lines = [f.render() for f in report.diff.findings if f.behaviour]
-    text = [f.render() for f in report.diff.findings if not f.behaviour and f not in shared]
+    said = _atoms(shared)
+    text = [f.render() for f in _merged_atoms(a for a in _atoms_in_order(report.diff.findings) if a not in said)]
     joined = ("text: " if lines else "") + "; ".join(text)
     return lines + ([joined] if text and len(joined) <= _WIDTH - 4 else text)
 

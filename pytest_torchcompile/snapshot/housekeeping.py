@@ -31,7 +31,7 @@ def classes_of(item: pytest.Item) -> tuple[str, ...]:
     return tuple(node.name for node in item.listchain() if isinstance(node, pytest.Class))
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin object must stay hashable (pluggy keeps plugins in sets)
 class Housekeeping:
     """Per-run state of the update bookkeeping; a pytest plugin object."""
 

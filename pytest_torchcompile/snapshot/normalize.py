@@ -32,7 +32,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 _USER_TRACEBACK = re.compile(r"^User code traceback:[ \t]*\n(?:[ \t][^\n]*(?:\n|\Z)|\n)*?(?=\S|\Z)", re.MULTILINE)
 _NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
 _GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
-_GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)$", re.MULTILINE)
+_GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$", re.MULTILINE)
 _KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
@@ -191,7 +191,7 @@ class PathRule:
 # Kept as one block (issue 10); STATIC_RULES takes them in one place.
 
 _CODE_OBJECT_ADDRESS = re.compile(r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )")
-_BARE_PROVENANCE = re.compile(r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+$", re.MULTILINE)
+_BARE_PROVENANCE = re.compile(r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE)
 _BACKEND_HASH = re.compile(r"('backend_hash': ')[0-9A-Fa-f]+(?=')")
 _DEVICE_PROPERTIES = re.compile(r"DeviceProperties\([^()]*\)")
 _DEVICE_NUMBER = re.compile(r"\b(?!index=)(\w+=)-?\d+\b")
@@ -306,32 +306,18 @@ class Normalizer:
 # Appended here, apart from the rules above, and added to STATIC_RULES below.
 # =============================================================================
 
+from .compact import per_frame_section  # noqa: E402
+
 #: `___module_collections_140256468386496_c0`, `G['_140256443150752_c2']`: Dynamo names a
 #: global it installs after `id(value)` and a process-global compile counter
 #: (`output_graph.py`: f"{prefix}_{id(value)}_c{compile_id}"; `___check_metadata_<id>_c0/0`).
 _DYNAMO_GLOBAL = re.compile(r"(?<=[A-Za-z_'])_\d{6,}_c\d+(?:/\d+)*(?![\w/])")
-_FRAME_SECTION = re.compile(r"(?m)^(?=# ===== frame )")
 _FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
 _SYMPY_ANNOTATION = re.compile(r'"((?:Sym\(|[a-z]\w*\[)[^"\n]*)"')
 _SYMPY_PRODUCT = re.compile(r"\s*(\*\*|\*|//|/)\s*")
 _KEY_AT = r"list\(dict\.keys\({d}\)\)\[(\d+)\]"
 _GLOBAL_DICT_KEY = re.compile(r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')")
 _TREE_PREFIX = re.compile(r"^[| ]*\+- (?:KeyManager: )?")
-
-
-def per_frame_section(rule: Rule) -> Rule:
-    """Apply `rule` to each `# ===== frame F compile C` section on its own.
-
-    Renumbering per section gives the same frame the same names in every
-    compile of it (a recompile's guards then differ only where they differ),
-    and a change in one frame does not renumber the next.
-    """
-
-    def apply(text: str) -> str:
-        return "".join(rule(section) for section in _FRAME_SECTION.split(text))
-
-    apply.__name__ = f"{getattr(rule, '__name__', 'rule')}_per_frame"
-    return apply
 
 
 def renumber_dynamo_globals(text: str) -> str:
