@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 from pathlib import Path
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Import torch's compiler stack once, before any test runs.
+
+    `pytester` restores `sys.modules` after each test, deleting every module
+    first imported during it. Parts of Inductor register themselves in
+    process-global tables at import and cannot be imported twice ("Artifact
+    of type=autotune already registered in mega-cache artifact factory"), so
+    a pytester test that happened to be the first to touch Inductor in a
+    worker broke every later compile in that worker.
+    """
+    for module in ("torch._dynamo.repro.after_dynamo", "torch._inductor.codecache", "torch._inductor.compile_fx"):
+        importlib.import_module(module)
+
 
 #: A small model test; `{op}`, `{backend}` and `{extra}` vary per test.
 MODEL_TEST = '''

@@ -1,7 +1,7 @@
 """The stored form of the large artifacts: every fact once, no renumbering noise.
 
 Pure text functions, applied to one artifact's normalized text (see
-`normalize.ARTIFACT_RULES`), each idempotent. What they drop is the same for
+the rules each artifact names in `catalogue.py`), each idempotent. What they drop is the same for
 every compile or is structure that the kept lines already say; what they keep
 is everything a reviewer reads: every guard, every op with its shape, dtype
 and stride, every kernel body, the wrapper's calls.

@@ -63,6 +63,7 @@ from .diff_parse import (
     parse_summary,
     split_sections,
 )
+from .catalogue import ARTIFACTS
 from .normalize import STATIC_RULES, Normalizer
 
 BEHAVIOUR = "behaviour changed"
@@ -174,7 +175,13 @@ def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
     differ by five `#include`-like lines it never ran. The rules are pure text
     and idempotent, so a text already in the stored form is left as it is.
     """
-    return {name: _NORMALIZE.artifact(name, text) for name, text in texts.items()}
+    return {name: _stored(name, text) for name, text in texts.items()}
+
+
+def _stored(name: str, text: str) -> str:
+    """One artifact in the stored form; a file the catalogue does not name gets the common rules."""
+    artifact = ARTIFACTS.get(name)
+    return artifact.normalize(_NORMALIZE, text) if artifact else _NORMALIZE(text)
 
 
 def _compare_artifact(name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]) -> list[Finding]:

@@ -172,7 +172,7 @@ class TorchCompileSession:
     def _device(self, nodeid: str, cases: list[Any]) -> str:
         if "device" not in self.uses:
             return "cpu"
-        devices = sorted({case_device(c.pristine, c.calls[:1]) for c in cases})
+        devices = sorted({case_device(c.model, c.calls[:1]) for c in cases})
         if len(devices) > 1:
             pytest.fail(
                 f"usage error: the cases of {nodeid} ran on {' and '.join(devices)}, but the snapshot folder "
