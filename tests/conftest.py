@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import warnings
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ def pytest_configure(config: pytest.Config) -> None:
     a pytester test that happened to be the first to touch Inductor in a
     worker broke every later compile in that worker.
     """
-    for module in ("torch._dynamo.repro.after_dynamo", "torch._inductor.codecache", "torch._inductor.compile_fx"):
-        importlib.import_module(module)
+    with warnings.catch_warnings():  # torch's own import-time deprecations, before pytest captures warnings
+        warnings.simplefilter("ignore")
+        for module in ("torch._dynamo.repro.after_dynamo", "torch._inductor.codecache", "torch._inductor.compile_fx"):
+            importlib.import_module(module)
 
 
 #: A small model test; `{op}`, `{backend}` and `{extra}` vary per test.

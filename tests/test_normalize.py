@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_torchcompile.snapshot.catalogue import ARTIFACTS
@@ -288,7 +288,10 @@ FRAGMENTS = [
 FILLER = st.text(alphabet="abfx_019 .:()<>'\"=\n\t", max_size=20)
 PATTERNED = st.lists(st.one_of(st.sampled_from(FRAGMENTS), FILLER), max_size=12).map("".join)
 TEXTS = st.one_of(PATTERNED, st.text())
-HYPOTHESIS = settings(max_examples=200, deadline=None, database=None)
+#: derandomized: CI checks the same 200 texts every run, so a new random draw never fails
+#: an unrelated change; drop `derandomize` locally to search further (texts found that way
+#: become `@example`s, like the one below `test_version_and_gpu_rules_idempotent`).
+HYPOTHESIS = settings(max_examples=200, deadline=None, database=None, derandomize=True)
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=rule_id)
@@ -464,6 +467,7 @@ GPU_TEXTS = st.lists(st.one_of(st.sampled_from(GPU_FRAGMENTS + FRAGMENTS), FILLE
 @pytest.mark.parametrize("rule", [*VERSION_AND_GPU_RULES, NORMALIZE, normalize_program], ids=rule_id)
 @HYPOTHESIS
 @given(text=st.one_of(GPU_TEXTS, st.text()))
+@example(text=" and (autograd_cache.py:970 in evaluate_guards)  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n")
 def test_version_and_gpu_rules_idempotent(rule: Rule, text: str) -> None:
     once = rule(text)
     assert rule(once) == once

@@ -52,7 +52,8 @@ def test_zoo_programs_show_breaks_recompiles_and_kernels() -> None:
     assert "def guards_f0c1_forward(L, G) -> bool:" in recompiled and "2 <= L['x'].size()[0]" in recompiled
     training = (ZOO_SNAPSHOTS / "test_mlp_training/program.py.txt").read_text()
     order = ["def guards_f0c0_forward", "def forward(self, x):", "def _runtime_wrapper", "compiled forward (output code)", "cpp_fused_gelu_0 = ", "compiled backward (output code)"]
-    if not (ZOO_SNAPSHOTS / "test_mlp_training/runtime_wrapper.code.txt").exists():  # torch 2.11 and 2.15 emit none
+    wrapper = ZOO_SNAPSHOTS / "test_mlp_training/runtime_wrapper.code.txt"
+    if not wrapper.exists() or "was not produced" in wrapper.read_text():  # torch 2.11 and 2.15 emit none
         assert "# ----- 4. AOTAutograd runtime wrapper" not in training and "_runtime_wrapper" not in training
         order.remove("def _runtime_wrapper")
     assert [training.index(part) for part in order] == sorted(training.index(part) for part in order)

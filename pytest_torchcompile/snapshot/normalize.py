@@ -215,9 +215,10 @@ def drop_bare_guard_provenance(text: str) -> str:
     in can_use_32bit_indexing)` on an Inductor cache miss is the same guard as
     `... # (_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards)` on a
     hit (measured on an H100, torch 2.11). The guard stays; the comment goes, as
-    `drop_guard_provenance` does for the ` and (...)` form.
+    `drop_guard_provenance` does for the ` and (...)` form, which dropping the
+    bare comment can leave at the line's end: it goes too, so one pass is enough.
     """
-    return _BARE_PROVENANCE.sub("", text)
+    return drop_guard_provenance(_BARE_PROVENANCE.sub("", text))
 
 
 def mask_backend_hash(text: str) -> str:
