@@ -10,7 +10,8 @@ exists from torch 2.10, where `torch.compile` attaches it only while
 off; measured on 2.11), and from 2.12 on by default. So the flag is turned
 on here for the compile whenever torch has it, and a torch without the
 method or the loader is told so (`unsupported`), naming the first release
-that has them.
+that has them. Those early releases save only Inductor's output: another
+backend is told so too, naming the backend that works.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ import torch._dynamo.config as dynamo_config
 #: the first torch release with `aot_compile` and `torch.compiler.load_compiled_function`.
 SINCE = "2.10"
 _FLAG = "enable_aot_compile"
+#: what an `aot_compile` that cannot save this backend's output raises (measured on 2.11:
+#: `aot_eager` fails in AOTAutograd's cache bundling, `eager` is no SerializableCallable;
+#: torch 2.13 saves both kinds). Matched on text: the exception types are generic.
+_BACKEND_NOT_SAVED = ("expected OutputCode", "does not implement SerializableCallable")
 
 
 class Unsupported(Exception):
@@ -70,7 +75,21 @@ def aot_compile(fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], 
         method = getattr(compiled, "aot_compile", None)
         if method is None:
             raise Unsupported(_message())
-        return method((tuple(args), dict(kwargs)))
+        try:
+            return method((tuple(args), dict(kwargs)))
+        except (AssertionError, RuntimeError) as exc:
+            if any(text in str(exc) for text in _BACKEND_NOT_SAVED):
+                raise Unsupported(_backend_message(compile_kwargs.get("backend"), exc)) from exc
+            raise
+
+
+def _backend_message(backend: Any, exc: BaseException) -> str:
+    name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
+    return (
+        f"the installed torch {torch.__version__} cannot precompile backend {name!r}: its aot_compile "
+        f"saves only Inductor's compiled code ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+        "use backend='inductor' with precompile=True on this torch (torch 2.13 also saves AOTAutograd backends such as aot_eager)"
+    )
 
 
 def save(compiled: Any, path: Path) -> None:
