@@ -211,6 +211,21 @@ def test_normalizer_for_paths_looks_up_files_under_rootdir(tmp_path) -> None:
     assert normalize("# File: /elsewhere/repo/other.py:7 in f") == "# File: other.py:<N> in f"
 
 
+def test_a_path_into_another_install_of_this_torch_is_torch_relative(tmp_path) -> None:
+    """Found in CI: two venvs of torch 2.13 share one Inductor cache, which replays the
+    `# File:` paths of the venv that filled it (`.../nn/utils/parametrizations.py`)."""
+    torch_dir = tmp_path / "venv_a/lib/python3.11/site-packages/torch"
+    (torch_dir / "nn/utils").mkdir(parents=True)
+    (torch_dir / "nn/utils/parametrizations.py").write_text("")
+    normalize = Normalizer.for_paths(str(tmp_path / "proj"), str(torch_dir))
+    other = "/root/.cache/venv_b/lib/python3.11/site-packages/torch/nn/utils/parametrizations.py"
+    assert normalize(f"# File: {other}:85 in forward") == "# File: <torch>/nn/utils/parametrizations.py:<N> in forward"
+    assert normalize(f"# File: {torch_dir}/nn/utils/parametrizations.py:85 in forward") == normalize(f"# File: {other}:85 in forward")
+    # a file this torch does not have (another version's) keeps only its name, as before
+    assert normalize("# File: /venv_b/site-packages/torch/nn/gone.py:3 in f") == "# File: gone.py:<N> in f"
+    assert normalize(normalize(f"# File: {other}:85 in forward")) == normalize(f"# File: {other}:85 in forward")
+
+
 def test_normalizer_full_guard_line() -> None:
     line = (
         "| +- ID_MATCH: ___check_obj_id(G['torch'], 140270709103312), type=<class 'module'>"

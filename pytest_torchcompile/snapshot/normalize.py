@@ -164,12 +164,16 @@ class PathRule:
     (`/other/checkout/fixtures/zoo.py` -> `fixtures/zoo.py`); `is_local`
     answers that question, which keeps the rule itself a pure function. Other
     absolute paths to Python files (site-packages, a script outside the
-    rootdir) keep only their basename.
+    rootdir) keep only their basename. The same cache is shared by every
+    install of one torch version (two venvs of 2.13: the cache key holds the
+    version, not the path), so a path into another install's `torch/` that
+    names a file of this torch (`is_torch_file`) is `<torch>/...` too.
     """
 
     rootdir: str
     torch_dir: str | None = None
     is_local: Callable[[str], bool] = _never_local
+    is_torch_file: Callable[[str], bool] = _never_local
 
     def __call__(self, text: str) -> str:
         if self.torch_dir:
@@ -183,6 +187,10 @@ class PathRule:
             relative = "/".join(parts[start:])
             if self.is_local(relative):
                 return relative
+        for at in reversed([n for n, part in enumerate(parts[:-1]) if part == "torch"]):
+            inside = "/".join(parts[at + 1 :])
+            if self.is_torch_file(inside):
+                return f"<torch>/{inside}"
         return parts[-1]
 
 
@@ -290,8 +298,14 @@ class Normalizer:
     @classmethod
     def for_paths(cls, rootdir: str, torch_dir: str | None) -> Normalizer:
         """The rules for one checkout; foreign paths are matched against its files."""
-        root = Path(rootdir)
-        return cls((PathRule(rootdir, torch_dir, lambda relative: (root / relative).is_file()), *STATIC_RULES))
+        root, torch_root = Path(rootdir), Path(torch_dir) if torch_dir else None
+        rule = PathRule(
+            rootdir,
+            torch_dir,
+            is_local=lambda relative: (root / relative).is_file(),
+            is_torch_file=lambda inside: torch_root is not None and (torch_root / inside).is_file(),
+        )
+        return cls((rule, *STATIC_RULES))
 
     def __call__(self, text: str) -> str:
         for rule in self.rules:
@@ -303,7 +317,7 @@ class Normalizer:
 # Real models (issue 9): process history and cold/warm printing.
 #
 # Found on HuggingFace models built from tiny configs (fixtures/real_models.py),
-# each rule proven on two runs that must agree (tests/test_real_models_stability.py).
+# each rule proven on two runs that must agree (tests/test_committed_stability.py).
 # Appended here, apart from the rules above, and added to STATIC_RULES below.
 # =============================================================================
 
