@@ -29,7 +29,7 @@ SINCE = "2.10"
 _FLAG = "enable_aot_compile"
 #: what an `aot_compile` that cannot save this backend's output raises (measured on 2.11:
 #: `aot_eager` fails in AOTAutograd's cache bundling, `eager` is no SerializableCallable;
-#: torch 2.13 saves both kinds). Matched on text: the exception types are generic.
+#: 2.13 and 2.15 save aot_eager's). Matched on text: the exception types are generic.
 _BACKEND_NOT_SAVED = ("expected OutputCode", "does not implement SerializableCallable")
 
 
@@ -85,10 +85,11 @@ def aot_compile(fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], 
 
 def _backend_message(backend: Any, exc: BaseException) -> str:
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
+    first = (str(exc).splitlines() or [""])[0]
     return (
         f"the installed torch {torch.__version__} cannot precompile backend {name!r}: its aot_compile "
-        f"saves only Inductor's compiled code ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-        "use backend='inductor' with precompile=True on this torch (torch 2.13 also saves AOTAutograd backends such as aot_eager)"
+        f"cannot save what this backend compiled ({type(exc).__name__}: {first}); "
+        "use backend='inductor' with precompile=True on this torch (torch 2.13 and later also save aot_eager's)"
     )
 
 

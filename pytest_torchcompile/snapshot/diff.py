@@ -50,6 +50,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from .catalogue import ARTIFACTS
 from .diff_parse import (
     Graph,
     GraphKey,
@@ -63,7 +64,6 @@ from .diff_parse import (
     parse_summary,
     split_sections,
 )
-from .catalogue import ARTIFACTS
 from .normalize import STATIC_RULES, Normalizer
 
 BEHAVIOUR = "behaviour changed"
