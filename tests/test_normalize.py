@@ -211,6 +211,18 @@ def test_normalizer_for_paths_looks_up_files_under_rootdir(tmp_path) -> None:
     assert normalize("# File: /elsewhere/repo/other.py:7 in f") == "# File: other.py:<N> in f"
 
 
+def test_a_checkout_whose_path_ends_in_the_rootdir_is_foreign(tmp_path) -> None:
+    """Found in CI: rootdir `/work/main`, a cache filled at `/check/work/main` (once `/checkfixtures/zoo.py`)."""
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "zoo.py").write_text("")
+    torch_dir = "/venv/lib/site-packages/torch"
+    normalize = Normalizer.for_paths(str(tmp_path), torch_dir)
+    for line in (f"# File: /check{tmp_path}/fixtures/zoo.py:7 in f", f"# File: {tmp_path}/fixtures/zoo.py:7 in f", f'File "/check{tmp_path}/fixtures/zoo.py", line 7, in f'):
+        assert "fixtures/zoo.py" in normalize(line) and "check" not in normalize(line), line
+    assert normalize(f'File "/other/venv/lib/site-packages/torch/nn/f.py", line 3') == 'File "f.py", line <N>'
+    assert normalize(f'File "{torch_dir}/nn/f.py", line 3') == 'File "<torch>/nn/f.py", line <N>'
+
+
 def test_a_path_into_another_install_of_this_torch_is_torch_relative(tmp_path) -> None:
     """Found in CI: two venvs of torch 2.13 share one Inductor cache, which replays the
     `# File:` paths of the venv that filled it (`.../nn/utils/parametrizations.py`)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 Rule = Callable[[str], str]
@@ -150,6 +151,17 @@ def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
 _ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
 
 
+@lru_cache(maxsize=8)
+def _at_path_start(folder: str) -> re.Pattern[str]:
+    """`folder/` where a path starts, not inside a longer one.
+
+    Found in CI: with the rootdir `/work/main`, a cache filled by a checkout at
+    `/check/work/main` replays `/check/work/main/fixtures/zoo.py`; a plain
+    replace made that `/checkfixtures/zoo.py`, whose only local name was `zoo.py`.
+    """
+    return re.compile(r"(?<![\w<>.~+@%/-])" + re.escape(folder.rstrip("/") + "/"))  # `<>`: as `_ABSOLUTE_PY`
+
+
 def _never_local(relative: str) -> bool:
     return False
 
@@ -177,8 +189,8 @@ class PathRule:
 
     def __call__(self, text: str) -> str:
         if self.torch_dir:
-            text = text.replace(self.torch_dir.rstrip("/") + "/", "<torch>/")
-        text = text.replace(self.rootdir.rstrip("/") + "/", "")
+            text = _at_path_start(self.torch_dir).sub("<torch>/", text)
+        text = _at_path_start(self.rootdir).sub("", text)
         return _ABSOLUTE_PY.sub(self._foreign, text)
 
     def _foreign(self, match: re.Match[str]) -> str:
