@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_torchcompile.snapshot.paths import MAX_SEGMENT_BYTES, segment
+from pytest_torchcompile.snapshot.paths import MAX_SEGMENT_BYTES, folds_case, segment
 from pytest_torchcompile.snapshot.store import SnapshotStore, TextSnapshotExtension, UnreadableSnapshot, atomic_write_text
 
 NO_CRASH = ["INTERNALERROR", "Traceback", "pytest_torchcompile/"]
@@ -158,6 +158,14 @@ def test_segment_is_one_safe_reversible_path_part(name: str) -> None:
     assert len(part.encode("utf-8", "surrogatepass")) <= MAX_SEGMENT_BYTES
     if "%~" not in part:
         assert unquote(part, errors="surrogatepass") == name
+
+
+def test_windows_device_names_are_escaped_reversibly() -> None:
+    """A case named `nul` or `Com1.x` would open a device on Windows, not a folder."""
+    for name, part in (("con", "%63on"), ("NUL", "%4EUL"), ("Com1.x", "%43om1.x"), ("lpt9", "%6Cpt9"), ("aux ", "%61ux%20")):
+        assert segment(name) == part and unquote(part) == name
+    for name in ("console", "com10", "nul_case", "test_con", "case_con"):
+        assert segment(name) == name
 
 
 def test_ordinary_names_keep_their_paths() -> None:
@@ -546,3 +554,56 @@ def test_two_tests_claiming_one_folder_is_refused_naming_both(tmp_path: Path) ->
         "snapshot folder snapshots/test_m/test_x would be shared by ../a/test_m.py::test_x and ../b/test_m.py::test_x; "
         "rename one of them (two tests never share snapshot files)"
     )
+
+
+# --- file systems that do not tell upper from lower case (macOS, Windows) ----------
+# Linux here cannot mount one (no casefold support, no vfat), so the twin name a
+# case-folding file system answers to is made by hand: a symlink `SNAPSHOTS` to
+# `snapshots` is what `folds_case` sees on macOS.
+
+CASE_TEST = '''
+import pytest, torch
+
+MARK = pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
+
+@MARK
+def test_A(compile_model):
+    compile_model(torch.sin, torch.randn(3))
+
+@MARK
+def test_a(compile_model):
+    compile_model(torch.cos, torch.randn(3))
+
+@MARK
+def test_cases(compile_model):
+    compile_model.case("Wide")(torch.sin, torch.randn(3))
+    compile_model.case("wide")(torch.cos, torch.randn(3))
+'''
+
+
+def test_folds_case_answers_what_the_file_system_does(tmp_path: Path) -> None:
+    folder = tmp_path / "Snapshots"
+    folder.mkdir()
+    assert not folds_case(folder / "test_m" / "test_x")  # Linux: `sNAPSHOTS` is another name
+    (tmp_path / "sNAPSHOTS").symlink_to(folder)
+    assert folds_case(folder)  # `sNAPSHOTS` names the same folder, as on macOS
+    assert not folds_case(Path("/"))  # no cased name to probe: no refusal on a guess
+
+
+def test_names_differing_in_case_share_nothing_where_the_file_system_folds_case(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_m=CASE_TEST)
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=3)  # Linux tells them apart: no false alarm
+    assert len(files_under(pytester.path / "snapshots")) == 4
+
+    (pytester.path / "SNAPSHOTS").symlink_to(pytester.path / "snapshots")
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*usage error: snapshot folder snapshots/test_m/test_a would be shared by test_m.py::test_A and test_m.py::test_a "
+            "on this file system, which does not tell upper from lower case; rename one of them*",
+            "*usage error: cases 'Wide' and 'wide' would share one snapshot folder on this file system, "
+            "which does not tell upper from lower case; give them names that differ in more than case*",
+        ]
+    )
+    assert_no_crash(result)

@@ -22,7 +22,7 @@ from .case import CompileCase
 from .normalize import Normalizer
 from .result import CompileResult
 from .spec import CompileSpec
-from .store import Outcome, SnapshotStore, artifact_filename, safe_segment
+from .store import Outcome, SnapshotStore, artifact_filename
 
 __all__ = ["CompileCase", "CompileModel"]
 
@@ -60,8 +60,11 @@ class CompileModel(NamedCases[CompileResult]):
         """Compare every case's artifacts with the stored files (or write them)."""
         outcomes = []
         finished = [c for c in self.cases if c.result is not None]
-        for case in finished:
-            case_dir = test_dir if len(self.cases) == 1 else test_dir / safe_segment(case.name)
+        try:
+            folders = [test_dir] if len(self.cases) == 1 else store.case_folders(test_dir, [c.name for c in finished])
+        except ValueError as exc:
+            raise FixtureFailure(f"usage error: {exc}") from None
+        for case, case_dir in zip(finished, folders):
             for artifact, text in case.result.artifacts.items():  # as of the case's last call
                 outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
         return outcomes

@@ -7,8 +7,9 @@ distinct names never share a folder: a name made of safe characters is
 kept as it is (every committed snapshot path stays where it was); `%`, the
 characters Windows or POSIX forbid (`\\ / : * ? " < > |`), control
 characters, a leading `.` (no `..`, no hidden folders) and trailing dots and
-spaces (Windows drops them) are percent-encoded, so `unquote` gives the name
-back. A segment longer than `MAX_SEGMENT_BYTES` keeps its start and ends in
+spaces (Windows drops them) are percent-encoded, and so is the first letter
+of a name Windows reserves for a device (`con`, `nul`, `com1`, `lpt1.x`, ...,
+in any case), so `unquote` gives the name back. A segment longer than `MAX_SEGMENT_BYTES` keeps its start and ends in
 `%~` and a hash of the whole name: an escape is always `%` and two hex
 digits, so a shortened name never equals an escaped one.
 """
@@ -16,7 +17,9 @@ digits, so a shortened name never equals an escaped one.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from .catalogue import ARTIFACT_EXTENSIONS
@@ -25,6 +28,8 @@ from .catalogue import ARTIFACT_EXTENSIONS
 MAX_SEGMENT_BYTES = 150
 _UNSAFE = frozenset('\\/:*?"<>|%')
 _HASH_MARK = "%~"
+#: Windows opens a device, not a file, for these names, with any extension and in any case.
+_WINDOWS_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"{port}{n}" for port in ("COM", "LPT") for n in range(1, 10))})
 _TEMP = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp$")
 
 #: The only file names the plugin writes into a snapshot folder.
@@ -49,7 +54,10 @@ def _escape(name: str) -> str:
     end = len(parts)
     while end > 0 and parts[end - 1] in (".", " "):
         end -= 1
-    return "".join(parts[:end] + [_pct(c) for c in parts[end:]])
+    parts[end:] = [_pct(c) for c in parts[end:]]
+    if name.split(".", 1)[0].rstrip(" ").upper() in _WINDOWS_DEVICES:
+        parts[0] = _pct(name[0])
+    return "".join(parts)
 
 
 def _pct(char: str) -> str:
@@ -66,6 +74,26 @@ def _cut(escaped: str, limit: int) -> str:
             break
         kept.append(token)
     return "".join(kept)
+
+
+@lru_cache(maxsize=None)
+def folds_case(path: Path) -> bool:
+    """Whether the file system at `path` takes names that differ only in case for one name.
+
+    macOS and Windows do by default, so `test_A` and `test_a` would share a
+    folder there. Probed on the nearest existing folder's nearest name with a
+    cased letter: that name with its case swapped names the same folder. A
+    path with no cased name answers False (no refusal on a guess).
+    """
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    for probe in () if existing is None else (existing, *existing.parents):
+        swapped = probe.name.swapcase()
+        if swapped != probe.name:
+            try:
+                return os.path.samefile(probe, probe.with_name(swapped))
+            except OSError:  # no such name: the file system told the two apart
+                return False
+    return False
 
 
 def base_name(segment_text: str) -> str:

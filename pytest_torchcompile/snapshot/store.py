@@ -29,7 +29,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ..common.files import atomic_write_text
 from ..common.locks import is_locked
-from .paths import artifact_filename, is_artifact_file, is_temp_file, segment, test_folder
+from .paths import artifact_filename, folds_case, is_artifact_file, is_temp_file, segment, test_folder
 
 __all__ = ["Outcome", "SnapshotStore", "TextSnapshotExtension", "artifact_filename", "atomic_write_text", "safe_segment"]
 
@@ -131,14 +131,34 @@ class SnapshotStore:
         return test_folder(self.root, self.rootdir, test_path, classes, test_name)
 
     def claim(self, test_dir: Path, owner: str) -> str | None:
-        """Record that `owner` (a node id) uses `test_dir`; a message if another test already did."""
-        other = self.owners.setdefault(test_dir, owner)
+        """Record that `owner` (a node id) uses `test_dir`; a message if another test already did.
+
+        Where the file system folds case (macOS, Windows), folders that differ
+        only in case are one folder, and are claimed as one.
+        """
+        folds = folds_case(self.root)
+        other = self.owners.setdefault(Path(str(test_dir).casefold()) if folds else test_dir, owner)
         if other == owner:
             return None
+        where = " on this file system, which does not tell upper from lower case" if folds else ""
         return (
-            f"snapshot folder {self.show(test_dir)} would be shared by {other} and {owner}; "
+            f"snapshot folder {self.show(test_dir)} would be shared by {other} and {owner}{where}; "
             "rename one of them (two tests never share snapshot files)"
         )
+
+    def case_folders(self, test_dir: Path, names: list[str]) -> list[Path]:
+        """Each case's folder; ValueError naming both where two would be one folder."""
+        folds = folds_case(self.root)
+        seen: dict[str, str] = {}
+        for name in names:
+            key = segment(name).casefold() if folds else segment(name)
+            if key in seen:  # distinct names always escape apart: only case folding gets here
+                raise ValueError(
+                    f"cases {seen[key]!r} and {name!r} would share one snapshot folder on this file system, "
+                    "which does not tell upper from lower case; give them names that differ in more than case"
+                )
+            seen[key] = name
+        return [test_dir / segment(name) for name in names]
 
     def check(self, path: Path, text: str) -> Outcome:
         """Compare `text` with the file at `path`; write it only on update."""
