@@ -597,13 +597,47 @@ def test_names_differing_in_case_share_nothing_where_the_file_system_folds_case(
 
     (pytester.path / "SNAPSHOTS").symlink_to(pytester.path / "snapshots")
     result = pytester.runpytest("--update-snapshots")
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(failed=3)  # both tests, not only the second one to run
     result.stdout.fnmatch_lines(
         [
+            "*usage error: snapshot folder snapshots/test_m/test_A would be shared by test_m.py::test_A and test_m.py::test_a *",
             "*usage error: snapshot folder snapshots/test_m/test_a would be shared by test_m.py::test_A and test_m.py::test_a "
             "on this file system, which does not tell upper from lower case; rename one of them*",
             "*usage error: cases 'Wide' and 'wide' would share one snapshot folder on this file system, "
             "which does not tell upper from lower case; give them names that differ in more than case*",
         ]
     )
+    assert_no_crash(result)
+
+
+# --- two tests, one folder, two xdist workers ------------------------------------
+# Test files outside the rootdir keep only their file name, so `a/test_m.py` and
+# `b/test_m.py` map to one folder. Every process collects both, so a worker that
+# runs one of them refuses it without having seen the other run.
+
+SHARED_TEST = '''
+import pytest, torch
+
+@pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
+def test_x(compile_model):
+    compile_model(torch.{op}, torch.randn(3))
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["one process", "two workers"])
+def test_two_tests_sharing_a_folder_are_both_refused_in_any_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]) -> None:
+    for folder, op in (("a", "sin"), ("b", "cos")):
+        (pytester.path / folder).mkdir()
+        (pytester.path / folder / "test_m.py").write_text(SHARED_TEST.format(op=op))
+    project = pytester.path / "proj"
+    project.mkdir()
+    (project / "pytest.ini").write_text("[pytest]\n")
+    monkeypatch.chdir(project)
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir=.", "--import-mode=importlib", "--update-snapshots", *workers, "../a/test_m.py", "../b/test_m.py", timeout=300)
+    # under xdist both items share the node id `::test_x` (pytest's, below), so xdist runs one
+    assert " passed" not in result.stdout.str() and ("2 failed" in result.stdout.str() or workers), result.stdout.str()
+    # outside the rootdir pytest's node ids are both `::test_x`: the message names the files
+    shared = f"snapshot folder snapshots/test_m/test_x would be shared by {pytester.path}/a/test_m.py::test_x and {pytester.path}/b/test_m.py::test_x; rename one of them"
+    assert shared in result.stdout.str(), result.stdout.str()
+    assert not (project / "snapshots").exists()  # nothing written for either
     assert_no_crash(result)

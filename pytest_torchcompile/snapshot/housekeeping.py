@@ -18,13 +18,24 @@ from typing import Any
 
 import pytest
 
-from .paths import module_folder, test_folder
+from .paths import folds_case, module_folder, test_folder
+from .spec import MARKER
 from .stale import Inventory, StaleFolder, find_stale
 from .store import SnapshotStore
 
 UNUSED_PROPERTY = "torchcompile_unused"
 INVENTORY_KEY = "torchcompile_inventory"
 REMOVE_HINT = "a full `pytest --update-snapshots` (no -k, -m, --lf, --deselect or test ids) removes them"
+
+
+def owner_of(item: pytest.Item) -> str:
+    """The test's node id; with its file's path where the node id has none.
+
+    pytest gives a test file outside the rootdir a node id without its path
+    (`::test_x`), so `a/test_m.py::test_x` and `b/test_m.py::test_x` would
+    look like one test.
+    """
+    return f"{item.path}{item.nodeid}" if item.nodeid.startswith("::") else item.nodeid
 
 
 def classes_of(item: pytest.Item) -> tuple[str, ...]:
@@ -43,6 +54,7 @@ class Housekeeping:
     inventory: Inventory = field(default_factory=Inventory)
     lines: list[str] = field(default_factory=list)
     stale_left: bool = False
+    owners: dict[str, list[str]] = field(default_factory=dict)  # folder under the root -> node ids collected for it
 
     @classmethod
     def from_config(cls, config: pytest.Config, store: SnapshotStore) -> Housekeeping:
@@ -65,6 +77,26 @@ class Housekeeping:
         function = test_folder(self.store.root, self.store.rootdir, path, classes, item.originalname)
         self.inventory.add(test_dir, function, module_folder(self.store.root, self.store.rootdir, path))
         self.inventory.snapshots = self.inventory.snapshots or "compile_model" in item.fixturenames
+        if "compile_model" in item.fixturenames and item.get_closest_marker(MARKER) is not None:  # tests that write snapshots
+            self.owners.setdefault(self._owner_key(test_dir), []).append(owner_of(item))
+
+    def shared_folder(self, item: pytest.Item, store: SnapshotStore) -> str | None:
+        """A message if another collected test has `item`'s folder, else None.
+
+        Every process (each xdist worker included) collects every test, so
+        two tests that would share a folder are both refused whichever
+        worker runs them, not only the second one a process sees.
+        """
+        test_dir = self.test_dir(item)
+        owner = owner_of(item)
+        others = [other for other in self.owners.get(self._owner_key(test_dir), []) if other != owner]
+        if not others:
+            return None
+        return store.sharing_message(self.test_dir(item, store), *sorted([others[0], owner]))
+
+    def _owner_key(self, test_dir: Path) -> str:
+        relative = str(test_dir.relative_to(self.store.root))
+        return relative.casefold() if folds_case(self.store.root) else relative
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         if items:

@@ -21,7 +21,7 @@ from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from .diff import compare_case
 from .failure import FULL_DIFF_FLAG, compose
-from .housekeeping import Housekeeping
+from .housekeeping import Housekeeping, owner_of
 from .normalize import Normalizer
 from .placeholders import PlaceholderError, case_device, installed_torch_minor, placeholders, resolve, resolve_some, torch_minor
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
@@ -205,7 +205,7 @@ class TorchCompileSession:
         try:
             store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
             test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-            collision = store.claim(test_dir, pyfuncitem.nodeid)
+            collision = self.housekeeping.shared_folder(pyfuncitem, store) or store.claim(test_dir, owner_of(pyfuncitem))
             if collision:
                 pytest.fail(f"usage error: {collision}", pytrace=False)
             outcomes = model.check_snapshots(store, test_dir)

@@ -138,11 +138,13 @@ class SnapshotStore:
         """
         folds = folds_case(self.root)
         other = self.owners.setdefault(Path(str(test_dir).casefold()) if folds else test_dir, owner)
-        if other == owner:
-            return None
-        where = " on this file system, which does not tell upper from lower case" if folds else ""
+        return None if other == owner else self.sharing_message(test_dir, other, owner)
+
+    def sharing_message(self, test_dir: Path, first: str, second: str) -> str:
+        """Two tests whose snapshot folders are one folder (here)."""
+        where = " on this file system, which does not tell upper from lower case" if folds_case(self.root) else ""
         return (
-            f"snapshot folder {self.show(test_dir)} would be shared by {other} and {owner}{where}; "
+            f"snapshot folder {self.show(test_dir)} would be shared by {first} and {second}{where}; "
             "rename one of them (two tests never share snapshot files)"
         )
 
