@@ -9,9 +9,10 @@ characters Windows or POSIX forbid (`\\ / : * ? " < > |`), control
 characters, a leading `.` (no `..`, no hidden folders) and trailing dots and
 spaces (Windows drops them) are percent-encoded, and so is the first letter
 of a name Windows reserves for a device (`con`, `nul`, `com1`, `lpt1.x`, ...,
-in any case), so `unquote` gives the name back. A segment longer than `MAX_SEGMENT_BYTES` keeps its start and ends in
-`%~` and a hash of the whole name: an escape is always `%` and two hex
-digits, so a shortened name never equals an escaped one.
+in any case), so `unquote` gives the name back. A segment longer than
+`MAX_SEGMENT_BYTES` keeps its start and ends in `%~` and a hash of the
+whole name: an escape is always `%` and two hex digits, so a shortened name
+never equals an escaped one.
 """
 
 from __future__ import annotations

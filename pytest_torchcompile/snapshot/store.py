@@ -31,11 +31,10 @@ from ..common.files import atomic_write_text
 from ..common.locks import is_locked
 from .paths import artifact_filename, folds_case, is_artifact_file, is_temp_file, segment, test_folder
 
-__all__ = ["Outcome", "SnapshotStore", "TextSnapshotExtension", "artifact_filename", "atomic_write_text", "safe_segment"]
+__all__ = ["Outcome", "SnapshotStore", "TextSnapshotExtension", "artifact_filename", "atomic_write_text"]
 
 MAX_DIFF_LINES = 400
 UPDATE_HINT = "run `pytest --update-snapshots` to accept the new output"
-safe_segment = segment  # the name fixture.py imports
 
 
 class UnreadableSnapshot(Exception):
