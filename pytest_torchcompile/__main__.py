@@ -15,13 +15,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .snapshot.diff_report import SnapshotSetError, compare_sets, render_markdown, render_text, to_json
+from .snapshot.diff_report import (
+    SnapshotSetError,
+    compare_sets,
+    render_markdown,
+    render_text,
+    to_json,
+)
 
 PROG = "python -m pytest_torchcompile"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="pytest-torchcompile tools that need no torch.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="pytest-torchcompile tools that need no torch."
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     diff = commands.add_parser(
         "diff",
@@ -32,9 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
             "'behaviour changed', 'text only' or 'unchanged'. Exit status 0 whatever the verdicts; 2 on bad arguments."
         ),
     )
-    diff.add_argument("old", type=Path, metavar="OLD", help="the reference snapshot folder (e.g. snapshots/2.13/cpu)")
-    diff.add_argument("new", type=Path, metavar="NEW", help="the snapshot folder to compare with it")
-    diff.add_argument("--markdown", type=Path, metavar="PATH", help="also write the report as Markdown (appended when PATH is $GITHUB_STEP_SUMMARY)")
+    diff.add_argument(
+        "old",
+        type=Path,
+        metavar="OLD",
+        help="the reference snapshot folder (e.g. snapshots/2.13/cpu)",
+    )
+    diff.add_argument(
+        "new", type=Path, metavar="NEW", help="the snapshot folder to compare with it"
+    )
+    diff.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="PATH",
+        help="also write the report as Markdown (appended when PATH is $GITHUB_STEP_SUMMARY)",
+    )
     diff.add_argument("--json", type=Path, metavar="PATH", help="also write the report as JSON")
     return parser
 

@@ -21,7 +21,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_torchcompile._torch import aot, config, dynamo, errors, formats, guard_tree, metrics, trace
+from pytest_torchcompile._torch import (
+    aot,
+    config,
+    dynamo,
+    errors,
+    formats,
+    guard_tree,
+    metrics,
+    trace,
+)
 
 
 class Collect(logging.Handler):
@@ -77,13 +86,19 @@ def test_trace_only_to_detaches_other_handlers_and_puts_them_back() -> None:
 def test_bytecode_hook_sees_both_codes_and_the_compile_id() -> None:
     dynamo.reset()
     seen = []
-    with dynamo.bytecode_hook(lambda original, transformed: seen.append((original, transformed, dynamo.current_compile_id()))):
+    with dynamo.bytecode_hook(
+        lambda original, transformed: seen.append(
+            (original, transformed, dynamo.current_compile_id())
+        )
+    ):
         torch.compile(relu_plus_one, backend="eager")(torch.randn(2, 3))
     assert dynamo.current_compile_id() is None
     ((original, transformed, compile_id),) = seen
     assert original is relu_plus_one.__code__ and compile_id == (0, 0)
     assert [n for n in transformed.co_names if formats.COMPILED_CALL.match(n)]
-    assert formats.COUNTED_NAME.match(next(n for n in transformed.co_names if n.startswith(formats.COMPILED_FN_PREFIX)))
+    assert formats.COUNTED_NAME.match(
+        next(n for n in transformed.co_names if n.startswith(formats.COMPILED_FN_PREFIX))
+    )
 
 
 def test_guard_tree_reads_rows_in_the_known_formats() -> None:
@@ -94,7 +109,11 @@ def test_guard_tree_reads_rows_in_the_known_formats() -> None:
     tensor = next(r for r in rows if r.kind == formats.TENSOR_MATCH)
     match = formats.parse_tensor_match(tensor.code)
     assert match is not None and match.source == "L['x']" and match.dtype == "torch.float32"
-    assert match.backend_key == "CPU" and match.keywords["size"] == [2, 3] and match.keywords["stride"] == [3, 1]
+    assert (
+        match.backend_key == "CPU"
+        and match.keywords["size"] == [2, 3]
+        and match.keywords["stride"] == [3, 1]
+    )
     state = next(r for r in rows if r.kind == formats.GLOBAL_STATE)
     assert formats.GLOBAL_STATE_SEPARATOR in state.code
     assert any(formats.ID_CHECK.search(r.code) for r in rows)  # G['torch'] is guarded by id
@@ -104,7 +123,9 @@ def test_dynamic_shapes_guard_in_the_epilogue() -> None:
     dynamo.reset()
     torch.compile(relu_plus_one, backend="eager", dynamic=True)(torch.randn(4, 3))
     ((_, _, rows),) = list(guard_tree.cached_guards(relu_plus_one.__code__))
-    assert any(r.kind == guard_tree.EPILOGUE for r in rows) or any("2 <= L['x'].size()[0]" in r.code for r in rows)
+    assert any(r.kind == guard_tree.EPILOGUE for r in rows) or any(
+        "2 <= L['x'].size()[0]" in r.code for r in rows
+    )
 
 
 def test_metrics_count_compile_time_and_clear() -> None:
@@ -138,9 +159,13 @@ def test_graph_break_record_matches_the_format() -> None:
 
 
 def test_inductor_output_code_matches_the_formats() -> None:
-    events = compiled_events(relu_plus_one, torch.randn(8), backend="inductor", **config.HOST_PINNED_CONFIG)
+    events = compiled_events(
+        relu_plus_one, torch.randn(8), backend="inductor", **config.HOST_PINNED_CONFIG
+    )
     (code,) = [e.payload for e in events if e.stream == "output_code"]
-    assert formats.KERNEL_DEF.findall(code) and formats.AOT_KIND.search(code).group(1) == "inference"
+    assert (
+        formats.KERNEL_DEF.findall(code) and formats.AOT_KIND.search(code).group(1) == "inference"
+    )
     (graph,) = [e.payload for e in events if e.stream == "dynamo_graph"]
     assert formats.FX_BODY_START in graph and formats.FX_OP_LINE.findall(graph)
 

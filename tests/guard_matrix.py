@@ -49,7 +49,9 @@ def zoo_case(name: str) -> tuple[CompileCase, tuple[Any, ...], dict[str, Any]]:
     else:
         model, args, kwargs = getattr(zoo, name)()
     spec = CompileSpec(backend="eager", dynamic=True if name == "dynamic_shapes" else None)
-    case = CompileCase(spec, name, model, Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent)))
+    case = CompileCase(
+        spec, name, model, Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
+    )
     with torch.set_grad_enabled(name not in NO_GRAD):
         case.start(args, kwargs)
     return case, args, kwargs
@@ -59,7 +61,11 @@ def dynamo_says(case: CompileCase, args: tuple[Any, ...], kwargs: dict[str, Any]
     """Dynamo's own verdict: the first frame compile's cache entry checks the same locals."""
     key = min(case.log.guards)
     code = next(b.original for b in case.log.bytecode if b.key == key)
-    entry = next(e for e in _debug_get_cache_entry_list(code) if (e.compile_id.frame_id, e.compile_id.frame_compile_id) == (key.frame_id, key.compile_id))
+    entry = next(
+        e
+        for e in _debug_get_cache_entry_list(code)
+        if (e.compile_id.frame_id, e.compile_id.frame_compile_id) == (key.frame_id, key.compile_id)
+    )
     function, self_arg = frame_function(case.model, code)
     return bool(entry.guard_manager.check(frame_locals(function, self_arg + args, kwargs)))
 
@@ -89,9 +95,15 @@ def matrix(name: str) -> dict[str, list[bool]]:
         for variant, make in VARIANTS.items():
             new_args = (make(args[0]), *args[1:])
             with torch.set_grad_enabled(grad):
-                verdicts[variant] = [case.result.check_guards(*new_args, **kwargs), dynamo_says(case, new_args, kwargs)]
+                verdicts[variant] = [
+                    case.result.check_guards(*new_args, **kwargs),
+                    dynamo_says(case, new_args, kwargs),
+                ]
         with torch.set_grad_enabled(not grad):  # global state: grad mode flipped
-            verdicts["grad mode flipped"] = [case.result.check_guards(*args, **kwargs), dynamo_says(case, args, kwargs)]
+            verdicts["grad mode flipped"] = [
+                case.result.check_guards(*args, **kwargs),
+                dynamo_says(case, args, kwargs),
+            ]
     finally:
         torch._dynamo.reset()
     return verdicts
@@ -100,7 +112,10 @@ def matrix(name: str) -> dict[str, list[bool]]:
 def recompiles() -> list[list[Any]]:
     """[model, variant, check_guards, recompiled] for real calls of the compiled model."""
     found = []
-    for name, variants in (("mlp_training", ("same shape", "other shape", "requires_grad flipped")), ("function_with_kwargs", ("same shape", "other dtype"))):
+    for name, variants in (
+        ("mlp_training", ("same shape", "other shape", "requires_grad flipped")),
+        ("function_with_kwargs", ("same shape", "other dtype")),
+    ):
         case, args, kwargs = zoo_case(name)
         code = case.log.bytecode[0].original
         for variant in variants:
@@ -108,7 +123,9 @@ def recompiles() -> list[list[Any]]:
             predicted = case.result.check_guards(*new_args, **kwargs)
             before = len(_debug_get_cache_entry_list(code))
             case.compiled(*new_args, **kwargs)
-            found.append([name, variant, predicted, len(_debug_get_cache_entry_list(code)) > before])
+            found.append(
+                [name, variant, predicted, len(_debug_get_cache_entry_list(code)) > before]
+            )
         torch._dynamo.reset()
     return found
 

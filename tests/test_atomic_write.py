@@ -27,7 +27,9 @@ def test_killed_writer_leaves_old_or_new(tmp_path: Path) -> None:
     target.write_text("old " * 400_000)
     allowed = {"old " * 400_000, "new 0 " * 400_000, "new 1 " * 400_000}
     for delay in (0.05, 0.13, 0.29):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True
+        )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)

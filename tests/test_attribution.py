@@ -65,7 +65,9 @@ def test_custom_backend_that_perturbs_output_is_named(pytester: pytest.Pytester)
     pytester.makepyfile(test_m=PERTURBING_BACKEND)
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["diverges at stage: perturb", "stages re-run: dynamo ok", "  output[[]*, *[]]: compiled *"])
+    result.stdout.fnmatch_lines(
+        ["diverges at stage: perturb", "stages re-run: dynamo ok", "  output[[]*, *[]]: compiled *"]
+    )
     result.stdout.no_fnmatch_line("*bisector*")
 
 
@@ -80,12 +82,17 @@ def test_m(compile_model):
 """
 
 
-def test_randomness_is_explained_and_fallback_random_makes_it_fair(pytester: pytest.Pytester) -> None:
+def test_randomness_is_explained_and_fallback_random_makes_it_fair(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(test_m=DROPOUT.format(extra=""))
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*the compiled graph draws random numbers (aten.*)*set compile_snapshot(fallback_random=True)*", "  output[[]*[]]: compiled *"]
+        [
+            "*the compiled graph draws random numbers (aten.*)*set compile_snapshot(fallback_random=True)*",
+            "  output[[]*[]]: compiled *",
+        ]
     )
     result.stdout.no_fnmatch_line("diverges at stage:*")
 

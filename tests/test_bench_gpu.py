@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs a CUDA GPU: kernel times, CUDA-graph replay and peak GPU memory are measured only there",
 )
 
-GPU_TEST = '''
+GPU_TEST = """
 import pytest, torch
 
 
@@ -68,11 +68,13 @@ def test_reduce_overhead(compile_benchmark):
     assert r.record.settings["gpu_inductor_cudagraphs"] is True
     assert "gpu_compiled_call_s" not in r.gpu
     assert any("Inductor's own CUDA graphs" in note for note in r.notes)
-'''
+"""
 
 
 def test_gpu_figures_recorded_and_gated_on_the_same_machine(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\ntorchcompile_perf_max_time = 0.3\ntorchcompile_perf_threshold = 0.5\n")
+    pytester.makeini(
+        "[pytest]\ntorchcompile_perf_max_time = 0.3\ntorchcompile_perf_threshold = 0.5\n"
+    )
     pytester.makepyfile(test_gpu=GPU_TEST)
     pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=3)
     (baseline,) = (pytester.path / "perf-baselines").glob("*.json")
@@ -81,12 +83,16 @@ def test_gpu_figures_recorded_and_gated_on_the_same_machine(pytester: pytest.Pyt
     case = data["cases"]["test_gpu.py::test_default::case_0"]
     assert case["kernels"] and "gpu_compiled_s" in case["metrics"]
     assert case["settings"]["gpu_timing"] == "cudagraph"
-    assert {"gpu_eager_s", "gpu_compiled_s", "gpu_speedup"} <= set(case["settings"]["noise"])  # 5 passes
+    assert {"gpu_eager_s", "gpu_compiled_s", "gpu_speedup"} <= set(
+        case["settings"]["noise"]
+    )  # 5 passes
     result = pytester.runpytest("--perf-gate")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines([
-        "*test_default::case_0*gpu_compiled_s*CUDA-graph replay*PASS*",
-        "*test_default::case_0*gpu_speedup*CUDA-graph replay*PASS*",
-        "*test_default::case_0*gpu_peak_compiled_bytes*exact*PASS*",
-        "*test_reduce_overhead::case_0*gpu_compiled_s*not gated: Inductor's CUDA graphs*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_default::case_0*gpu_compiled_s*CUDA-graph replay*PASS*",
+            "*test_default::case_0*gpu_speedup*CUDA-graph replay*PASS*",
+            "*test_default::case_0*gpu_peak_compiled_bytes*exact*PASS*",
+            "*test_reduce_overhead::case_0*gpu_compiled_s*not gated: Inductor's CUDA graphs*",
+        ]
+    )

@@ -8,11 +8,16 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.perf.baseline import BaselineStore, Machine, dumps
-from pytest_torchcompile.perf.timing import PairedTiming, TimingSettings, choose_iterations, interleave
 from pytest_torchcompile.perf.gpu import kernel_sources
-from pytest_torchcompile.perf.report import benchmark_stats, markdown
 from pytest_torchcompile.perf.record import CaseRecord
+from pytest_torchcompile.perf.report import benchmark_stats, markdown
 from pytest_torchcompile.perf.stats import Summary
+from pytest_torchcompile.perf.timing import (
+    PairedTiming,
+    TimingSettings,
+    choose_iterations,
+    interleave,
+)
 
 HERE = Machine("cpu", "Some CPU", "2.13.0+cpu", None, None, 1)
 LAPTOP = Machine("cpu", "Other CPU", "2.13.0+cpu", None, None, 1)
@@ -55,7 +60,11 @@ def test_interleave_measures_a_known_speedup() -> None:
 
 def test_interleave_alternates_which_side_goes_first() -> None:
     calls: list[str] = []
-    timing = interleave(lambda: calls.append("e"), lambda: calls.append("c"), TimingSettings(max_time=0.01, min_rounds=4, warmup=0))
+    timing = interleave(
+        lambda: calls.append("e"),
+        lambda: calls.append("c"),
+        TimingSettings(max_time=0.01, min_rounds=4, warmup=0),
+    )
     k = timing.iterations
     timed = "".join(calls[10 : 10 + 8 * k])  # after the 5+5 calls that estimate the block length
     assert timed == ("e" * k + "c" * k + "c" * k + "e" * k) * 2
@@ -80,12 +89,16 @@ def test_every_timed_block_ends_with_a_sync() -> None:
         events.append("|")
         clock.now += 50e-6  # the GPU's queued work: counted only because the block waits for it
 
-    settings = TimingSettings(max_time=0.01, min_rounds=4, max_rounds=4, block_time=0.0002, warmup=0)
+    settings = TimingSettings(
+        max_time=0.01, min_rounds=4, max_rounds=4, block_time=0.0002, warmup=0
+    )
     timing = interleave(side("e", 100e-6), side("c", 50e-6), settings, sync=sync, clock=clock)
     k = timing.iterations
     timed = "".join(events[-4 * (k + 1) :])
     assert timed == "e" * k + "|" + "c" * k + "|" + "c" * k + "|" + "e" * k + "|"
-    assert "".join(events).count("|") == 1 + 10 + 2 * timing.rounds  # warm-up, 5+5 estimates, every block
+    assert (
+        "".join(events).count("|") == 1 + 10 + 2 * timing.rounds
+    )  # warm-up, 5+5 estimates, every block
     assert timing.compiled[0] == pytest.approx(50e-6 + 50e-6 / k)
 
 
@@ -103,7 +116,12 @@ def test_pooled_timings_keep_pairs() -> None:
 
 
 def record(speedup: float) -> CaseRecord:
-    return CaseRecord({"speedup": Summary.exact(speedup)}, {"graphs": 1}, {"iterations": 8}, samples={"eager_s": (1.0,)})
+    return CaseRecord(
+        {"speedup": Summary.exact(speedup)},
+        {"graphs": 1},
+        {"iterations": 8},
+        samples={"eager_s": (1.0,)},
+    )
 
 
 def test_baseline_write_keeps_other_cases_and_other_machines(tmp_path: Path) -> None:
@@ -124,7 +142,10 @@ def test_baseline_file_is_sorted_one_line_per_metric(tmp_path: Path) -> None:
     path = BaselineStore(tmp_path, HERE).write({"t::case_0": record(3.0)})
     text = path.read_text()
     assert text.endswith("}\n")
-    assert '      "metrics": {\n        "speedup": {"ci_high": 3.0, "ci_low": 3.0, "median": 3.0, "min": 3.0, "n": 1, "q1": 3.0, "q3": 3.0}\n' in text
+    assert (
+        '      "metrics": {\n        "speedup": {"ci_high": 3.0, "ci_low": 3.0, "median": 3.0, "min": 3.0, "n": 1, "q1": 3.0, "q3": 3.0}\n'
+        in text
+    )
     keys = [line.split('"')[1] for line in text.splitlines() if line.startswith('  "')]
     assert keys == sorted(keys) == ["cases", "format", "machine"]
     assert json.loads(dumps(json.loads(text))) == json.loads(text)

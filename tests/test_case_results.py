@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-CASES = '''
+CASES = """
 import time
 import pytest, torch
 from pytest_torchcompile.snapshot import catalogue
@@ -38,12 +38,14 @@ def test_a_failing_case_is_not_swallowed(compile_model):
         compile_model(lambda x: x @ torch.ones(3, 5), torch.ones(2, 4))
     except Exception:
         pass
-'''
+"""
 
 
 def test_case_results(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest("--update-snapshots", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_a_failing_case_is_not_swallowed*", "*[[]case_0[]] eager run failed*"])
+    result.stdout.fnmatch_lines(
+        ["*test_a_failing_case_is_not_swallowed*", "*[[]case_0[]] eager run failed*"]
+    )
     result.stdout.no_fnmatch_line("*Traceback*")

@@ -67,8 +67,21 @@ class Checkout:
 
 def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
     environ = {**os.environ, **env}
-    command = [sys.executable, "-m", "pytest", f"fixtures/{suite.module}", "-q", "-p", "no:cacheprovider", "-W", "ignore", *args]
-    done = subprocess.run(command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=900)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"fixtures/{suite.module}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore",
+        *args,
+    ]
+    done = subprocess.run(
+        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=900
+    )
     return done.stdout[-6000:] + done.stderr[-2000:]
 
 
@@ -83,12 +96,20 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     stem = suite.module.removesuffix(".py")
     committed = REPO / "snapshots" / installed_torch_minor() / "cpu" / "fixtures" / stem
     if not committed.is_dir():
-        pytest.skip(f"no committed snapshots of {suite.module} for this torch ({committed.relative_to(REPO)}): the real-model set is recorded on 2.13")
+        pytest.skip(
+            f"no committed snapshots of {suite.module} for this torch ({committed.relative_to(REPO)}): the real-model set is recorded on 2.13"
+        )
     shutil.copytree(committed, project / "snapshots/fixtures" / stem)
     (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
     (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     cache = str(tmp_path_factory.mktemp("inductor_cache"))
-    return Checkout(suite, project, tree_digest(project / "snapshots"), cache, run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache))
+    return Checkout(
+        suite,
+        project,
+        tree_digest(project / "snapshots"),
+        cache,
+        run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache),
+    )
 
 
 def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: Checkout) -> None:

@@ -21,7 +21,12 @@ def test_eager_failure_says_so_with_the_original_error(pytester: pytest.Pytester
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*eager run failed*", "*in broken*", "*return x @ torch.ones(3, 5)*", "*RuntimeError: *mat1 and mat2 shapes cannot be multiplied (2x4 and 3x5)"]
+        [
+            "*eager run failed*",
+            "*in broken*",
+            "*return x @ torch.ones(3, 5)*",
+            "*RuntimeError: *mat1 and mat2 shapes cannot be multiplied (2x4 and 3x5)",
+        ]
     )
 
 
@@ -42,7 +47,13 @@ def test_fullgraph_break_shows_reason_and_user_line(pytester: pytest.Pytester) -
     )
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*fullgraph=True but Dynamo had to break the graph:*", "*Data-dependent branching*", "*if x.sum() > 0:*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*fullgraph=True but Dynamo had to break the graph:*",
+            "*Data-dependent branching*",
+            "*if x.sum() > 0:*",
+        ]
+    )
 
 
 def test_user_backend_error_names_the_backend(pytester: pytest.Pytester) -> None:
@@ -60,7 +71,12 @@ def test_user_backend_error_names_the_backend(pytester: pytest.Pytester) -> None
     )
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*compile failed in stage: backend picky_backend (backend picky_backend)*", "*picky_backend cannot lower sin*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*compile failed in stage: backend picky_backend (backend picky_backend)*",
+            "*picky_backend cannot lower sin*",
+        ]
+    )
 
 
 def test_cpp_compile_error_names_the_stage(pytester: pytest.Pytester) -> None:
@@ -75,7 +91,9 @@ def test_cpp_compile_error_names_the_stage(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*compile failed in stage: C++/Triton compile (backend inductor)*"])
+    result.stdout.fnmatch_lines(
+        ["*compile failed in stage: C++/Triton compile (backend inductor)*"]
+    )
 
 
 def test_wrong_numerics_fail_with_path_and_errors(pytester: pytest.Pytester) -> None:
@@ -134,5 +152,11 @@ def test_gradients_are_compared_by_parameter_name(pytester: pytest.Pytester) -> 
     )
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*differs from eager:*", "diverges at stage: shift_grads", "  grad of weight[[]*[]]: compiled *, eager *"])
+    result.stdout.fnmatch_lines(
+        [
+            "*differs from eager:*",
+            "diverges at stage: shift_grads",
+            "  grad of weight[[]*[]]: compiled *, eager *",
+        ]
+    )
     result.stdout.no_fnmatch_line("*grad of bias*")

@@ -7,22 +7,47 @@ import random
 
 import pytest
 
-from pytest_torchcompile.perf.spec import BenchmarkSpec
 from pytest_torchcompile.perf.gate import Baseline, Gate, GateSettings, Verdict, decide, run_fails
 from pytest_torchcompile.perf.record import CaseRecord
+from pytest_torchcompile.perf.spec import BenchmarkSpec
+from pytest_torchcompile.perf.stats import (
+    Summary,
+    batch_spread,
+    median_ci,
+    pass_noise,
+    summarize,
+    widen,
+)
 from pytest_torchcompile.snapshot.spec import SpecError
-from pytest_torchcompile.perf.stats import Summary, batch_spread, median_ci, pass_noise, summarize, widen
 
 COUNTERS = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
 
 
 def metric(median: float, spread: float = 0.02, n: int = 100) -> Summary:
     """A summary whose interval is +-`spread` (relative) around `median`."""
-    return Summary(median, median * 0.9, median * 0.97, median * 1.03, median * (1 - spread), median * (1 + spread), n)
+    return Summary(
+        median,
+        median * 0.9,
+        median * 0.97,
+        median * 1.03,
+        median * (1 - spread),
+        median * (1 + spread),
+        n,
+    )
 
 
-def record(speedup: float = 3.0, spread: float = 0.02, counters: dict[str, int] | None = None, **extra: Summary) -> CaseRecord:
-    metrics = {"speedup": metric(speedup, spread), "eager_s": metric(3e-4), "compiled_s": metric(1e-4), "compile_s": Summary.exact(2.0)}
+def record(
+    speedup: float = 3.0,
+    spread: float = 0.02,
+    counters: dict[str, int] | None = None,
+    **extra: Summary,
+) -> CaseRecord:
+    metrics = {
+        "speedup": metric(speedup, spread),
+        "eager_s": metric(3e-4),
+        "compiled_s": metric(1e-4),
+        "compile_s": Summary.exact(2.0),
+    }
     metrics.update(extra)
     return CaseRecord(metrics, counters or dict(COUNTERS))
 
@@ -41,9 +66,19 @@ def rows_by_metric(verdict) -> dict[str, object]:
     [
         (0.0, (-0.03, 0.03), True, Verdict.PASS),
         (-0.08, (-0.15, -0.01), True, Verdict.PASS),  # within 10%, and a 20% regression is excluded
-        (-0.08, (-0.25, 0.09), True, Verdict.INCONCLUSIVE),  # within 10% but too noisy to exclude 20%
+        (
+            -0.08,
+            (-0.25, 0.09),
+            True,
+            Verdict.INCONCLUSIVE,
+        ),  # within 10% but too noisy to exclude 20%
         (-0.20, (-0.25, -0.15), True, Verdict.FAIL),
-        (-0.20, (-0.45, 0.10), True, Verdict.INCONCLUSIVE),  # beyond 10% but the interval holds no change
+        (
+            -0.20,
+            (-0.45, 0.10),
+            True,
+            Verdict.INCONCLUSIVE,
+        ),  # beyond 10% but the interval holds no change
         (0.50, (0.40, 0.60), True, Verdict.PASS),  # faster is never a regression
         (0.20, (0.15, 0.25), False, Verdict.FAIL),  # a time 20% longer
         (-0.20, (-0.25, -0.15), False, Verdict.PASS),  # a time 20% shorter
@@ -115,9 +150,19 @@ def test_absolute_times_gated_only_on_the_baselines_machine() -> None:
 
 def test_cpu_wall_times_gated_only_when_asked() -> None:
     slower = record(compiled_s=metric(2e-4))
-    assert rows_by_metric(gate(record()).judge("t", slower))["compiled_s"].verdict is Verdict.NOT_GATED
-    assert rows_by_metric(gate(record(), gate_cpu_times=True).judge("t", slower))["compiled_s"].verdict is Verdict.FAIL
-    assert rows_by_metric(gate(record(), False, gate_cpu_times=True).judge("t", slower))["compiled_s"].verdict is Verdict.NOT_GATED
+    assert (
+        rows_by_metric(gate(record()).judge("t", slower))["compiled_s"].verdict is Verdict.NOT_GATED
+    )
+    assert (
+        rows_by_metric(gate(record(), gate_cpu_times=True).judge("t", slower))["compiled_s"].verdict
+        is Verdict.FAIL
+    )
+    assert (
+        rows_by_metric(gate(record(), False, gate_cpu_times=True).judge("t", slower))[
+            "compiled_s"
+        ].verdict
+        is Verdict.NOT_GATED
+    )
 
 
 def test_run_fails_on_any_fail() -> None:
@@ -144,7 +189,10 @@ def test_gate_settings_name_the_bad_value(settings: dict, message: str) -> None:
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"treshold": 0.1}, "compile_benchmark got unknown keyword 'treshold'; allowed keywords: backend, mode, dynamic, fullgraph, options, threshold"),
+        (
+            {"treshold": 0.1},
+            "compile_benchmark got unknown keyword 'treshold'; allowed keywords: backend, mode, dynamic, fullgraph, options, threshold",
+        ),
         ({"threshold": 10}, "compile_benchmark: threshold=10 must be a number above 0 and below 1"),
         ({"max_time": -1}, "compile_benchmark: max_time=-1 must be a number above 0"),
         ({"mode": "fastest"}, "compile_benchmark(mode='fastest') is not allowed"),
@@ -170,7 +218,11 @@ def test_batch_means_widen_the_interval_when_rounds_are_correlated() -> None:
     rng = random.Random(2)
     independent = [math.exp(rng.gauss(0.0, 0.05)) for _ in range(400)]
     # a slow drift: each stretch of 40 rounds shares one random offset
-    drifting = [math.exp(rng.gauss(0.0, 0.05) + offset) for offset in (rng.gauss(0.0, 0.05) for _ in range(10)) for _ in range(40)]
+    drifting = [
+        math.exp(rng.gauss(0.0, 0.05) + offset)
+        for offset in (rng.gauss(0.0, 0.05) for _ in range(10))
+        for _ in range(40)
+    ]
     assert batch_spread(drifting, 0.95) > 2 * batch_spread(independent, 0.95)
     wide, narrow = summarize(drifting, 0.95), summarize(independent, 0.95)
     assert wide.ci_high / wide.ci_low > narrow.ci_high / narrow.ci_low
@@ -211,8 +263,12 @@ def exact(value: float) -> Summary:
         (67109000.0, 67110912, Verdict.FAIL, "+1,912 bytes"),
     ],
 )
-def test_exact_metrics_compare_exactly(base: float, now: float, verdict: Verdict, note: str) -> None:
-    case = gate(record(gpu_peak_compiled_bytes=exact(base))).judge("t", record(gpu_peak_compiled_bytes=exact(now)))
+def test_exact_metrics_compare_exactly(
+    base: float, now: float, verdict: Verdict, note: str
+) -> None:
+    case = gate(record(gpu_peak_compiled_bytes=exact(base))).judge(
+        "t", record(gpu_peak_compiled_bytes=exact(now))
+    )
     row = rows_by_metric(case)["gpu_peak_compiled_bytes"]
     assert (row.verdict, row.note) == (verdict, note)
     assert row.change is None and row.ci is None
@@ -223,17 +279,27 @@ def test_exact_metrics_pass_under_strict_and_are_not_gated_on_another_machine() 
     zero = record(gpu_peak_compiled_bytes=exact(0))
     here = gate(zero, strict=True).judge("t", zero)
     assert here.verdict is Verdict.PASS and not run_fails([here], GateSettings(strict=True))
-    row = rows_by_metric(gate(zero, same_machine=False).judge("t", record(gpu_peak_compiled_bytes=exact(4096))))["gpu_peak_compiled_bytes"]
+    row = rows_by_metric(
+        gate(zero, same_machine=False).judge("t", record(gpu_peak_compiled_bytes=exact(4096)))
+    )["gpu_peak_compiled_bytes"]
     assert row.verdict is Verdict.NOT_GATED and row.note.startswith("other machine")
 
 
 def test_exact_rows_show_bytes_and_the_difference() -> None:
     from pytest_torchcompile.perf.report import gate_cells
 
-    failing = rows_by_metric(gate(record(gpu_peak_eager_bytes=exact(2048))).judge("t", record(gpu_peak_eager_bytes=exact(4096))))
+    failing = rows_by_metric(
+        gate(record(gpu_peak_eager_bytes=exact(2048))).judge(
+            "t", record(gpu_peak_eager_bytes=exact(4096))
+        )
+    )
     cells = gate_cells(failing["gpu_peak_eager_bytes"])
     assert cells[2:] == ("2 KiB", "4 KiB", "+2,048 bytes", "", "FAIL")
-    passing = rows_by_metric(gate(record(gpu_peak_eager_bytes=exact(0))).judge("t", record(gpu_peak_eager_bytes=exact(0))))
+    passing = rows_by_metric(
+        gate(record(gpu_peak_eager_bytes=exact(0))).judge(
+            "t", record(gpu_peak_eager_bytes=exact(0))
+        )
+    )
     assert gate_cells(passing["gpu_peak_eager_bytes"])[2:] == ("0 B", "0 B", "", "exact", "PASS")
 
 

@@ -13,7 +13,13 @@ import math
 import pytest
 
 from pytest_torchcompile.perf.gate import Baseline, Gate, GateSettings, Verdict
-from pytest_torchcompile.perf.gpu import LAUNCH_BOUND_RATIO, GpuMeasurement, GpuPass, inductor_cudagraphs, launch_ratio
+from pytest_torchcompile.perf.gpu import (
+    LAUNCH_BOUND_RATIO,
+    GpuMeasurement,
+    GpuPass,
+    inductor_cudagraphs,
+    launch_ratio,
+)
 from pytest_torchcompile.perf.record import EVENTS, GPU_TIMES, REPLAY, CaseRecord
 from pytest_torchcompile.perf.stats import Summary
 
@@ -21,12 +27,25 @@ COUNTERS = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
 
 
 def metric(median: float, spread: float = 0.01) -> Summary:
-    return Summary(median, median * 0.95, median * 0.99, median * 1.01, median * (1 - spread), median * (1 + spread), 50)
+    return Summary(
+        median,
+        median * 0.95,
+        median * 0.99,
+        median * 1.01,
+        median * (1 - spread),
+        median * (1 + spread),
+        50,
+    )
 
 
 def gpu_record(
-    eager: float = 100e-6, compiled: float = 50e-6, speedup: float | None = None, cpu_speedup: float = 2.0,
-    timing: str | None = REPLAY, launch_bound: bool | None = False, cudagraphs: bool = False,
+    eager: float = 100e-6,
+    compiled: float = 50e-6,
+    speedup: float | None = None,
+    cpu_speedup: float = 2.0,
+    timing: str | None = REPLAY,
+    launch_bound: bool | None = False,
+    cudagraphs: bool = False,
     counters: dict[str, int] | None = None,
 ) -> CaseRecord:
     metrics = {
@@ -65,14 +84,22 @@ def test_replay_regression_fails() -> None:
     assert verdict.verdict is Verdict.FAIL and verdict.needs_remeasure
 
 
-@pytest.mark.parametrize("base_timing, now_timing", [(EVENTS, REPLAY), (REPLAY, EVENTS), (None, REPLAY)])
-def test_a_baseline_timed_by_the_other_method_is_reported_not_compared(base_timing, now_timing) -> None:
+@pytest.mark.parametrize(
+    "base_timing, now_timing", [(EVENTS, REPLAY), (REPLAY, EVENTS), (None, REPLAY)]
+)
+def test_a_baseline_timed_by_the_other_method_is_reported_not_compared(
+    base_timing, now_timing
+) -> None:
     # the event-timed launch-bound figure is 3x the replay one: comparing them would be a false FAIL
-    verdict, rows = judge(gpu_record(eager=300e-6, compiled=150e-6, timing=base_timing), gpu_record(timing=now_timing))
+    verdict, rows = judge(
+        gpu_record(eager=300e-6, compiled=150e-6, timing=base_timing), gpu_record(timing=now_timing)
+    )
     for name in GPU_TIMES:
         assert rows[name].verdict is Verdict.NOT_GATED
         assert "re-record the baseline" in rows[name].note
-    assert rows["gpu_eager_s"].note.startswith("baseline by per-call events, now by CUDA-graph replay") == (now_timing == REPLAY)
+    assert rows["gpu_eager_s"].note.startswith(
+        "baseline by per-call events, now by CUDA-graph replay"
+    ) == (now_timing == REPLAY)
     assert rows["speedup"].verdict is Verdict.PASS  # the CPU ratio is gated whatever the GPU method
     assert rows["gpu_peak_compiled_bytes"].verdict is Verdict.PASS  # so are exact metrics
     assert verdict.verdict is Verdict.PASS
@@ -83,11 +110,16 @@ def test_a_record_without_a_method_was_timed_by_events() -> None:
     assert old.gpu_timing() == EVENTS
     assert CaseRecord({"speedup": metric(2.0)}, dict(COUNTERS)).gpu_timing() is None  # a CPU case
     _, rows = judge(old, gpu_record(timing=EVENTS, compiled=70e-6))
-    assert rows["gpu_compiled_s"].verdict is Verdict.FAIL and rows["gpu_compiled_s"].note == "per-call events"
+    assert (
+        rows["gpu_compiled_s"].verdict is Verdict.FAIL
+        and rows["gpu_compiled_s"].note == "per-call events"
+    )
 
 
 @pytest.mark.parametrize("base_bound, now_bound", [(False, True), (True, False), (True, True)])
-def test_launch_bound_per_call_times_are_reported_not_gated(base_bound: bool, now_bound: bool) -> None:
+def test_launch_bound_per_call_times_are_reported_not_gated(
+    base_bound: bool, now_bound: bool
+) -> None:
     # per-call times of a launch-bound case moved 2-4x between processes on an H100
     base = gpu_record(eager=46e-6, compiled=43e-6, timing=EVENTS, launch_bound=base_bound)
     now = gpu_record(eager=128e-6, compiled=151e-6, timing=EVENTS, launch_bound=now_bound)
@@ -106,34 +138,69 @@ def test_launch_bound_replay_times_are_still_gated() -> None:
 
 
 def test_reduce_overhead_is_judged_by_the_interleaved_wall_time_ratio() -> None:
-    base = gpu_record(eager=46e-6, compiled=43e-6, timing=EVENTS, launch_bound=None, cudagraphs=True, cpu_speedup=1.03)
-    unchanged = gpu_record(eager=128e-6, compiled=151e-6, timing=EVENTS, launch_bound=None, cudagraphs=True, cpu_speedup=1.0)
+    base = gpu_record(
+        eager=46e-6,
+        compiled=43e-6,
+        timing=EVENTS,
+        launch_bound=None,
+        cudagraphs=True,
+        cpu_speedup=1.03,
+    )
+    unchanged = gpu_record(
+        eager=128e-6,
+        compiled=151e-6,
+        timing=EVENTS,
+        launch_bound=None,
+        cudagraphs=True,
+        cpu_speedup=1.0,
+    )
     verdict, rows = judge(base, unchanged)
     for name in GPU_TIMES:
         assert rows[name].verdict is Verdict.NOT_GATED and "reduce-overhead" in rows[name].note
     assert rows["speedup"].verdict is Verdict.PASS
     assert verdict.verdict is Verdict.PASS
-    slower = gpu_record(eager=46e-6, compiled=90e-6, timing=EVENTS, launch_bound=None, cudagraphs=True, cpu_speedup=0.5)
+    slower = gpu_record(
+        eager=46e-6,
+        compiled=90e-6,
+        timing=EVENTS,
+        launch_bound=None,
+        cudagraphs=True,
+        cpu_speedup=0.5,
+    )
     verdict, rows = judge(base, slower)
-    assert rows["speedup"].verdict is Verdict.FAIL and rows["gpu_compiled_s"].verdict is Verdict.NOT_GATED
+    assert (
+        rows["speedup"].verdict is Verdict.FAIL
+        and rows["gpu_compiled_s"].verdict is Verdict.NOT_GATED
+    )
     assert verdict.verdict is Verdict.FAIL
 
 
 def test_gpu_times_on_another_machine_are_reported() -> None:
     _, rows = judge(gpu_record(), gpu_record(compiled=70e-6), same_machine=False)
-    assert rows["gpu_compiled_s"].verdict is Verdict.NOT_GATED and rows["gpu_compiled_s"].note.startswith("other machine")
+    assert rows["gpu_compiled_s"].verdict is Verdict.NOT_GATED and rows[
+        "gpu_compiled_s"
+    ].note.startswith("other machine")
     assert rows["gpu_speedup"].verdict is Verdict.FAIL  # a ratio: gated on any machine
 
 
 # -- the GPU figures' arithmetic ---------------------------------------------------------
 
 
-def gpu_pass(eager_call: float, compiled_call: float, eager_replay: float | None, compiled_replay: float | None, n: int = 10) -> GpuPass:
+def gpu_pass(
+    eager_call: float,
+    compiled_call: float,
+    eager_replay: float | None,
+    compiled_replay: float | None,
+    n: int = 10,
+) -> GpuPass:
     """A pass whose samples sit +-1% around the given medians."""
+
     def samples(value: float | None) -> tuple[float, ...]:
         return () if value is None else tuple(value * (1 + 0.01 * math.sin(i)) for i in range(n))
 
-    return GpuPass(samples(eager_call), samples(compiled_call), samples(eager_replay), samples(compiled_replay))
+    return GpuPass(
+        samples(eager_call), samples(compiled_call), samples(eager_replay), samples(compiled_replay)
+    )
 
 
 def measured(*passes: GpuPass, cudagraphs: bool = False) -> GpuMeasurement:
@@ -147,16 +214,31 @@ def measured(*passes: GpuPass, cudagraphs: bool = False) -> GpuMeasurement:
 def test_replay_method_gates_replay_and_reports_per_call_times() -> None:
     m = measured(gpu_pass(100e-6, 80e-6, 13e-6, 12.5e-6))
     timings = m.timings(0.95, {})
-    assert list(timings.metrics) == ["gpu_eager_s", "gpu_compiled_s", "gpu_speedup", "gpu_eager_call_s", "gpu_compiled_call_s"]
+    assert list(timings.metrics) == [
+        "gpu_eager_s",
+        "gpu_compiled_s",
+        "gpu_speedup",
+        "gpu_eager_call_s",
+        "gpu_compiled_call_s",
+    ]
     assert timings.metrics["gpu_eager_s"].median == pytest.approx(13e-6, rel=0.02)
     assert timings.metrics["gpu_speedup"].median == pytest.approx(13 / 12.5, rel=0.02)
     assert timings.metrics["gpu_eager_call_s"].median == pytest.approx(100e-6, rel=0.02)
-    assert m.settings() == {"gpu_timing": REPLAY, "gpu_launch_bound": True, "gpu_inductor_cudagraphs": False}
-    assert any("launch-bound: per-call event time 7.7x the CUDA-graph replay time (eager)" in n for n in timings.notes)
+    assert m.settings() == {
+        "gpu_timing": REPLAY,
+        "gpu_launch_bound": True,
+        "gpu_inductor_cudagraphs": False,
+    }
+    assert any(
+        "launch-bound: per-call event time 7.7x the CUDA-graph replay time (eager)" in n
+        for n in timings.notes
+    )
 
 
 def test_events_method_when_a_side_cannot_be_captured() -> None:
-    m = measured(gpu_pass(1.7e-3, 0.23e-3, 1.67e-3, None))  # bandwidth-bound, compiled not capturable
+    m = measured(
+        gpu_pass(1.7e-3, 0.23e-3, 1.67e-3, None)
+    )  # bandwidth-bound, compiled not capturable
     timings = m.timings(0.95, {})
     assert set(timings.metrics) == {"gpu_eager_s", "gpu_compiled_s", "gpu_speedup"}
     assert timings.metrics["gpu_compiled_s"].median == pytest.approx(0.23e-3, rel=0.02)
@@ -166,13 +248,21 @@ def test_events_method_when_a_side_cannot_be_captured() -> None:
 
 def test_launch_bound_unknown_when_nothing_could_be_captured() -> None:
     m = measured(gpu_pass(50e-6, 60e-6, None, None), cudagraphs=True)
-    assert m.settings() == {"gpu_timing": EVENTS, "gpu_launch_bound": None, "gpu_inductor_cudagraphs": True}
+    assert m.settings() == {
+        "gpu_timing": EVENTS,
+        "gpu_launch_bound": None,
+        "gpu_inductor_cudagraphs": True,
+    }
     assert any("unknown" in n for n in m.all_notes())
 
 
 def test_launch_ratio_takes_the_larger_side_and_the_threshold() -> None:
     found = launch_ratio([gpu_pass(20e-6, 40e-6, 12e-6, 12.5e-6)])
-    assert found is not None and found.side == "compiled" and found.ratio == pytest.approx(3.2, rel=0.02)
+    assert (
+        found is not None
+        and found.side == "compiled"
+        and found.ratio == pytest.approx(3.2, rel=0.02)
+    )
     assert found.launch_bound
     just_below = launch_ratio([gpu_pass(LAUNCH_BOUND_RATIO * 0.99e-3, 1e-3, 1e-3, 1e-3)])
     assert just_below is not None and not just_below.launch_bound
@@ -181,16 +271,26 @@ def test_launch_ratio_takes_the_larger_side_and_the_threshold() -> None:
 
 def test_passes_pool_and_their_spread_is_kept_as_noise() -> None:
     # five passes whose replay medians move +-5%: the noise widens the pooled interval
-    passes = [gpu_pass(100e-6, 80e-6, 13e-6 * f, 12.5e-6 * f) for f in (0.95, 1.0, 1.05, 0.97, 1.03)]
+    passes = [
+        gpu_pass(100e-6, 80e-6, 13e-6 * f, 12.5e-6 * f) for f in (0.95, 1.0, 1.05, 0.97, 1.03)
+    ]
     m = measured(*passes)
     noise = m.noise()
-    assert set(noise) == {"gpu_eager_s", "gpu_compiled_s", "gpu_speedup", "gpu_eager_call_s", "gpu_compiled_call_s"}
+    assert set(noise) == {
+        "gpu_eager_s",
+        "gpu_compiled_s",
+        "gpu_speedup",
+        "gpu_eager_call_s",
+        "gpu_compiled_call_s",
+    }
     assert noise["gpu_eager_s"] == pytest.approx(0.04, rel=0.25)
     assert noise["gpu_speedup"] < 0.01  # both sides moved together: the ratio did not
     narrow, wide = m.timings(0.95, {}), m.timings(0.95, noise)
     assert narrow.metrics["gpu_eager_s"].n == 50
     low, high = wide.metrics["gpu_eager_s"].ci_low, wide.metrics["gpu_eager_s"].ci_high
-    assert math.log(high / low) / 2 == pytest.approx(1.96 * noise["gpu_eager_s"] / math.sqrt(5), rel=0.05)
+    assert math.log(high / low) / 2 == pytest.approx(
+        1.96 * noise["gpu_eager_s"] / math.sqrt(5), rel=0.05
+    )
     assert high - low > narrow.metrics["gpu_eager_s"].ci_high - narrow.metrics["gpu_eager_s"].ci_low
     assert measured(*passes[:2]).noise() == {}  # fewer than 3 passes: no estimate
 
@@ -220,7 +320,9 @@ def test_peak_bytes_are_exact_and_whole() -> None:
         ("default", {"triton.cudagraphs": True}, True),
     ],
 )
-def test_inductor_cudagraphs_from_mode_and_options(mode: str, options: dict | None, expected: bool) -> None:
+def test_inductor_cudagraphs_from_mode_and_options(
+    mode: str, options: dict | None, expected: bool
+) -> None:
     assert inductor_cudagraphs(mode, options) is expected
 
 

@@ -14,9 +14,10 @@ on a GPU.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -134,7 +135,11 @@ def test_both_sides_replayed_alternating_and_launch_bound_recognised(device: Dev
     assert timings.metrics["gpu_speedup"].median == pytest.approx(1.25)
     assert timings.metrics["gpu_eager_call_s"].median == pytest.approx(30e-6)
     assert timings.metrics["gpu_peak_eager_bytes"].median == 2048  # measured once, whole bytes
-    assert m.settings() == {"gpu_timing": REPLAY, "gpu_launch_bound": True, "gpu_inductor_cudagraphs": False}
+    assert m.settings() == {
+        "gpu_timing": REPLAY,
+        "gpu_launch_bound": True,
+        "gpu_inductor_cudagraphs": False,
+    }
     replays = [entry for entry in device.log if entry.startswith("replay:")]
     timed = replays[2 : 2 + 2 * gpu.REPLAY_RETRIES]  # after the two uploads
     assert timed[:4] == ["replay:eager", "replay:compiled", "replay:compiled", "replay:eager"]
@@ -145,7 +150,10 @@ def test_calls_per_graph_fill_the_graph_time(device: Device) -> None:
     fn = device.side("eager", per_call=100e-6, in_graph=100e-6)
     captured = gpu.capture(fn, graph_ms=1.0)
     assert captured.calls == 10 and len(captured.graph.ops) == 10
-    assert gpu.capture(device.side("tiny", per_call=0.0, in_graph=0.0), graph_ms=1.0).calls == gpu.MAX_CALLS_PER_GRAPH
+    assert (
+        gpu.capture(device.side("tiny", per_call=0.0, in_graph=0.0), graph_ms=1.0).calls
+        == gpu.MAX_CALLS_PER_GRAPH
+    )
 
 
 def test_a_side_that_cannot_be_captured_falls_back_to_events_with_a_note(device: Device) -> None:
@@ -155,11 +163,15 @@ def test_a_side_that_cannot_be_captured_falls_back_to_events_with_a_note(device:
     m.add_pass(eager, compiled, "", 0.95, rep_ms=5.0)
     m.add_pass(eager, compiled, "", 0.95, rep_ms=5.0)
     assert m.method == EVENTS and not m.broken
-    assert m.notes == ["gpu: the compiled call could not be captured in a CUDA graph: RuntimeError: operation not permitted when stream is capturing"]
+    assert m.notes == [
+        "gpu: the compiled call could not be captured in a CUDA graph: RuntimeError: operation not permitted when stream is capturing"
+    ]
     timings = m.timings(0.95, {})
     assert timings.metrics["gpu_compiled_s"].median == pytest.approx(0.23e-3)  # per-call events
     assert "gpu_compiled_call_s" not in timings.metrics
-    assert m.settings()["gpu_launch_bound"] is False  # eager: 1.7 ms per call against 1.67 ms replayed
+    assert (
+        m.settings()["gpu_launch_bound"] is False
+    )  # eager: 1.7 ms per call against 1.67 ms replayed
 
 
 def test_inductor_cuda_graphs_are_never_captured_again(device: Device) -> None:
@@ -169,7 +181,11 @@ def test_inductor_cuda_graphs_are_never_captured_again(device: Device) -> None:
     m.add_pass(eager, compiled, "", 0.95, rep_ms=2.0)
     assert not any("compiled" in entry for entry in device.log)
     assert m.method == EVENTS
-    assert m.settings() == {"gpu_timing": EVENTS, "gpu_launch_bound": True, "gpu_inductor_cudagraphs": True}
+    assert m.settings() == {
+        "gpu_timing": EVENTS,
+        "gpu_launch_bound": True,
+        "gpu_inductor_cudagraphs": True,
+    }
     assert len([n for n in m.all_notes() if "Inductor's own CUDA graphs" in n]) == 1
 
 
@@ -181,6 +197,8 @@ def test_gate_quality_gpu_mode_says_it_needs_cuda() -> None:
     if torch.cuda.is_available():
         pytest.skip("checks the message on a machine without CUDA")
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality.py"
-    done = subprocess.run([sys.executable, str(script), "--gpu"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), "--gpu"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode != 0
     assert "gate_quality.py --gpu needs CUDA" in done.stderr and "nothing was run" in done.stderr

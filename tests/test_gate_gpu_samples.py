@@ -23,14 +23,23 @@ from typing import Any
 
 import pytest
 
-from pytest_torchcompile.perf.gate import Baseline, CaseVerdict, Gate, GateSettings, Verdict, run_fails
+from pytest_torchcompile.perf.gate import (
+    Baseline,
+    CaseVerdict,
+    Gate,
+    GateSettings,
+    Verdict,
+    run_fails,
+)
 from pytest_torchcompile.perf.gpu import GpuMeasurement, GpuPass, inductor_cudagraphs, launch_ratio
 from pytest_torchcompile.perf.record import COUNTERS, EVENTS, GPU_TIMES, CaseRecord
 from pytest_torchcompile.perf.stats import Summary, log_se, z_value
 
 DATA = json.loads((Path(__file__).parent / "data" / "h100_gate_samples.json").read_text())
 CONFIDENCE = 0.95
-CHAIN, LAUNCH, MLP = (f"cases_bench.py::test_{name}_cuda::case_0" for name in ("chain", "launch_bound", "mlp_bf16"))
+CHAIN, LAUNCH, MLP = (
+    f"cases_bench.py::test_{name}_cuda::case_0" for name in ("chain", "launch_bound", "mlp_bf16")
+)
 EXACT_METRICS = ("gpu_peak_eager_bytes", "gpu_peak_compiled_bytes")
 
 
@@ -88,11 +97,20 @@ def new_settings(case: str) -> dict[str, Any]:
     rows_ = DATA["aa2_false_fail"][case]
     mode = DATA["baseline"][case]["settings"]["mode"]
     if "cudagraph_s" in rows_:
-        one = GpuPass((rows_["gpu_eager_s"]["now"],), (rows_["gpu_compiled_s"]["now"],), (), (rows_["cudagraph_s"]["now"],))
+        one = GpuPass(
+            (rows_["gpu_eager_s"]["now"],),
+            (rows_["gpu_compiled_s"]["now"],),
+            (),
+            (rows_["cudagraph_s"]["now"],),
+        )
     else:
         eager_replay = probe_median("launch_bound", "eager", "do_bench_cudagraph")
-        one = GpuPass((rows_["gpu_eager_s"]["now"],), (rows_["gpu_compiled_s"]["now"],), (eager_replay,), ())
-    measurement = GpuMeasurement(inductor_cudagraphs=inductor_cudagraphs(mode, None), passes=[one], method=EVENTS)
+        one = GpuPass(
+            (rows_["gpu_eager_s"]["now"],), (rows_["gpu_compiled_s"]["now"],), (eager_replay,), ()
+        )
+    measurement = GpuMeasurement(
+        inductor_cudagraphs=inductor_cudagraphs(mode, None), passes=[one], method=EVENTS
+    )
     return measurement.settings()
 
 
@@ -100,7 +118,11 @@ def test_rebuilt_records_reproduce_the_printed_table() -> None:
     for case in (CHAIN, LAUNCH, MLP):
         verdict = rows(judge(case, aa2_record(case)))
         for name, printed in DATA["aa2_false_fail"][case].items():
-            if printed["ci"] is None or name in EXACT_METRICS or not all(map(math.isfinite, printed["ci"])):
+            if (
+                printed["ci"] is None
+                or name in EXACT_METRICS
+                or not all(map(math.isfinite, printed["ci"]))
+            ):
                 continue
             row = verdict[name]
             assert row.change == pytest.approx(printed["change"], abs=0.0015), (case, name)
@@ -118,13 +140,19 @@ def test_without_knowing_how_they_were_timed_the_launch_bound_figures_fail_as_th
 
 def test_the_aa2_false_fail_is_not_gated_now() -> None:
     settings = new_settings(LAUNCH)
-    assert settings == {"gpu_timing": EVENTS, "gpu_launch_bound": True, "gpu_inductor_cudagraphs": True}
+    assert settings == {
+        "gpu_timing": EVENTS,
+        "gpu_launch_bound": True,
+        "gpu_inductor_cudagraphs": True,
+    }
     verdict = judge(LAUNCH, aa2_record(LAUNCH, settings))
     by_metric = rows(verdict)
     for name in GPU_TIMES:
         assert by_metric[name].verdict is Verdict.NOT_GATED, name
         assert "reduce-overhead" in by_metric[name].note
-    assert by_metric["speedup"].verdict is Verdict.PASS  # -4.5%: what reduce-overhead buys, judged per call
+    assert (
+        by_metric["speedup"].verdict is Verdict.PASS
+    )  # -4.5%: what reduce-overhead buys, judged per call
     assert by_metric["gpu_peak_compiled_bytes"].verdict is Verdict.PASS  # 0 == 0
     assert by_metric["gpu_peak_eager_bytes"].verdict is Verdict.PASS
     assert verdict.verdict is Verdict.PASS
@@ -135,18 +163,29 @@ def test_launch_bound_alone_also_takes_the_per_call_times_out_of_the_gate() -> N
     settings = {**new_settings(LAUNCH), "gpu_inductor_cudagraphs": False}
     by_metric = rows(judge(LAUNCH, aa2_record(LAUNCH, settings)))
     for name in GPU_TIMES:
-        assert by_metric[name].verdict is Verdict.NOT_GATED and by_metric[name].note.startswith("launch-bound"), name
+        assert by_metric[name].verdict is Verdict.NOT_GATED and by_metric[name].note.startswith(
+            "launch-bound"
+        ), name
 
 
 def test_the_whole_unchanged_run_passes_even_strict() -> None:
-    verdicts = [judge(case, aa2_record(case, new_settings(case)), strict=True) for case in (CHAIN, LAUNCH, MLP)]
+    verdicts = [
+        judge(case, aa2_record(case, new_settings(case)), strict=True)
+        for case in (CHAIN, LAUNCH, MLP)
+    ]
     assert [v.verdict for v in verdicts] == [Verdict.PASS] * 3
     assert not run_fails(verdicts, GateSettings(strict=True))
-    assert new_settings(CHAIN)["gpu_launch_bound"] is False and new_settings(MLP)["gpu_launch_bound"] is False
+    assert (
+        new_settings(CHAIN)["gpu_launch_bound"] is False
+        and new_settings(MLP)["gpu_launch_bound"] is False
+    )
 
 
 def test_zero_peak_is_a_pass_not_inconclusive() -> None:
-    assert DATA["aa2_false_fail"][LAUNCH]["gpu_peak_compiled_bytes"]["verdict"] == "INCONCLUSIVE (re-measured)"
+    assert (
+        DATA["aa2_false_fail"][LAUNCH]["gpu_peak_compiled_bytes"]["verdict"]
+        == "INCONCLUSIVE (re-measured)"
+    )
     row = rows(judge(LAUNCH, aa2_record(LAUNCH)))["gpu_peak_compiled_bytes"]
     assert (row.baseline, row.now, row.verdict) == (0.0, 0, Verdict.PASS)
 
@@ -166,7 +205,9 @@ def planted_break(record: CaseRecord, gpu_speedup_change: float = -0.869) -> Cas
     metrics = dict(record.metrics)
     for name, scale in (("gpu_speedup", factor), ("gpu_compiled_s", 1 / factor)):
         s = metrics[name]
-        metrics[name] = Summary(*(v * scale for v in (s.median, s.min, s.q1, s.q3, s.ci_low, s.ci_high)), s.n)
+        metrics[name] = Summary(
+            *(v * scale for v in (s.median, s.min, s.q1, s.q3, s.ci_low, s.ci_high)), s.n
+        )
     counters = {**record.counters, "graphs": 2, "graph_breaks": 1, "kernels": 2}
     return CaseRecord(metrics, counters, record.settings)
 
@@ -175,8 +216,13 @@ def test_a_planted_graph_break_still_fails() -> None:
     verdict = judge(CHAIN, planted_break(aa2_record(CHAIN, new_settings(CHAIN))))
     by_metric = rows(verdict)
     assert verdict.verdict is Verdict.FAIL
-    assert by_metric["counters"].verdict is Verdict.FAIL and by_metric["counters"].note == "graphs +1, graph_breaks +1, kernels +1"
-    assert by_metric["gpu_speedup"].verdict is Verdict.FAIL and by_metric["gpu_speedup"].change == pytest.approx(-0.869, abs=0.005)
+    assert (
+        by_metric["counters"].verdict is Verdict.FAIL
+        and by_metric["counters"].note == "graphs +1, graph_breaks +1, kernels +1"
+    )
+    assert by_metric["gpu_speedup"].verdict is Verdict.FAIL and by_metric[
+        "gpu_speedup"
+    ].change == pytest.approx(-0.869, abs=0.005)
     assert by_metric["gpu_compiled_s"].verdict is Verdict.FAIL
 
 
@@ -188,12 +234,18 @@ def test_probe_launch_ratios_sit_on_either_side_of_the_threshold() -> None:
             figures = DATA["probe"][model][side]
             for call, replay in zip(figures["flushed_events"], figures["do_bench_cudagraph"]):
                 found = launch_ratio([GpuPass((call,), (call,), (replay,), ())])
-                assert found is not None and found.launch_bound is expected, (model, side, call, replay)
+                assert found is not None and found.launch_bound is expected, (
+                    model,
+                    side,
+                    call,
+                    replay,
+                )
 
 
 def test_probe_replay_is_stable_where_per_call_times_are_not() -> None:
     """Why the gate prefers replay: between processes per-call times of the
     launch-bound model spread over 2x, replay under 3%."""
+
     def spread(values: list[float]) -> float:
         return max(values) / min(values)
 

@@ -27,15 +27,22 @@ from typing import Any
 import pytest
 
 from pytest_torchcompile.common.capture import CaptureLog, FrameKey, TraceRecord
-from pytest_torchcompile.snapshot.catalogue import ARTIFACTS as CATALOGUE, FRAME_ARTIFACTS, normalize_artifact
+from pytest_torchcompile.snapshot.catalogue import (
+    ARTIFACTS as CATALOGUE,
+)
+from pytest_torchcompile.snapshot.catalogue import (
+    FRAME_ARTIFACTS,
+    normalize_artifact,
+)
 from pytest_torchcompile.snapshot.normalize import Normalizer
 
 DATA = Path(__file__).parent / "data"
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.
-NORMALIZE = Normalizer.for_paths("/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch")
+NORMALIZE = Normalizer.for_paths(
+    "/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch"
+)
 ARTIFACTS = (*(a.name for a in FRAME_ARTIFACTS), "summary")
 SETS = {"zoo-like": "h100-torch2.11-raw.json.xz", "transformers": "h100-torch2.11-raw-hf.json.xz"}
-
 
 
 @cache
@@ -46,7 +53,9 @@ def samples(name: str) -> dict[str, Any]:
 
 def laid_out(records: list[dict[str, Any]]) -> dict[str, str]:
     """Raw artifact texts of one case, as the plugin builds them from its capture."""
-    log = CaptureLog([TraceRecord(FrameKey(r["frame"], r["compile"]), r["name"], r["payload"]) for r in records])
+    log = CaptureLog(
+        [TraceRecord(FrameKey(r["frame"], r["compile"]), r["name"], r["payload"]) for r in records]
+    )
     return {name: CATALOGUE[name].build(log, "inductor") for name in ARTIFACTS}
 
 
@@ -63,7 +72,9 @@ def pairs() -> list[Any]:
 def test_cold_and_warm_agree_after_normalization(name: str, case: str, artifact: str) -> None:
     data = samples(name)
     cold, warm = laid_out(data["cold"][case])[artifact], laid_out(data["warm"][case])[artifact]
-    assert normalize_artifact(NORMALIZE, artifact, cold) == normalize_artifact(NORMALIZE, artifact, warm)
+    assert normalize_artifact(NORMALIZE, artifact, cold) == normalize_artifact(
+        NORMALIZE, artifact, warm
+    )
 
 
 def test_the_samples_differ_before_normalization() -> None:
@@ -82,7 +93,9 @@ def test_the_samples_differ_before_normalization() -> None:
 
 #: lines that say what runs: Triton ops and loads, FX nodes with their
 #: `dtype[shape][stride]device` annotations, size/stride asserts, kernel signatures.
-SEMANTIC_LINE = re.compile(r"\btl\.\w+\(|\"[a-z0-9]+\[[^\]\"]*\]\[[^\]\"]*\]cuda:\d\"|assert_size_stride\(|'signature': \{")
+SEMANTIC_LINE = re.compile(
+    r"\btl\.\w+\(|\"[a-z0-9]+\[[^\]\"]*\]\[[^\]\"]*\]cuda:\d\"|assert_size_stride\(|'signature': \{"
+)
 
 
 #: an FX node's number (`mul_2`, `primals_1`): the stored form renumbers nodes in
@@ -92,7 +105,11 @@ FX_NUMBER = re.compile(r"\b([A-Za-z_]\w*?)_\d+\b")
 
 def semantic_lines(text: str) -> list[str]:
     """The lines that say what runs, with FX node numbers dropped (see FX_NUMBER)."""
-    return [FX_NUMBER.sub(r"\1", line.strip()) for line in text.splitlines() if SEMANTIC_LINE.search(line) and "DeviceProperties" not in line]
+    return [
+        FX_NUMBER.sub(r"\1", line.strip())
+        for line in text.splitlines()
+        if SEMANTIC_LINE.search(line) and "DeviceProperties" not in line
+    ]
 
 
 @pytest.mark.parametrize("name", SETS)
@@ -100,21 +117,36 @@ def test_kernel_bodies_ops_shapes_dtypes_and_strides_pass_unchanged(name: str) -
     checked = 0
     for case, records in samples(name)["cold"].items():
         raw = laid_out(records)
-        for artifact in ("output_code", "post_grad_graph", "aot_forward", "aot_backward", "aot_inference"):
+        for artifact in (
+            "output_code",
+            "post_grad_graph",
+            "aot_forward",
+            "aot_backward",
+            "aot_inference",
+        ):
             before = semantic_lines(raw[artifact])
-            assert semantic_lines(normalize_artifact(NORMALIZE, artifact, raw[artifact])) == before, (case, artifact)
+            assert (
+                semantic_lines(normalize_artifact(NORMALIZE, artifact, raw[artifact])) == before
+            ), (case, artifact)
             checked += len(before)
     assert checked > 500
 
 
 def test_triton_metadata_keeps_device_type_and_index_and_masks_the_gpu_model() -> None:
     raw = laid_out(samples("zoo-like")["cold"]["gated_mlp_train"])["output_code"]
-    assert "multi_processor_count=132, cc=90" in raw and re.search(r"'backend_hash': '[0-9A-F]{64}'", raw)
+    assert "multi_processor_count=132, cc=90" in raw and re.search(
+        r"'backend_hash': '[0-9A-F]{64}'", raw
+    )
     text = normalize_artifact(NORMALIZE, "output_code", raw)
-    assert "DeviceProperties(type='cuda', index=0, multi_processor_count=<N>, cc=<N>, major=<N>, regs_per_multiprocessor=<N>, " in text
+    assert (
+        "DeviceProperties(type='cuda', index=0, multi_processor_count=<N>, cc=<N>, major=<N>, regs_per_multiprocessor=<N>, "
+        in text
+    )
     assert "'backend_hash': '<hash>'" in text
     assert not re.search(r"multi_processor_count=\d|cc=\d|'backend_hash': '[0-9A-F]", text)
-    assert "'signature': {'in_out_ptr0': '*fp32', 'in_ptr0': '*fp32'" in text  # kernel signature kept
+    assert (
+        "'signature': {'in_out_ptr0': '*fp32', 'in_ptr0': '*fp32'" in text
+    )  # kernel signature kept
 
 
 # --- guard comments in the program artifact (rows, not trace payloads) -------------------
@@ -124,9 +156,16 @@ PROGRAM_GUARD = "            and 64*L['x'].size()[0] <= 2147483647  # EPILOGUE  
 
 @pytest.mark.parametrize(
     "provenance",
-    ["_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards", "_functorch/_aot_autograd/aot_autograd_result.py:571 in wrap_post_compile"],
+    [
+        "_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards",
+        "_functorch/_aot_autograd/aot_autograd_result.py:571 in wrap_post_compile",
+    ],
 )
 def test_program_guard_comment_is_the_same_on_a_cache_hit(provenance: str) -> None:
     miss = PROGRAM_GUARD.format("_inductor/codegen/simd.py:1877 in can_use_32bit_indexing")
     expected = "            and 64*L['x'].size()[0] <= 2147483647  # EPILOGUE\n"
-    assert normalize_artifact(NORMALIZE, "program", miss) == normalize_artifact(NORMALIZE, "program", PROGRAM_GUARD.format(provenance)) == expected
+    assert (
+        normalize_artifact(NORMALIZE, "program", miss)
+        == normalize_artifact(NORMALIZE, "program", PROGRAM_GUARD.format(provenance))
+        == expected
+    )

@@ -25,7 +25,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_torchcompile.snapshot.paths import MAX_SEGMENT_BYTES, folds_case, segment
-from pytest_torchcompile.snapshot.store import SnapshotStore, TextSnapshotExtension, UnreadableSnapshot, atomic_write_text
+from pytest_torchcompile.snapshot.store import (
+    SnapshotStore,
+    TextSnapshotExtension,
+    UnreadableSnapshot,
+    atomic_write_text,
+)
 
 NO_CRASH = ["INTERNALERROR", "Traceback", "pytest_torchcompile/"]
 
@@ -45,16 +50,22 @@ def run_unprivileged(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
             pytest.skip("running as root without setpriv: file modes do not bind")
         caps = "-dac_override,-dac_read_search"
         prefix = [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
-    return pytester.run(*prefix, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=300)
+    return pytester.run(
+        *prefix, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=300
+    )
 
 
 def files_under(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
+    return (
+        sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+        if root.exists()
+        else []
+    )
 
 
 # --- names: distinct tests, parametrizations and cases never share a file ----------
 
-NAMES_TEST = '''
+NAMES_TEST = """
 import pytest, torch
 
 MARK = pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
@@ -83,10 +94,12 @@ def test_cases(compile_model):
 @MARK
 def test_long(compile_model, op):
     compile_model(op, torch.randn(3))
-'''
+"""
 
 
-def test_distinct_tests_parametrizations_and_cases_never_share_a_file(pytester: pytest.Pytester) -> None:
+def test_distinct_tests_parametrizations_and_cases_never_share_a_file(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(test_m=NAMES_TEST)
     result = pytester.runpytest("--update-snapshots")
     result.assert_outcomes(passed=8)
@@ -104,7 +117,10 @@ def test_distinct_tests_parametrizations_and_cases_never_share_a_file(pytester: 
         "test_m/test_p[a%3Ab]/dynamo_graph.fx.txt",
     ]
     assert files_under(pytester.path / "snapshots") == sorted(expected)
-    assert all(len(name.encode()) == MAX_SEGMENT_BYTES and name.startswith("test_long[xxx") for name in long_ids)
+    assert all(
+        len(name.encode()) == MAX_SEGMENT_BYTES and name.startswith("test_long[xxx")
+        for name in long_ids
+    )
     assert long_ids[0] != long_ids[1] and all("%~" in name for name in long_ids)
     pytester.runpytest().assert_outcomes(passed=8)  # each test reads back what it wrote
 
@@ -154,7 +170,12 @@ def test_bad_case_names_are_usage_errors_and_the_run_goes_on(pytester: pytest.Py
 @given(st.text(max_size=80))
 def test_segment_is_one_safe_reversible_path_part(name: str) -> None:
     part = segment(name)
-    assert "/" not in part and "\\" not in part and part not in ("", ".", "..") and not part.startswith(".")
+    assert (
+        "/" not in part
+        and "\\" not in part
+        and part not in ("", ".", "..")
+        and not part.startswith(".")
+    )
     assert len(part.encode("utf-8", "surrogatepass")) <= MAX_SEGMENT_BYTES
     if "%~" not in part:
         assert unquote(part, errors="surrogatepass") == name
@@ -162,20 +183,33 @@ def test_segment_is_one_safe_reversible_path_part(name: str) -> None:
 
 def test_windows_device_names_are_escaped_reversibly() -> None:
     """A case named `nul` or `Com1.x` would open a device on Windows, not a folder."""
-    for name, part in (("con", "%63on"), ("NUL", "%4EUL"), ("Com1.x", "%43om1.x"), ("lpt9", "%6Cpt9"), ("aux ", "%61ux%20")):
+    for name, part in (
+        ("con", "%63on"),
+        ("NUL", "%4EUL"),
+        ("Com1.x", "%43om1.x"),
+        ("lpt9", "%6Cpt9"),
+        ("aux ", "%61ux%20"),
+    ):
         assert segment(name) == part and unquote(part) == name
     for name in ("console", "com10", "nul_case", "test_con", "case_con"):
         assert segment(name) == name
 
 
 def test_ordinary_names_keep_their_paths() -> None:
-    for name in ("test_mlp_training", "test_x[1-2]", "case_0", "wide", "test_p[float32-cpu]", "test_q[a b]"):
+    for name in (
+        "test_mlp_training",
+        "test_x[1-2]",
+        "case_0",
+        "wide",
+        "test_p[float32-cpu]",
+        "test_q[a b]",
+    ):
         assert segment(name) == name
 
 
 # --- damaged snapshot folders: a failure that says what to do, never a crash -------
 
-DAMAGE_TEST = '''
+DAMAGE_TEST = """
 import os, pytest, torch
 
 OP = getattr(torch, os.environ.get("OP", "sin"))
@@ -184,14 +218,19 @@ OP = getattr(torch, os.environ.get("OP", "sin"))
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
 def test_d(compile_model, kind):
     compile_model(OP, torch.randn(3))
-'''
+"""
 
 
-def test_damaged_snapshot_paths_fail_with_a_fix(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_damaged_snapshot_paths_fail_with_a_fix(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_m=DAMAGE_TEST)
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=6)
     folder = pytester.path / "snapshots/test_m"
-    graph = {kind: folder / f"test_d[{kind}]/dynamo_graph.fx.txt" for kind in ("folder", "file", "loop", "folderloop", "mode", "readonly")}
+    graph = {
+        kind: folder / f"test_d[{kind}]/dynamo_graph.fx.txt"
+        for kind in ("folder", "file", "loop", "folderloop", "mode", "readonly")
+    }
     graph["folder"].unlink()
     graph["folder"].mkdir()
     shutil.rmtree(graph["file"].parent)
@@ -218,7 +257,9 @@ def test_damaged_snapshot_paths_fail_with_a_fix(pytester: pytest.Pytester, monke
 
         monkeypatch.setenv("OP", "cos")  # every file must change
         result = run_unprivileged(pytester, "--update-snapshots")
-        result.assert_outcomes(failed=4, passed=2)  # the looping file and the unreadable file are rewritten
+        result.assert_outcomes(
+            failed=4, passed=2
+        )  # the looping file and the unreadable file are rewritten
         result.stdout.fnmatch_lines_random(
             [
                 "*test_d[[]folder[]]/dynamo_graph.fx.txt is a folder, not a file*",
@@ -229,7 +270,9 @@ def test_damaged_snapshot_paths_fail_with_a_fix(pytester: pytest.Pytester, monke
         )
         assert_no_crash(result)
         assert "torch.cos" in graph["loop"].read_text() and "torch.cos" in graph["mode"].read_text()
-        assert [p.name for p in graph["readonly"].parent.iterdir()] == ["dynamo_graph.fx.txt"]  # no temp file left
+        assert [p.name for p in graph["readonly"].parent.iterdir()] == [
+            "dynamo_graph.fx.txt"
+        ]  # no temp file left
     finally:
         graph["readonly"].parent.chmod(0o755)
 
@@ -240,21 +283,31 @@ def test_snapshot_dir_naming_a_file_is_a_usage_error(pytester: pytest.Pytester, 
     (pytester.path / "golden").write_text("a file")
     args = ["--torchcompile-snapshot-dir=golden"] if how == "flag" else []
     if how != "flag":
-        pytester.makeini(f"[pytest]\ntorchcompile_snapshot_dir = {'golden' if how == 'ini' else ''}\n")
+        pytester.makeini(
+            f"[pytest]\ntorchcompile_snapshot_dir = {'golden' if how == 'ini' else ''}\n"
+        )
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     first = result.stderr.lines[0]
     if how == "empty ini":
-        assert first.startswith("ERROR: ini torchcompile_snapshot_dir = '' is empty: name a folder relative to the rootdir")
+        assert first.startswith(
+            "ERROR: ini torchcompile_snapshot_dir = '' is empty: name a folder relative to the rootdir"
+        )
     else:
-        setting = "--torchcompile-snapshot-dir=golden" if how == "flag" else "ini torchcompile_snapshot_dir = 'golden'"
-        assert first.startswith(f"ERROR: {setting} names {pytester.path / 'golden'}, which is a file, not a folder: name a folder")
+        setting = (
+            "--torchcompile-snapshot-dir=golden"
+            if how == "flag"
+            else "ini torchcompile_snapshot_dir = 'golden'"
+        )
+        assert first.startswith(
+            f"ERROR: {setting} names {pytester.path / 'golden'}, which is a file, not a folder: name a folder"
+        )
     assert_no_crash(result)
 
 
 # --- updates: what they compare, write and delete ----------------------------------
 
-HYGIENE_TEST = '''
+HYGIENE_TEST = """
 import os, pytest, torch
 
 OP = getattr(torch, os.environ.get("OP", "sin"))
@@ -262,10 +315,12 @@ OP = getattr(torch, os.environ.get("OP", "sin"))
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("summary", "dynamo_graph"))
 def test_m(compile_model):
     compile_model(OP, torch.randn(3))
-'''
+"""
 
 
-def test_updates_keep_modes_line_endings_and_other_files(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_updates_keep_modes_line_endings_and_other_files(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     umask = os.umask(0o022)
     os.umask(umask)
     mode = 0o666 & ~umask
@@ -286,23 +341,37 @@ def test_updates_keep_modes_line_endings_and_other_files(pytester: pytest.Pytest
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     unused = [line for line in result.outlines if "snapshots/" in line]
-    assert unused == ["unused: snapshots/test_m/test_m/guards.guards.txt"]  # once; not README.txt, not the temp file
+    assert unused == [
+        "unused: snapshots/test_m/test_m/guards.guards.txt"
+    ]  # once; not README.txt, not the temp file
 
     monkeypatch.setenv("OP", "cos")
     graph.chmod(0o644)
     result = pytester.runpytest("--update-snapshots")
     result.assert_outcomes(passed=1)
-    assert [line for line in result.outlines if "snapshots/" in line] == ["deleted: snapshots/test_m/test_m/guards.guards.txt"]
-    assert sorted(p.name for p in folder.iterdir()) == ["README.txt", "dynamo_graph.fx.txt", "summary.txt"]
-    assert "torch.cos" in graph.read_text() and graph.stat().st_mode & 0o777 == mode  # rewritten, mode kept
+    assert [line for line in result.outlines if "snapshots/" in line] == [
+        "deleted: snapshots/test_m/test_m/guards.guards.txt"
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.txt",
+        "dynamo_graph.fx.txt",
+        "summary.txt",
+    ]
+    assert (
+        "torch.cos" in graph.read_text() and graph.stat().st_mode & 0o777 == mode
+    )  # rewritten, mode kept
 
 
 def test_non_utf8_message_says_what_update_does(tmp_path: Path) -> None:
     path = tmp_path / "summary.txt"
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(UnreadableSnapshot) as excinfo:
-        TextSnapshotExtension().read_snapshot_data_from_location(snapshot_location=str(path), snapshot_name="summary.txt", session_id="")
-    assert str(excinfo.value).endswith("run `pytest --update-snapshots` to rewrite it with this run's output")
+        TextSnapshotExtension().read_snapshot_data_from_location(
+            snapshot_location=str(path), snapshot_name="summary.txt", session_id=""
+        )
+    assert str(excinfo.value).endswith(
+        "run `pytest --update-snapshots` to rewrite it with this run's output"
+    )
 
 
 def test_atomic_write_creates_files_as_open_would(tmp_path: Path) -> None:
@@ -321,39 +390,47 @@ def test_atomic_write_creates_files_as_open_would(tmp_path: Path) -> None:
 def test_failed_write_says_why_and_leaves_no_empty_folder(tmp_path: Path) -> None:
     store = SnapshotStore(root=tmp_path / "s", rootdir=tmp_path, update=True)
     with pytest.raises(OSError):
-        atomic_write_text(tmp_path / "s" / "new" / "deeper" / ("x" * 300), "text")  # File name too long
+        atomic_write_text(
+            tmp_path / "s" / "new" / "deeper" / ("x" * 300), "text"
+        )  # File name too long
     assert not (tmp_path / "s").exists()
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "t").write_text("a file")
     outcome = store.check(tmp_path / "s" / "t" / "u" / "summary.txt", "text\n")
-    assert outcome.failed and outcome.message.startswith("s/t is a file where a snapshot folder should be: move or delete it")
+    assert outcome.failed and outcome.message.startswith(
+        "s/t is a file where a snapshot folder should be: move or delete it"
+    )
 
 
 # --- another test file's folder inside a test's folder ------------------------------
 
-OVERLAP_A = '''
+OVERLAP_A = """
 import pytest, torch
 
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("summary",))
 def test_x(compile_model):
     compile_model(torch.sin, torch.randn(3))
-'''
+"""
 
-OVERLAP_B = '''
+OVERLAP_B = """
 import pytest, torch
 
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("summary",))
 def test_foo(compile_model):
     compile_model(torch.cos, torch.randn(3))
-'''
+"""
 
 
-def test_update_of_one_test_file_never_deletes_another_files_snapshots(pytester: pytest.Pytester) -> None:
+def test_update_of_one_test_file_never_deletes_another_files_snapshots(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeini("[pytest]\n")
     (pytester.path / "tests/test_a").mkdir(parents=True)
     (pytester.path / "tests/test_a.py").write_text(OVERLAP_A)
     (pytester.path / "tests/test_a/test_x.py").write_text(OVERLAP_B)
-    (pytester.path / "tests/test_a/conftest.py").write_text("")  # hooks of tests/test_a.py then go through a subset of the plugins
+    (pytester.path / "tests/test_a/conftest.py").write_text(
+        ""
+    )  # hooks of tests/test_a.py then go through a subset of the plugins
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=2)
     root = pytester.path / "snapshots"
     both = ["tests/test_a/test_x/summary.txt", "tests/test_a/test_x/test_foo/summary.txt"]
@@ -394,8 +471,16 @@ def make_stale_tree(pytester: pytest.Pytester) -> Path:
     pytester.makeini("[pytest]\nmarkers =\n    slow: a marker to deselect by\n")
     pytester.makepyfile(test_m=STALE_TEST, test_b="def test_z(compile_model):\n    pass\n")
     root = pytester.path / "snapshots"
-    for folder in ("test_m/test_keep", "test_m/test_old", "test_m/test_param[cuda]", "test_m/TestK/test_y", "test_m/TestK/test_gone",
-                   "test_gone/test_x", "test_b/test_z", "test_b/test_old"):
+    for folder in (
+        "test_m/test_keep",
+        "test_m/test_old",
+        "test_m/test_param[cuda]",
+        "test_m/TestK/test_y",
+        "test_m/TestK/test_gone",
+        "test_gone/test_x",
+        "test_b/test_z",
+        "test_b/test_old",
+    ):
         (root / folder).mkdir(parents=True)
         (root / folder / "summary.txt").write_text("graphs: 1\n")
     (root / "test_gone/test_x/README.txt").write_text("notes\n")
@@ -420,7 +505,11 @@ def test_stale_folders_are_reported_and_kept_by_partial_updates(pytester: pytest
     result = pytester.runpytest()
     result.assert_outcomes(passed=4)
     assert snapshot_lines(result) == STALE_LINES
-    result.stdout.fnmatch_lines(["stale folders belong to renamed or deleted tests: a full `pytest --update-snapshots` (no -k, -m, --lf, --deselect or test ids) removes them"])
+    result.stdout.fnmatch_lines(
+        [
+            "stale folders belong to renamed or deleted tests: a full `pytest --update-snapshots` (no -k, -m, --lf, --deselect or test ids) removes them"
+        ]
+    )
 
     for args in (["-k", "keep"], ["-m", "not slow"], ["--deselect", "test_b.py::test_z"]):
         result = pytester.runpytest("--update-snapshots", *args)
@@ -429,7 +518,9 @@ def test_stale_folders_are_reported_and_kept_by_partial_updates(pytester: pytest
         assert snapshot_lines(result) == STALE_LINES, args
     result = pytester.runpytest("--update-snapshots", "test_m.py::test_keep")
     assert files_under(root) == before
-    assert snapshot_lines(result) == [STALE_LINES[1]]  # test_m.py collected in part, test_b.py not at all
+    assert snapshot_lines(result) == [
+        STALE_LINES[1]
+    ]  # test_m.py collected in part, test_b.py not at all
 
 
 def test_a_suite_without_compile_model_tests_judges_no_folder(pytester: pytest.Pytester) -> None:
@@ -440,13 +531,22 @@ def test_a_suite_without_compile_model_tests_judges_no_folder(pytester: pytest.P
     assert "test_m/test_old/summary.txt" in files_under(root)
 
 
-def test_updates_remove_stale_folders_of_the_test_files_they_ran_in_full(pytester: pytest.Pytester) -> None:
+def test_updates_remove_stale_folders_of_the_test_files_they_ran_in_full(
+    pytester: pytest.Pytester,
+) -> None:
     root = make_stale_tree(pytester)
-    result = pytester.runpytest("--update-snapshots", "test_b.py")  # all of test_b.py ran: its stale folder goes
-    assert snapshot_lines(result) == ["removed stale: snapshots/test_b/test_old/ (no test in test_b.py has this name)", STALE_LINES[1]]
+    result = pytester.runpytest(
+        "--update-snapshots", "test_b.py"
+    )  # all of test_b.py ran: its stale folder goes
+    assert snapshot_lines(result) == [
+        "removed stale: snapshots/test_b/test_old/ (no test in test_b.py has this name)",
+        STALE_LINES[1],
+    ]
     result = pytester.runpytest("--update-snapshots", "-n", "2")
     result.assert_outcomes(passed=4)
-    assert snapshot_lines(result) == sorted(line.replace("stale: ", "removed stale: ") for line in STALE_LINES[1:])
+    assert snapshot_lines(result) == sorted(
+        line.replace("stale: ", "removed stale: ") for line in STALE_LINES[1:]
+    )
     assert files_under(root) == [
         "test_b/test_z/summary.txt",
         "test_gone/test_x/README.txt",  # not the plugin's: kept
@@ -468,7 +568,9 @@ def test_a_live_writers_temp_file_is_never_deleted(tmp_path: Path) -> None:
     folder.mkdir(parents=True)
     store = SnapshotStore(root=root, rootdir=tmp_path, update=True, started=time.time())
     old = time.time() - 3600
-    live, dead, fresh = (folder / f".summary.txt.{tag}.tmp" for tag in ("live0001", "dead0001", "new00001"))
+    live, dead, fresh = (
+        folder / f".summary.txt.{tag}.tmp" for tag in ("live0001", "dead0001", "new00001")
+    )
     for path in (live, dead, fresh):
         path.write_text("partial")
     for path in (live, dead):
@@ -481,21 +583,26 @@ def test_a_live_writers_temp_file_is_never_deleted(tmp_path: Path) -> None:
     assert store.unused_in(folder) == []  # temp files are never reported as unused snapshots
 
 
-CONCURRENT_TEST = '''
+CONCURRENT_TEST = """
 import pytest, torch
 
 @pytest.mark.parametrize("i", range(8))
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("summary", "dynamo_graph", "guards"))
 def test_m(compile_model, i):
     compile_model(torch.sin, torch.randn(i + 1))
-'''
+"""
 
 
 def test_two_concurrent_updates_both_succeed(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     pytester.makepyfile(test_m=CONCURRENT_TEST)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--update-snapshots"]
-    runs = [subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    runs = [
+        subprocess.Popen(
+            command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [run.communicate(timeout=300)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     assert len(files_under(pytester.path / "snapshots")) == 24
@@ -514,25 +621,35 @@ for i in range(25):
 
 
 def test_concurrent_baseline_updates_keep_both_runs_cases(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
-    runs = [subprocess.Popen([sys.executable, "-c", BASELINE_WRITER, str(tmp_path), tag], env=env) for tag in ("a", "b")]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    runs = [
+        subprocess.Popen([sys.executable, "-c", BASELINE_WRITER, str(tmp_path), tag], env=env)
+        for tag in ("a", "b")
+    ]
     assert [run.wait(timeout=120) for run in runs] == [0, 0]
     (path,) = tmp_path.glob("*.json")
     keys = set(json.loads(path.read_text())["cases"])
     assert keys == {f"{tag}::{i}" for tag in "ab" for i in range(25)}
 
 
-BENCH = '''
+BENCH = """
 import pytest, torch
 
 @pytest.mark.compile_benchmark(backend="eager")
 def test_m(compile_benchmark):
     compile_benchmark(torch.sin, torch.randn(64))
-'''
+"""
 
 
 def test_a_damaged_baseline_is_reported_once(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\ntorchcompile_perf_max_time = 0.1\ntorchcompile_perf_threshold = 0.9\n")
+    pytester.makeini(
+        "[pytest]\ntorchcompile_perf_max_time = 0.1\ntorchcompile_perf_threshold = 0.9\n"
+    )
     pytester.makepyfile(test_m=BENCH)
     pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=1)
     (path,) = (pytester.path / "perf-baselines").glob("*.json")
@@ -548,7 +665,9 @@ def test_two_tests_claiming_one_folder_is_refused_naming_both(tmp_path: Path) ->
     store = SnapshotStore(root=tmp_path / "snapshots", rootdir=tmp_path, update=False)
     folder = tmp_path / "snapshots" / "test_m" / "test_x"
     assert store.claim(folder, "../a/test_m.py::test_x") is None
-    assert store.claim(folder, "../a/test_m.py::test_x") is None  # the same test again (a rerun plugin)
+    assert (
+        store.claim(folder, "../a/test_m.py::test_x") is None
+    )  # the same test again (a rerun plugin)
     message = store.claim(folder, "../b/test_m.py::test_x")
     assert message == (
         "snapshot folder snapshots/test_m/test_x would be shared by ../a/test_m.py::test_x and ../b/test_m.py::test_x; "
@@ -561,7 +680,7 @@ def test_two_tests_claiming_one_folder_is_refused_naming_both(tmp_path: Path) ->
 # case-folding file system answers to is made by hand: a symlink `SNAPSHOTS` to
 # `snapshots` is what `folds_case` sees on macOS.
 
-CASE_TEST = '''
+CASE_TEST = """
 import pytest, torch
 
 MARK = pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
@@ -578,7 +697,7 @@ def test_a(compile_model):
 def test_cases(compile_model):
     compile_model.case("Wide")(torch.sin, torch.randn(3))
     compile_model.case("wide")(torch.cos, torch.randn(3))
-'''
+"""
 
 
 def test_folds_case_answers_what_the_file_system_does(tmp_path: Path) -> None:
@@ -590,9 +709,13 @@ def test_folds_case_answers_what_the_file_system_does(tmp_path: Path) -> None:
     assert not folds_case(Path("/"))  # no cased name to probe: no refusal on a guess
 
 
-def test_names_differing_in_case_share_nothing_where_the_file_system_folds_case(pytester: pytest.Pytester) -> None:
+def test_names_differing_in_case_share_nothing_where_the_file_system_folds_case(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(test_m=CASE_TEST)
-    pytester.runpytest("--update-snapshots").assert_outcomes(passed=3)  # Linux tells them apart: no false alarm
+    pytester.runpytest("--update-snapshots").assert_outcomes(
+        passed=3
+    )  # Linux tells them apart: no false alarm
     assert len(files_under(pytester.path / "snapshots")) == 4
 
     (pytester.path / "SNAPSHOTS").symlink_to(pytester.path / "snapshots")
@@ -615,17 +738,21 @@ def test_names_differing_in_case_share_nothing_where_the_file_system_folds_case(
 # `b/test_m.py` map to one folder. Every process collects both, so a worker that
 # runs one of them refuses it without having seen the other run.
 
-SHARED_TEST = '''
+SHARED_TEST = """
 import pytest, torch
 
 @pytest.mark.compile_snapshot(backend="eager", artifacts=("dynamo_graph",))
 def test_x(compile_model):
     compile_model(torch.{op}, torch.randn(3))
-'''
+"""
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["one process", "two workers"])
-def test_two_tests_sharing_a_folder_are_both_refused_in_any_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]) -> None:
+@pytest.mark.parametrize(
+    "workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["one process", "two workers"]
+)
+def test_two_tests_sharing_a_folder_are_both_refused_in_any_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
     for folder, op in (("a", "sin"), ("b", "cos")):
         (pytester.path / folder).mkdir()
         (pytester.path / folder / "test_m.py").write_text(SHARED_TEST.format(op=op))
@@ -633,9 +760,24 @@ def test_two_tests_sharing_a_folder_are_both_refused_in_any_worker(pytester: pyt
     project.mkdir()
     (project / "pytest.ini").write_text("[pytest]\n")
     monkeypatch.chdir(project)
-    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir=.", "--import-mode=importlib", "--update-snapshots", *workers, "../a/test_m.py", "../b/test_m.py", timeout=300)
+    result = pytester.run(
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir=.",
+        "--import-mode=importlib",
+        "--update-snapshots",
+        *workers,
+        "../a/test_m.py",
+        "../b/test_m.py",
+        timeout=300,
+    )
     # under xdist both items share the node id `::test_x` (pytest's, below), so xdist runs one
-    assert " passed" not in result.stdout.str() and ("2 failed" in result.stdout.str() or workers), result.stdout.str()
+    assert " passed" not in result.stdout.str() and (
+        "2 failed" in result.stdout.str() or workers
+    ), result.stdout.str()
     # outside the rootdir pytest's node ids are both `::test_x`: the message names the files
     shared = f"snapshot folder snapshots/test_m/test_x would be shared by {pytester.path}/a/test_m.py::test_x and {pytester.path}/b/test_m.py::test_x; rename one of them"
     assert shared in result.stdout.str(), result.stdout.str()

@@ -92,13 +92,15 @@ def test_mode_under_aot_eager(compile_model):
     result = pytester.runpytest()
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(
-        literal([
-            "usage error: compile_snapshot(artifacts=...) holds ['summary'], which is not an artifact name; give a flat tuple*",
-            "usage error: compile_snapshot(rtol=nan) must be a non-negative number, and finite*numerics=False*",
-            "usage error: compile_snapshot(fp64_multiplier=nan) must be a finite number >= 1*",
-            "usage error: compile_snapshot(options=...) does nothing with backend 'aot_eager'*use backend='inductor' or drop options=",
-            "usage error: compile_snapshot(mode=...) does nothing with backend 'aot_eager'*",
-        ])
+        literal(
+            [
+                "usage error: compile_snapshot(artifacts=...) holds ['summary'], which is not an artifact name; give a flat tuple*",
+                "usage error: compile_snapshot(rtol=nan) must be a non-negative number, and finite*numerics=False*",
+                "usage error: compile_snapshot(fp64_multiplier=nan) must be a finite number >= 1*",
+                "usage error: compile_snapshot(options=...) does nothing with backend 'aot_eager'*use backend='inductor' or drop options=",
+                "usage error: compile_snapshot(mode=...) does nothing with backend 'aot_eager'*",
+            ]
+        )
     )
     assert_clean(result)
 
@@ -121,15 +123,19 @@ def test_two_benchmarks(compile_benchmark):
     result = pytester.runpytest()
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
-        literal([
-            "usage error: @pytest.mark.compile_snapshot is applied 2 times to this test; keep one*",
-            "usage error: @pytest.mark.compile_benchmark is applied 2 times to this test; keep one*",
-        ])
+        literal(
+            [
+                "usage error: @pytest.mark.compile_snapshot is applied 2 times to this test; keep one*",
+                "usage error: @pytest.mark.compile_benchmark is applied 2 times to this test; keep one*",
+            ]
+        )
     )
     assert_clean(result)
 
 
-def test_a_marker_is_checked_even_when_the_test_never_uses_the_fixture(pytester: pytest.Pytester) -> None:
+def test_a_marker_is_checked_even_when_the_test_never_uses_the_fixture(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -154,11 +160,13 @@ def test_plain_test_under_a_module_marker():
     result = pytester.runpytest()
     result.assert_outcomes(failed=3, passed=1)
     result.stdout.fnmatch_lines(
-        literal([
-            "usage error: compile_snapshot got unknown keyword 'bakend'; allowed keywords: *",
-            "usage error: @pytest.mark.compile_snapshot does nothing here: the test does not use the `compile_model` fixture;*",
-            "usage error: compile_benchmark got unknown keyword 'treshold'; allowed keywords: *",
-        ])
+        literal(
+            [
+                "usage error: compile_snapshot got unknown keyword 'bakend'; allowed keywords: *",
+                "usage error: @pytest.mark.compile_snapshot does nothing here: the test does not use the `compile_model` fixture;*",
+                "usage error: compile_benchmark got unknown keyword 'treshold'; allowed keywords: *",
+            ]
+        )
     )
     assert_clean(result)
 
@@ -166,7 +174,9 @@ def test_plain_test_under_a_module_marker():
 # --- the model -------------------------------------------------------------------
 
 
-def test_a_model_that_is_not_callable_is_named_as_such_by_both_fixtures(pytester: pytest.Pytester) -> None:
+def test_a_model_that_is_not_callable_is_named_as_such_by_both_fixtures(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -186,11 +196,13 @@ def test_benchmark_number(compile_benchmark):
     result = pytester.runpytest()
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
-        literal([
-            "[case_0] usage error: compile_model(model, *inputs) takes an nn.Module or a function first, got int 3; pass the model first*",
-            "[case_0] usage error: compile_model(model, ...) got the class Lin itself; pass an instance, e.g. Lin()",
-            "[case_0] usage error: compile_benchmark(model, *inputs) takes an nn.Module or a function first, got int 3*",
-        ])
+        literal(
+            [
+                "[case_0] usage error: compile_model(model, *inputs) takes an nn.Module or a function first, got int 3; pass the model first*",
+                "[case_0] usage error: compile_model(model, ...) got the class Lin itself; pass an instance, e.g. Lin()",
+                "[case_0] usage error: compile_benchmark(model, *inputs) takes an nn.Module or a function first, got int 3*",
+            ]
+        )
     )
     result.stdout.no_fnmatch_line("*rejected the marker*")
     result.stdout.no_fnmatch_line("*eager run failed*")
@@ -227,7 +239,9 @@ def test_benchmark_model_keyword(compile_benchmark):
     assert_clean(result)
 
 
-def test_a_benchmark_model_that_raises_after_some_calls_fails_cleanly(pytester: pytest.Pytester) -> None:
+def test_a_benchmark_model_that_raises_after_some_calls_fails_cleanly(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -247,11 +261,13 @@ def test_tired(compile_benchmark):
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        literal([
-            "[case_0] the model raised while being timed, after its first eager and compiled calls had succeeded*",
-            '*File "*test_hostile.py", line *, in tired',
-            "*RuntimeError: tired after 40 calls",
-        ])
+        literal(
+            [
+                "[case_0] the model raised while being timed, after its first eager and compiled calls had succeeded*",
+                '*File "*test_hostile.py", line *, in tired',
+                "*RuntimeError: tired after 40 calls",
+            ]
+        )
     )
     assert_clean(result)
 
@@ -259,7 +275,9 @@ def test_tired(compile_benchmark):
 # --- outputs -----------------------------------------------------------------------
 
 
-def test_meta_sparse_and_numpy_outputs_are_compared_not_crashed_on(pytester: pytest.Pytester) -> None:
+def test_meta_sparse_and_numpy_outputs_are_compared_not_crashed_on(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -291,7 +309,12 @@ def test_numpy_arrays_are_compared_with_tolerances() -> None:
     assert compare_leaf("output", np.float32(1.0), np.float32(1.0 + 1e-7), tolerance) is None
     mismatch = compare_leaf("output", np.array([1.0, 2.0]), np.array([1.0, 3.0]), tolerance)
     assert mismatch is not None and mismatch.comparable and mismatch.path == "output[1]"
-    assert compare_leaf("output", np.array(["a"], dtype=object), np.array(["a"], dtype=object), tolerance) is None
+    assert (
+        compare_leaf(
+            "output", np.array(["a"], dtype=object), np.array(["a"], dtype=object), tolerance
+        )
+        is None
+    )
 
 
 def test_sparse_meta_and_nested_tensors_compare_by_value_and_metadata() -> None:
@@ -302,16 +325,27 @@ def test_sparse_meta_and_nested_tensors_compare_by_value_and_metadata() -> None:
     assert differs is not None and differs.comparable and "elements exceed" in differs.detail
     layout = compare_leaf("output", a.to_sparse(), a, tolerance)
     assert layout is not None and "layout differs" in layout.detail
-    assert compare_leaf("output", torch.empty(2, device="meta"), torch.empty(2, device="meta"), tolerance) is None
-    shape = compare_leaf("output", torch.empty(2, device="meta"), torch.empty(3, device="meta"), tolerance)
+    assert (
+        compare_leaf(
+            "output", torch.empty(2, device="meta"), torch.empty(2, device="meta"), tolerance
+        )
+        is None
+    )
+    shape = compare_leaf(
+        "output", torch.empty(2, device="meta"), torch.empty(3, device="meta"), tolerance
+    )
     assert shape is not None and "shape differs" in shape.detail
     nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
     assert compare_leaf("output", nested, nested.clone(), tolerance) is None
-    twice = compare_leaf("output", nested, torch.nested.nested_tensor([torch.ones(2), torch.ones(3) * 2]), tolerance)
+    twice = compare_leaf(
+        "output", nested, torch.nested.nested_tensor([torch.ones(2), torch.ones(3) * 2]), tolerance
+    )
     assert twice is not None and twice.path == "output.unbind()[1][0]"
 
 
-def test_an_output_that_cannot_be_compared_says_so_without_blaming_a_stage(pytester: pytest.Pytester) -> None:
+def test_an_output_that_cannot_be_compared_says_so_without_blaming_a_stage(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -331,10 +365,12 @@ def test_grumpy(compile_model):
     result = pytester.runpytest("--update-snapshots")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        literal([
-            "[case_0] numerics: cannot compare compiled's results with eager's (set compile_snapshot(numerics=False) to skip the check):",
-            "  output[1]: cannot compare Grumpy values (TypeError: Grumpy values do not compare)",
-        ])
+        literal(
+            [
+                "[case_0] numerics: cannot compare compiled's results with eager's (set compile_snapshot(numerics=False) to skip the check):",
+                "  output[1]: cannot compare Grumpy values (TypeError: Grumpy values do not compare)",
+            ]
+        )
     )
     result.stdout.no_fnmatch_line("*diverges at stage*")
     assert_clean(result)
@@ -343,7 +379,9 @@ def test_grumpy(compile_model):
 # --- what raised, and where ----------------------------------------------------------
 
 
-def test_compiled_code_failing_at_run_time_is_not_a_compile_failure(pytester: pytest.Pytester) -> None:
+def test_compiled_code_failing_at_run_time_is_not_a_compile_failure(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -368,20 +406,24 @@ def test_benchmark_runtime(compile_benchmark):
     result = pytester.runpytest()
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
-        literal([
-            "[case_0] compiled code failed at run time (backend raising_backend): the compile finished*",
-            '*File "*test_hostile.py", line *, in run',
-            "RuntimeError: boom at run time",
-            "[case_0] compile failed in stage: backend relu_compile_error_TESTING_ONLY (backend relu_compile_error_TESTING_ONLY)",
-            "ReluCompileError",
-            "[case_0] compiled code failed at run time (backend raising_backend)*",
-        ])
+        literal(
+            [
+                "[case_0] compiled code failed at run time (backend raising_backend): the compile finished*",
+                '*File "*test_hostile.py", line *, in run',
+                "RuntimeError: boom at run time",
+                "[case_0] compile failed in stage: backend relu_compile_error_TESTING_ONLY (backend relu_compile_error_TESTING_ONLY)",
+                "ReluCompileError",
+                "[case_0] compiled code failed at run time (backend raising_backend)*",
+            ]
+        )
     )
     result.stdout.no_fnmatch_line("*Dynamo tracing*")
     assert_clean(result)
 
 
-def test_inductor_cpp_compile_error_shows_the_compiler_error_not_its_command_line(pytester: pytest.Pytester) -> None:
+def test_inductor_cpp_compile_error_shows_the_compiler_error_not_its_command_line(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -393,7 +435,13 @@ def test_cpp(compile_model):
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        literal(["[case_0] compile failed in stage: C++/Triton compile (backend inductor)", "CppCompileError: the C++ compiler failed:", "*error:*"])
+        literal(
+            [
+                "[case_0] compile failed in stage: C++/Triton compile (backend inductor)",
+                "CppCompileError: the C++ compiler failed:",
+                "*error:*",
+            ]
+        )
     )
     result.stdout.no_fnmatch_line("*CalledProcessError*")
     assert_clean(result)
@@ -418,17 +466,21 @@ def test_warns_while_compiling(compile_model):
     result = pytester.runpytest("-W", "error::DeprecationWarning")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        literal([
-            "[case_0] compile failed in stage: backend warning_backend (backend warning_backend)",
-            "DeprecationWarning: old API",
-            "(a DeprecationWarning turned into an error by -W error or a filterwarnings setting*",
-        ])
+        literal(
+            [
+                "[case_0] compile failed in stage: backend warning_backend (backend warning_backend)",
+                "DeprecationWarning: old API",
+                "(a DeprecationWarning turned into an error by -W error or a filterwarnings setting*",
+            ]
+        )
     )
     result.stdout.no_fnmatch_line("*usage error*")
     assert_clean(result)
 
 
-def test_torchs_own_import_warning_under_w_error_is_not_a_usage_error(pytester: pytest.Pytester) -> None:
+def test_torchs_own_import_warning_under_w_error_is_not_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
     """Measured in issue 9: importing Inductor warns (torch.jit.script_method) in torch 2.13."""
     write_tests(
         pytester,
@@ -442,7 +494,14 @@ def test_inductor(compile_model):
     if result.ret == 0:
         pytest.skip(f"torch {torch.__version__} does not warn while importing Inductor")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(literal(["*DeprecationWarning*", "*turned into an error by -W error or a filterwarnings setting*"]))
+    result.stdout.fnmatch_lines(
+        literal(
+            [
+                "*DeprecationWarning*",
+                "*turned into an error by -W error or a filterwarnings setting*",
+            ]
+        )
+    )
     result.stdout.no_fnmatch_line("*usage error*")
     assert_clean(result)
 
@@ -463,8 +522,12 @@ def test_stage_of_a_plain_exception_is_run_time() -> None:
 
 
 def test_a_long_multi_line_message_keeps_its_end() -> None:
-    repr_lines = "\n".join(f"  (layer{i}): Linear(in_features=4, out_features=4, bias=True)" for i in range(200))
-    exc = TypeError(f"Type <class 'Local'> for object Local(\n{repr_lines}\n) cannot be saved. Please define the class at global scope.")
+    repr_lines = "\n".join(
+        f"  (layer{i}): Linear(in_features=4, out_features=4, bias=True)" for i in range(200)
+    )
+    exc = TypeError(
+        f"Type <class 'Local'> for object Local(\n{repr_lines}\n) cannot be saved. Please define the class at global scope."
+    )
     line = first_line(exc)
     assert "\n" not in line and len(line) < 700
     assert line.startswith("TypeError: Type <class 'Local'> for object Local(")
@@ -494,7 +557,9 @@ def test_local(compile_model):
     result.assert_outcomes(failed=1)
     failure = [line for line in result.stdout.lines if line.startswith("[case_0] precompile:")]
     assert failure, result.stdout.str()
-    assert failure[0].rstrip().endswith((".", "'")), failure[0]  # a whole sentence, not cut inside a repr
+    assert failure[0].rstrip().endswith((".", "'")), failure[
+        0
+    ]  # a whole sentence, not cut inside a repr
     assert "Local" in failure[0]
     assert_clean(result)
 
@@ -502,7 +567,9 @@ def test_local(compile_model):
 # --- benchmark settings and baselines ---------------------------------------------------
 
 
-def test_benchmark_unknown_inductor_option_is_named_in_one_short_line(pytester: pytest.Pytester) -> None:
+def test_benchmark_unknown_inductor_option_is_named_in_one_short_line(
+    pytester: pytest.Pytester,
+) -> None:
     write_tests(
         pytester,
         """
@@ -513,7 +580,13 @@ def test_typo(compile_benchmark):
     )
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(literal(["usage error: compile_benchmark(options=...) has unknown Inductor option 'max_autotun'; did you mean 'max_autotune'*"]))
+    result.stdout.fnmatch_lines(
+        literal(
+            [
+                "usage error: compile_benchmark(options=...) has unknown Inductor option 'max_autotun'; did you mean 'max_autotune'*"
+            ]
+        )
+    )
     assert max(len(line) for line in result.stdout.lines) < 400
     assert_clean(result)
 
@@ -521,13 +594,24 @@ def test_typo(compile_benchmark):
 @pytest.mark.parametrize(
     "ini, message",
     [
-        ("torchcompile_perf_threads = 100000", "ERROR: pytest-torchcompile ini option: torchcompile_perf_threads=100000 is more than this machine's * CPUs: use at most *"),
-        ("torchcompile_perf_gate_cpu_times = maybe", "ERROR: pytest-torchcompile ini option: torchcompile_perf_gate_cpu_times: invalid truth value 'maybe' (use true or false)"),
-        ("torchcompile_perf_baseline =", "ERROR: pytest-torchcompile ini option: torchcompile_perf_baseline is empty: name a folder relative to the rootdir*"),
+        (
+            "torchcompile_perf_threads = 100000",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_threads=100000 is more than this machine's * CPUs: use at most *",
+        ),
+        (
+            "torchcompile_perf_gate_cpu_times = maybe",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_gate_cpu_times: invalid truth value 'maybe' (use true or false)",
+        ),
+        (
+            "torchcompile_perf_baseline =",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_baseline is empty: name a folder relative to the rootdir*",
+        ),
     ],
     ids=["threads", "cpu_times", "empty_baseline"],
 )
-def test_bad_perf_ini_values_are_usage_errors_naming_the_setting(pytester: pytest.Pytester, ini: str, message: str) -> None:
+def test_bad_perf_ini_values_are_usage_errors_naming_the_setting(
+    pytester: pytest.Pytester, ini: str, message: str
+) -> None:
     pytester.makeini(f"[pytest]\n{ini}\n")
     write_tests(
         pytester,
@@ -547,10 +631,22 @@ def test_b(compile_benchmark):
 DAMAGES = {
     "metrics_list": (lambda case: case.update(metrics=[]), "metrics: [] is not an object"),
     "counters_list": (lambda case: case.update(counters=[]), "counters: [] is not an object"),
-    "median_word": (lambda case: case["metrics"]["speedup"].update(median="fast"), "metrics.speedup.median: 'fast' is not a finite non-negative number"),
-    "median_null": (lambda case: case["metrics"]["speedup"].update(median=None), "metrics.speedup.median: None is not a finite non-negative number"),
-    "ci_low_word": (lambda case: case["metrics"]["eager_s"].update(ci_low="x"), "metrics.eager_s.ci_low: 'x' is not a finite non-negative number"),
-    "noise_huge": (lambda case: case["settings"].update(noise={"speedup": 1000}), "settings.noise.speedup: 1000 is not a spread between 0 and 10"),
+    "median_word": (
+        lambda case: case["metrics"]["speedup"].update(median="fast"),
+        "metrics.speedup.median: 'fast' is not a finite non-negative number",
+    ),
+    "median_null": (
+        lambda case: case["metrics"]["speedup"].update(median=None),
+        "metrics.speedup.median: None is not a finite non-negative number",
+    ),
+    "ci_low_word": (
+        lambda case: case["metrics"]["eager_s"].update(ci_low="x"),
+        "metrics.eager_s.ci_low: 'x' is not a finite non-negative number",
+    ),
+    "noise_huge": (
+        lambda case: case["settings"].update(noise={"speedup": 1000}),
+        "settings.noise.speedup: 1000 is not a spread between 0 and 10",
+    ),
 }
 
 
@@ -576,7 +672,12 @@ def test_{name}(compile_benchmark):
         for name, (_, field) in DAMAGES.items():
             expected = f"skipped the damaged baseline of test_hostile.py::test_{name}::case_0 in perf-baselines/{path.name}: {field}*"
             result.stdout.fnmatch_lines(literal([expected]))
-            assert sum(f"test_{name}::case_0 in perf-baselines" in line for line in result.stdout.lines) == 1
+            assert (
+                sum(
+                    f"test_{name}::case_0 in perf-baselines" in line for line in result.stdout.lines
+                )
+                == 1
+            )
         assert_clean(result)
 
 
@@ -592,7 +693,9 @@ def test_record_errors_name_the_field() -> None:
 # --- the plugin's own crash -------------------------------------------------------------
 
 
-def test_a_crash_inside_the_plugin_is_reported_and_the_run_goes_on(pytester: pytest.Pytester) -> None:
+def test_a_crash_inside_the_plugin_is_reported_and_the_run_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeconftest(
         """
 import pytest_torchcompile.snapshot.plugin as snapshot_plugin
@@ -633,18 +736,22 @@ def test_later_tests_still_run():
     result = pytester.runpytest()
     result.assert_outcomes(failed=3, passed=2)
     result.stdout.fnmatch_lines(
-        literal([
-            "[case_0] pytest-torchcompile internal error in the fixture: ZeroDivisionError: planted bug*please report it*",
-            "pytest-torchcompile internal error in the snapshot check: ZeroDivisionError: planted bug*",
-            "pytest-torchcompile internal error in pytest_terminal_summary: ZeroDivisionError: planted bug*",
-        ])
+        literal(
+            [
+                "[case_0] pytest-torchcompile internal error in the fixture: ZeroDivisionError: planted bug*please report it*",
+                "pytest-torchcompile internal error in the snapshot check: ZeroDivisionError: planted bug*",
+                "pytest-torchcompile internal error in pytest_terminal_summary: ZeroDivisionError: planted bug*",
+            ]
+        )
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert_clean(result)
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
-def test_a_crash_in_a_report_hook_does_not_end_the_run(pytester: pytest.Pytester, workers: str) -> None:
+def test_a_crash_in_a_report_hook_does_not_end_the_run(
+    pytester: pytest.Pytester, workers: str
+) -> None:
     """Also under xdist: the line travels with the test's report to the controller."""
     pytester.makeconftest(
         """
@@ -669,10 +776,12 @@ def test_second():
     result = pytester.runpytest("-n", workers)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        literal([
-            "pytest-torchcompile internal error in pytest_runtest_makereport: ZeroDivisionError: planted bug "
-            "(at pytest_torchcompile/snapshot/plugin.py:* in *); this is a bug in pytest-torchcompile*"
-        ])
+        literal(
+            [
+                "pytest-torchcompile internal error in pytest_runtest_makereport: ZeroDivisionError: planted bug "
+                "(at pytest_torchcompile/snapshot/plugin.py:* in *); this is a bug in pytest-torchcompile*"
+            ]
+        )
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert_clean(result)

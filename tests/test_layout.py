@@ -41,15 +41,29 @@ GRAPH = {_module(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _in(room: str, module: str) -> bool:
-    return module == f"pytest_torchcompile.{room}" or module.startswith(f"pytest_torchcompile.{room}.")
+    return module == f"pytest_torchcompile.{room}" or module.startswith(
+        f"pytest_torchcompile.{room}."
+    )
 
 
 def _crossings(source: str, target: str) -> list[str]:
-    return [f"{m} -> {i}" for m, imported in GRAPH.items() if _in(source, m) for i in imported if _in(target, i)]
+    return [
+        f"{m} -> {i}"
+        for m, imported in GRAPH.items()
+        if _in(source, m)
+        for i in imported
+        if _in(target, i)
+    ]
 
 
 def test_the_adapter_imports_nothing_of_the_plugin() -> None:
-    assert not [f"{m} -> {i}" for m, imported in GRAPH.items() if _in("_torch", m) for i in imported if not _in("_torch", i)]
+    assert not [
+        f"{m} -> {i}"
+        for m, imported in GRAPH.items()
+        if _in("_torch", m)
+        for i in imported
+        if not _in("_torch", i)
+    ]
 
 
 def test_the_floor_imports_neither_wing() -> None:

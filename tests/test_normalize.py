@@ -57,7 +57,14 @@ def normalize_program(text: str) -> str:
     return ARTIFACTS["program"].normalize(NORMALIZE, text)
 
 
-ALL_RULES: list[Rule] = [*STATIC_RULES, PathRule(ROOT, TORCH), LOCAL_AWARE, NORMALIZE, unmask_names, normalize_program]
+ALL_RULES: list[Rule] = [
+    *STATIC_RULES,
+    PathRule(ROOT, TORCH),
+    LOCAL_AWARE,
+    NORMALIZE,
+    unmask_names,
+    normalize_program,
+]
 
 
 def rule_id(rule: Rule) -> str:
@@ -77,7 +84,11 @@ EXAMPLES: list[tuple[Callable[[str], str], str, str]] = [
         "| +- TYPE_MATCH: ___check_type_id(L['self']._modules['lin']._parameters, 94823012345600), type=<class 'dict'>",
         "| +- TYPE_MATCH: ___check_type_id(L['self']._modules['lin']._parameters, <id>), type=<class 'dict'>",
     ),
-    (mask_graph_ids, "class GraphModule(torch.nn.Module):  # graph id: 139812345678", "class GraphModule(torch.nn.Module):  # graph id: <id>"),
+    (
+        mask_graph_ids,
+        "class GraphModule(torch.nn.Module):  # graph id: 139812345678",
+        "class GraphModule(torch.nn.Module):  # graph id: <id>",
+    ),
     (
         drop_guard_latency,
         "TREE_GUARD_MANAGER:\n+- RootGuardManager\n| +- DEFAULT_DEVICE: utils_device.CURRENT_DEVICE == None\nGuard latency = 70.56 us\n",
@@ -118,9 +129,17 @@ EXAMPLES: list[tuple[Callable[[str], str], str, str]] = [
         "__temp_35 = []\n__temp_36 = [__temp_35]\n__temp_35.extend([])",
         "__temp_0 = []\n__temp_1 = [__temp_0]\n__temp_0.extend([])",
     ),
-    (mask_num_threads, '{"grad_mode":true,"num_threads":16,"torch_function":true}', '{"grad_mode":true,"num_threads":<N>,"torch_function":true}'),
+    (
+        mask_num_threads,
+        '{"grad_mode":true,"num_threads":16,"torch_function":true}',
+        '{"grad_mode":true,"num_threads":<N>,"torch_function":true}',
+    ),
     (drop_addresses, "<function f at 0x7f38aa12bc40>", "<function f>"),
-    (drop_addresses, "<bound method M.forward of <M object at 0x7F38AA12BC40>>", "<bound method M.forward of <M object>>"),
+    (
+        drop_addresses,
+        "<bound method M.forward of <M object at 0x7F38AA12BC40>>",
+        "<bound method M.forward of <M object>>",
+    ),
     (
         drop_user_traceback,
         "Graph break in user code at zoo.py:30\n"
@@ -152,18 +171,32 @@ EXAMPLES: list[tuple[Callable[[str], str], str, str]] = [
         "| +- LAMBDA_GUARD: ... == None  # _dynamo/output_graph.py:471 in init_ambient_guards",
         "| +- LAMBDA_GUARD: ... == None  # output_graph.py:471 in init_ambient_guards",
     ),
-    (mask_kernel_paths, "# kernel path: /tmp/torchinductor_root/ab/cabc.py", "# kernel path: <cache>"),
-    (strip_trailing_space, "def forward(self, x):  \n    return x\t\n", "def forward(self, x):\n    return x\n"),
+    (
+        mask_kernel_paths,
+        "# kernel path: /tmp/torchinductor_root/ab/cabc.py",
+        "# kernel path: <cache>",
+    ),
+    (
+        strip_trailing_space,
+        "def forward(self, x):  \n    return x\t\n",
+        "def forward(self, x):\n    return x\n",
+    ),
     (
         unmask_names,
         "def guards_f1c0_torch_dynamo_resume_in_forward_at_<N>(L, G):  # zoo.py:<N>\n    return __resume_at_<N>(x)  # ['<N>_forward']",
         "def guards_f1c0_torch_dynamo_resume_in_forward_at_N(L, G):  # zoo.py:<N>\n    return __resume_at_N(x)  # ['<N>_forward']",
     ),
-    (normalize_program, "torch_dynamo_resume_in_forward_at_13 = __resume_at_60_4", "torch_dynamo_resume_in_forward_at_N = __resume_at_N"),
+    (
+        normalize_program,
+        "torch_dynamo_resume_in_forward_at_13 = __resume_at_60_4",
+        "torch_dynamo_resume_in_forward_at_N = __resume_at_N",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "text", "expected"), EXAMPLES, ids=lambda v: rule_id(v) if callable(v) else "")
+@pytest.mark.parametrize(
+    ("rule", "text", "expected"), EXAMPLES, ids=lambda v: rule_id(v) if callable(v) else ""
+)
 def test_rule_example(rule: Rule, text: str, expected: str) -> None:
     assert rule(text) == expected
 
@@ -192,7 +225,10 @@ def test_path_rule_ignores_trailing_slash_and_missing_torch_dir() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("# File: /ci/other/checkout/fixtures/zoo.py:42 in forward", "# File: fixtures/zoo.py:42 in forward"),
+        (
+            "# File: /ci/other/checkout/fixtures/zoo.py:42 in forward",
+            "# File: fixtures/zoo.py:42 in forward",
+        ),
         ("# File: /ci/other/checkout/zoo.py:42 in forward", "# File: zoo.py:42 in forward"),
         ("/opt/other/lib/thing.py", "thing.py"),
         (f"{ROOT}/fixtures/zoo.py:3", "fixtures/zoo.py:3"),
@@ -207,7 +243,10 @@ def test_normalizer_for_paths_looks_up_files_under_rootdir(tmp_path) -> None:
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "zoo.py").write_text("")
     normalize = Normalizer.for_paths(str(tmp_path), TORCH)
-    assert normalize("# File: /elsewhere/repo/models/zoo.py:7 in f") == "# File: models/zoo.py:<N> in f"
+    assert (
+        normalize("# File: /elsewhere/repo/models/zoo.py:7 in f")
+        == "# File: models/zoo.py:<N> in f"
+    )
     assert normalize("# File: /elsewhere/repo/other.py:7 in f") == "# File: other.py:<N> in f"
 
 
@@ -217,9 +256,16 @@ def test_a_checkout_whose_path_ends_in_the_rootdir_is_foreign(tmp_path) -> None:
     (tmp_path / "fixtures" / "zoo.py").write_text("")
     torch_dir = "/venv/lib/site-packages/torch"
     normalize = Normalizer.for_paths(str(tmp_path), torch_dir)
-    for line in (f"# File: /check{tmp_path}/fixtures/zoo.py:7 in f", f"# File: {tmp_path}/fixtures/zoo.py:7 in f", f'File "/check{tmp_path}/fixtures/zoo.py", line 7, in f'):
+    for line in (
+        f"# File: /check{tmp_path}/fixtures/zoo.py:7 in f",
+        f"# File: {tmp_path}/fixtures/zoo.py:7 in f",
+        f'File "/check{tmp_path}/fixtures/zoo.py", line 7, in f',
+    ):
         assert "fixtures/zoo.py" in normalize(line) and "check" not in normalize(line), line
-    assert normalize('File "/other/venv/lib/site-packages/torch/nn/f.py", line 3') == 'File "f.py", line <N>'
+    assert (
+        normalize('File "/other/venv/lib/site-packages/torch/nn/f.py", line 3')
+        == 'File "f.py", line <N>'
+    )
     assert normalize(f'File "{torch_dir}/nn/f.py", line 3') == 'File "<torch>/nn/f.py", line <N>'
 
 
@@ -231,11 +277,21 @@ def test_a_path_into_another_install_of_this_torch_is_torch_relative(tmp_path) -
     (torch_dir / "nn/utils/parametrizations.py").write_text("")
     normalize = Normalizer.for_paths(str(tmp_path / "proj"), str(torch_dir))
     other = "/root/.cache/venv_b/lib/python3.11/site-packages/torch/nn/utils/parametrizations.py"
-    assert normalize(f"# File: {other}:85 in forward") == "# File: <torch>/nn/utils/parametrizations.py:<N> in forward"
-    assert normalize(f"# File: {torch_dir}/nn/utils/parametrizations.py:85 in forward") == normalize(f"# File: {other}:85 in forward")
+    assert (
+        normalize(f"# File: {other}:85 in forward")
+        == "# File: <torch>/nn/utils/parametrizations.py:<N> in forward"
+    )
+    assert normalize(
+        f"# File: {torch_dir}/nn/utils/parametrizations.py:85 in forward"
+    ) == normalize(f"# File: {other}:85 in forward")
     # a file this torch does not have (another version's) keeps only its name, as before
-    assert normalize("# File: /venv_b/site-packages/torch/nn/gone.py:3 in f") == "# File: gone.py:<N> in f"
-    assert normalize(normalize(f"# File: {other}:85 in forward")) == normalize(f"# File: {other}:85 in forward")
+    assert (
+        normalize("# File: /venv_b/site-packages/torch/nn/gone.py:3 in f")
+        == "# File: gone.py:<N> in f"
+    )
+    assert normalize(normalize(f"# File: {other}:85 in forward")) == normalize(
+        f"# File: {other}:85 in forward"
+    )
 
 
 def test_normalizer_full_guard_line() -> None:
@@ -364,7 +420,10 @@ def test_none_trace_only_removes_whole_line() -> None:
 
 @pytest.mark.parametrize(
     "provenance",
-    [" and (_inductor/codegen/cpp.py:812 in need_use_acc_helper)", " and (_functorch/_aot_autograd/aot_autograd_result.py:<N> in _check_guards)"],
+    [
+        " and (_inductor/codegen/cpp.py:812 in need_use_acc_helper)",
+        " and (_functorch/_aot_autograd/aot_autograd_result.py:<N> in _check_guards)",
+    ],
 )
 def test_drop_guard_provenance_cold_and_warm_agree(provenance: str) -> None:
     line = "+- LAMBDA_GUARD: 2 <= L['x'].size()[1] <= 4096  # return x / n  # zoo.py:<N> in forward (user code shown is first use)"
@@ -374,7 +433,11 @@ def test_drop_guard_provenance_cold_and_warm_agree(provenance: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["User code traceback:\n  Guard latency = 1.2 us", "User code traceback:\n\t", "User code traceback: \n  File \"x.py\""],
+    [
+        "User code traceback:\n  Guard latency = 1.2 us",
+        "User code traceback:\n\t",
+        'User code traceback: \n  File "x.py"',
+    ],
 )
 def test_user_traceback_removed_when_its_last_line_has_no_newline(text: str) -> None:
     """Found by hypothesis in CI: a traceback ending the text without a newline
@@ -428,26 +491,44 @@ GPU_EXAMPLES = [
         'type=<code object silu at 0x7f8b7fd27990, file "<torch>/nn/functional.py", line 2375>',
         'type=<code object silu, file "<torch>/nn/functional.py", line 2375>',
     ),
-    (drop_code_object_addresses, "type=<code object <lambda> at 0xe6135c0, file \"m.py\", line 3>", "type=<code object <lambda>, file \"m.py\", line 3>"),
+    (
+        drop_code_object_addresses,
+        'type=<code object <lambda> at 0xe6135c0, file "m.py", line 3>',
+        'type=<code object <lambda>, file "m.py", line 3>',
+    ),
     (
         drop_bare_guard_provenance,
         "+- LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n+- next",
         "+- LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647\n+- next",
     ),
-    (drop_bare_guard_provenance, "and 2 <= L['x'].size()[0]  # EPILOGUE  # (simd.py:<N> in f)", "and 2 <= L['x'].size()[0]  # EPILOGUE"),
-    (mask_backend_hash, "'backend_hash': '91D1D1166449D9E2EB66EB9770C9E2C3B0FEB787341F27FEB4D3F0338DA50336', 'x': 1", "'backend_hash': '<hash>', 'x': 1"),
+    (
+        drop_bare_guard_provenance,
+        "and 2 <= L['x'].size()[0]  # EPILOGUE  # (simd.py:<N> in f)",
+        "and 2 <= L['x'].size()[0]  # EPILOGUE",
+    ),
+    (
+        mask_backend_hash,
+        "'backend_hash': '91D1D1166449D9E2EB66EB9770C9E2C3B0FEB787341F27FEB4D3F0338DA50336', 'x': 1",
+        "'backend_hash': '<hash>', 'x': 1",
+    ),
     (
         mask_device_properties,
         DEVICE_PROPERTIES,
         "'device': DeviceProperties(type='cuda', index=0, multi_processor_count=<N>, cc=<N>, major=<N>, "
         "regs_per_multiprocessor=<N>, max_threads_per_multi_processor=<N>, max_threads_per_block=<N>, warp_size=<N>)",
     ),
-    (unspace_sym_products, 'mul_117: "Sym(s27 * s52)" = arg0_1 * arg1_1', 'mul_117: "Sym(s27*s52)" = arg0_1 * arg1_1'),
+    (
+        unspace_sym_products,
+        'mul_117: "Sym(s27 * s52)" = arg0_1 * arg1_1',
+        'mul_117: "Sym(s27*s52)" = arg0_1 * arg1_1',
+    ),
     (unspace_sym_products, '"Sym(2 * s0 ** 2 + s1)"', '"Sym(2*s0**2 + s1)"'),
 ]
 
 
-@pytest.mark.parametrize(("rule", "text", "expected"), GPU_EXAMPLES, ids=lambda v: rule_id(v) if callable(v) else "")
+@pytest.mark.parametrize(
+    ("rule", "text", "expected"), GPU_EXAMPLES, ids=lambda v: rule_id(v) if callable(v) else ""
+)
 def test_version_and_gpu_rule_example(rule: Rule, text: str, expected: str) -> None:
     assert rule(text) == expected
     assert rule in STATIC_RULES  # the Normalizer applies it
@@ -464,7 +545,7 @@ GPU_SEMANTIC = [
     "with torch.cuda._DeviceGuard(0):",
     "+- LAMBDA_GUARD: L['self']._modules['norm'].eps == 1e-05  # return F.layer_norm(  # normalization.py:229 in forward (functional.py:2935 in layer_norm)",
     "+- LAMBDA_GUARD: ___as_tensor(L['self']._modules['norm'].eps).item() == 1e-05  # (unknown source ___as_tensor(L['self']._modules['norm'].eps).item(), please file a bug)",
-    'ks0 = s27 * s52',  # a product in code, not in a Sym annotation
+    "ks0 = s27 * s52",  # a product in code, not in a Sym annotation
 ]
 
 
@@ -488,19 +569,28 @@ GPU_FRAGMENTS = [
     " * ",
     "# (",
 ]
-GPU_TEXTS = st.lists(st.one_of(st.sampled_from(GPU_FRAGMENTS + FRAGMENTS), FILLER), max_size=12).map("".join)
+GPU_TEXTS = st.lists(
+    st.one_of(st.sampled_from(GPU_FRAGMENTS + FRAGMENTS), FILLER), max_size=12
+).map("".join)
 
 
-@pytest.mark.parametrize("rule", [*VERSION_AND_GPU_RULES, NORMALIZE, normalize_program], ids=rule_id)
+@pytest.mark.parametrize(
+    "rule", [*VERSION_AND_GPU_RULES, NORMALIZE, normalize_program], ids=rule_id
+)
 @HYPOTHESIS
 @given(text=st.one_of(GPU_TEXTS, st.text()))
-@example(text=" and (autograd_cache.py:970 in evaluate_guards)  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n")
+@example(
+    text=" and (autograd_cache.py:970 in evaluate_guards)  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n"
+)
 def test_version_and_gpu_rules_idempotent(rule: Rule, text: str) -> None:
     once = rule(text)
     assert rule(once) == once
 
 
-@pytest.mark.parametrize("comment", ["  # (simd.py:<N> in f)  \n", " and (autograd_cache.py:970 in evaluate_guards) \t\n"])
+@pytest.mark.parametrize(
+    "comment",
+    ["  # (simd.py:<N> in f)  \n", " and (autograd_cache.py:970 in evaluate_guards) \t\n"],
+)
 def test_provenance_dropped_before_trailing_blanks(comment: str) -> None:
     """Found by hypothesis: blanks after a provenance hid it from the rule until
     strip_trailing_space ran, so a second pass changed the text again."""

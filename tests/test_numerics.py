@@ -55,7 +55,12 @@ class Cache:
 
 def test_paths_through_every_kind_of_container() -> None:
     t = torch.zeros(2)
-    value = {"a": [t, (t, Pair(t, 3))], "b": Out(t, (None, "s")), "c": ModelOutput(logits=t), "d": Cache(t)}
+    value = {
+        "a": [t, (t, Pair(t, 3))],
+        "b": Out(t, (None, "s")),
+        "c": ModelOutput(logits=t),
+        "d": Cache(t),
+    }
     assert [path for path, _ in flatten(value, "output")] == [
         "output['a'][0]",
         "output['a'][1][0]",
@@ -92,16 +97,41 @@ def test_nested_object_mismatch_is_found() -> None:
 @pytest.mark.parametrize(
     ("compiled", "eager", "expected"),
     [
-        (torch.tensor([1, 2]), torch.tensor([1, 3]), "output[1]: compiled 2, eager 3; max abs error 1, max rel error 0.333; 1 of 2 elements exceed rtol=0, atol=0"),
-        (torch.tensor([True, False]), torch.tensor([True, True]), "output[1]: compiled False, eager True; max abs error 1"),
-        (torch.zeros(2, 3), torch.zeros(3, 2), "output: shape differs: compiled torch.Size([2, 3]), eager torch.Size([3, 2])"),
-        (torch.zeros(2), torch.zeros(2, dtype=torch.float64), "output: dtype differs: compiled torch.float32, eager torch.float64"),
+        (
+            torch.tensor([1, 2]),
+            torch.tensor([1, 3]),
+            "output[1]: compiled 2, eager 3; max abs error 1, max rel error 0.333; 1 of 2 elements exceed rtol=0, atol=0",
+        ),
+        (
+            torch.tensor([True, False]),
+            torch.tensor([True, True]),
+            "output[1]: compiled False, eager True; max abs error 1",
+        ),
+        (
+            torch.zeros(2, 3),
+            torch.zeros(3, 2),
+            "output: shape differs: compiled torch.Size([2, 3]), eager torch.Size([3, 2])",
+        ),
+        (
+            torch.zeros(2),
+            torch.zeros(2, dtype=torch.float64),
+            "output: dtype differs: compiled torch.float32, eager torch.float64",
+        ),
         (3, 4, "output: compiled 3 != eager 4"),
         ("a", "b", "output: compiled 'a' != eager 'b'"),
         (None, 0, "output: type differs: compiled NoneType None, eager int 0"),
         (1.0, 1.1, "output: compiled 1.0, eager 1.1 (rtol=1.3e-06, atol=1e-05)"),
     ],
-    ids=["int-exact", "bool-exact", "shape", "dtype", "int-leaf", "str-leaf", "type", "python-float"],
+    ids=[
+        "int-exact",
+        "bool-exact",
+        "shape",
+        "dtype",
+        "int-leaf",
+        "str-leaf",
+        "type",
+        "python-float",
+    ],
 )
 def test_mismatch_kinds_are_reported_not_raised(compiled, eager, expected: str) -> None:
     [mismatch] = compare_trees(compiled, eager, "output", DEFAULT)
@@ -120,9 +150,14 @@ def test_strides_fail_only_when_asked_and_are_noted_beside_a_value_mismatch() ->
     compiled, eager = torch.zeros(3, 2).t(), torch.zeros(2, 3)
     assert compare_trees(compiled, eager, "output", DEFAULT) == []
     [mismatch] = compare_trees(compiled, eager, "output", Tolerance(check_stride=True))
-    assert str(mismatch) == "output: stride differs: compiled stride (1, 2) (not contiguous), eager stride (3, 1) (contiguous)"
+    assert (
+        str(mismatch)
+        == "output: stride differs: compiled stride (1, 2) (not contiguous), eager stride (3, 1) (contiguous)"
+    )
     [mismatch] = compare_trees(compiled + 1, eager, "output", DEFAULT)
-    assert mismatch.detail.endswith("; stride differs: compiled stride (1, 2) (not contiguous), eager stride (3, 1) (contiguous)")
+    assert mismatch.detail.endswith(
+        "; stride differs: compiled stride (1, 2) (not contiguous), eager stride (3, 1) (contiguous)"
+    )
 
 
 def test_size_one_dimensions_may_have_any_stride() -> None:
@@ -155,13 +190,22 @@ def test_fp64_reference_excuses_low_precision_noise_but_not_a_bug() -> None:
         assert mismatches and needs_fp64(mismatches, DEFAULT)
         kept = tolerate_with_fp64(mismatches, reference, DEFAULT)
         assert bool(kept) == survives
-    [kept] = tolerate_with_fp64(compare({"output": broken}, {"output": eager}, DEFAULT), reference, DEFAULT)
+    [kept] = tolerate_with_fp64(
+        compare({"output": broken}, {"output": eager}, DEFAULT), reference, DEFAULT
+    )
     assert "fp64 reference: compiled rmse 1 > 3 x eager rmse" in kept.detail
 
 
 @pytest.mark.parametrize(
     ("setting", "dtype", "expected"),
-    [(None, torch.bfloat16, True), (None, torch.float16, True), (None, torch.float32, False), (True, torch.float32, True), (False, torch.bfloat16, False), (True, torch.float64, False)],
+    [
+        (None, torch.bfloat16, True),
+        (None, torch.float16, True),
+        (None, torch.float32, False),
+        (True, torch.float32, True),
+        (False, torch.bfloat16, False),
+        (True, torch.float64, False),
+    ],
 )
 def test_which_results_use_the_fp64_reference(setting, dtype, expected) -> None:
     assert Tolerance(fp64=setting).uses_fp64(dtype) is expected
@@ -188,18 +232,28 @@ def test_observe_names_grads_buffers_and_mutated_inputs() -> None:
         return x.mul_(by)
 
     x = torch.ones(2)
-    seen = observe(scale_(x, by=torch.tensor(2.0)), scale_, argument_names(scale_, (x,), {"by": torch.tensor(2.0)}), grads=False)
+    seen = observe(
+        scale_(x, by=torch.tensor(2.0)),
+        scale_,
+        argument_names(scale_, (x,), {"by": torch.tensor(2.0)}),
+        grads=False,
+    )
     assert list(seen) == ["output", "input x after the call", "input by after the call"]
 
 
 def test_random_ops_are_found_in_printed_graphs() -> None:
-    graph = 'native_dropout = torch.ops.aten.native_dropout.default(addmm, 0.5, True)\nrand = torch.ops.aten.rand.default([4])\nrelu = torch.ops.aten.relu.default(x)'
+    graph = "native_dropout = torch.ops.aten.native_dropout.default(addmm, 0.5, True)\nrand = torch.ops.aten.rand.default([4])\nrelu = torch.ops.aten.relu.default(x)"
     assert random_ops([graph]) == ["aten.native_dropout", "aten.rand"]
     assert random_ops(["relu = torch.ops.aten.relu.default(x)"]) == []
 
 
 def test_stages_follow_torch_pipeline_and_custom_backends_follow_dynamo() -> None:
-    assert [s for s, _ in stages_for("inductor", True)] == ["dynamo", "aot_autograd", "decompositions", "inductor"]
+    assert [s for s, _ in stages_for("inductor", True)] == [
+        "dynamo",
+        "aot_autograd",
+        "decompositions",
+        "inductor",
+    ]
     assert [s for s, _ in stages_for("aot_eager", True)] == ["dynamo", "aot_autograd"]
     assert [s for s, _ in stages_for("eager", True)] == ["dynamo"]
     assert stages_for("my_backend", False) == [("dynamo", "eager"), ("my_backend", "my_backend")]
@@ -214,7 +268,10 @@ def test_attribute_stops_at_the_first_diverging_stage() -> None:
 
     found = attribute("inductor", True, replay)
     assert ran == ["eager", "aot_eager"]
-    assert found.lines() == ["diverges at stage: aot_autograd", "stages re-run: dynamo ok, aot_autograd diverges"]
+    assert found.lines() == [
+        "diverges at stage: aot_autograd",
+        "stages re-run: dynamo ok, aot_autograd diverges",
+    ]
 
 
 def test_attribute_blames_the_requested_backend_when_earlier_stages_agree_or_cannot_run() -> None:

@@ -36,12 +36,19 @@ def test_plain_tolerance(compile_model):
 """
 
 
-def test_bf16_inference_passes_with_fp64_reference_and_cries_wolf_without(pytester: pytest.Pytester) -> None:
+def test_bf16_inference_passes_with_fp64_reference_and_cries_wolf_without(
+    pytester: pytest.Pytester,
+) -> None:
     """Inductor computes bf16 attention in fp32; eager rounds at every op. Neither is wrong."""
     pytester.makepyfile(test_m=BF16_BLOCK)
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*test_plain_tolerance*", "  output[[]*[]]: compiled *; * of 384 elements exceed rtol=0.016, atol=1e-05"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_plain_tolerance*",
+            "  output[[]*[]]: compiled *; * of 384 elements exceed rtol=0.016, atol=1e-05",
+        ]
+    )
 
 
 GPT2 = """
@@ -98,6 +105,8 @@ def test_tiny_gpt2_from_transformers(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_m=GPT2, tests_backends=SCALE_GRADS_BACKEND)
     result = pytester.runpytest("--update-snapshots", "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["diverges at stage: scale_grads", "  grad of transformer.*[[]*[]]: compiled *, eager *"])
+    result.stdout.fnmatch_lines(
+        ["diverges at stage: scale_grads", "  grad of transformer.*[[]*[]]: compiled *, eager *"]
+    )
     summary = (pytester.path / "snapshots/test_m/test_inference/summary.txt").read_text()
     assert "graph breaks: 0" in summary

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_torchcompile.common.capture import FrameKey
 from pytest_torchcompile._torch.formats import split_comment
+from pytest_torchcompile.common.capture import FrameKey
 from pytest_torchcompile.snapshot.guards import GuardRow, guard_function
 from pytest_torchcompile.snapshot.placeholders import torch_minor
 from tests.conftest import model_test
@@ -39,8 +39,16 @@ def test_every_zoo_program_snapshot_parses_with_one_guard_function_per_frame() -
     assert len(files) == 4  # program is opt-in: the zoo tests marked with_program
     for path in files:
         tree = ast.parse(path.read_text(), filename=str(path))
-        guards = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("guards_f")]
-        frames = re.findall(r"^  - frame (\d+) compile (\d+):", (path.parent / "summary.txt").read_text(), re.MULTILINE)
+        guards = [
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("guards_f")
+        ]
+        frames = re.findall(
+            r"^  - frame (\d+) compile (\d+):",
+            (path.parent / "summary.txt").read_text(),
+            re.MULTILINE,
+        )
         assert [g.split("_")[1] for g in guards] == [f"f{f}c{c}" for f, c in frames], path
 
 
@@ -48,15 +56,34 @@ def test_zoo_programs_show_breaks_recompiles_and_kernels() -> None:
     graph_break = (ZOO_SNAPSHOTS / "test_graph_break/program.py.txt").read_text()
     assert "# depyf could not decompile this frame" in graph_break  # listing kept, as comments
     assert "def guards_f1c0_torch_dynamo_resume_in_forward_at_N(L, G) -> bool:" in graph_break
-    recompiled = (ZOO_SNAPSHOTS / "test_two_shapes_recompile_then_dynamic/program.py.txt").read_text()
-    assert "def guards_f0c1_forward(L, G) -> bool:" in recompiled and "2 <= L['x'].size()[0]" in recompiled
+    recompiled = (
+        ZOO_SNAPSHOTS / "test_two_shapes_recompile_then_dynamic/program.py.txt"
+    ).read_text()
+    assert (
+        "def guards_f0c1_forward(L, G) -> bool:" in recompiled
+        and "2 <= L['x'].size()[0]" in recompiled
+    )
     training = (ZOO_SNAPSHOTS / "test_mlp_training/program.py.txt").read_text()
-    order = ["def guards_f0c0_forward", "def forward(self, x):", "def _runtime_wrapper", "compiled forward (output code)", "cpp_fused_gelu_0 = ", "compiled backward (output code)"]
+    order = [
+        "def guards_f0c0_forward",
+        "def forward(self, x):",
+        "def _runtime_wrapper",
+        "compiled forward (output code)",
+        "cpp_fused_gelu_0 = ",
+        "compiled backward (output code)",
+    ]
     wrapper = ZOO_SNAPSHOTS / "test_mlp_training/runtime_wrapper.code.txt"
-    if not wrapper.exists() or "was not produced" in wrapper.read_text():  # torch 2.11 and 2.15 emit none
-        assert "# ----- 4. AOTAutograd runtime wrapper" not in training and "_runtime_wrapper" not in training
+    if (
+        not wrapper.exists() or "was not produced" in wrapper.read_text()
+    ):  # torch 2.11 and 2.15 emit none
+        assert (
+            "# ----- 4. AOTAutograd runtime wrapper" not in training
+            and "_runtime_wrapper" not in training
+        )
         order.remove("def _runtime_wrapper")
-    assert [training.index(part) for part in order] == sorted(training.index(part) for part in order)
+    assert [training.index(part) for part in order] == sorted(
+        training.index(part) for part in order
+    )
 
 
 # --- check_guards agrees with Dynamo --------------------------------------------
@@ -66,7 +93,13 @@ def test_zoo_programs_show_breaks_recompiles_and_kernels() -> None:
 def guard_report() -> dict[str, Any]:
     """tests/guard_matrix.py in a fresh process (compiling here would shift the
     process-global names in zoo snapshots checked later by the same worker)."""
-    done = subprocess.run([sys.executable, "-m", "tests.guard_matrix"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.guard_matrix"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -106,7 +139,11 @@ def test_check_guards_predicts_recompiles_of_real_calls(guard_report: dict[str, 
 
 def test_check_guards_binds_defaults_and_keywords(guard_report: dict[str, Any]) -> None:
     # EQUALS_MATCH on beta; shift=None is the default, not a tensor
-    assert guard_report["keywords"] == {"as compiled": True, "beta=3.0": False, "shift left to its default None": False}
+    assert guard_report["keywords"] == {
+        "as compiled": True,
+        "beta=3.0": False,
+        "shift left to its default None": False,
+    }
 
 
 # --- the guard function, from rows (no compile) ----------------------------------
@@ -118,8 +155,16 @@ def row(kind: str, code: str, source: str = "L['x']", comment: str = "") -> Guar
 
 def test_guard_function_spells_out_tensor_checks_and_keeps_unknown_guards_as_comments() -> None:
     rows = (
-        row("TENSOR_MATCH", "check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect), torch.float32, device=None, requires_grad=False, size=[None, 8], stride=[8, 1])", comment="y = x.sin()  # m.py:3 in f"),
-        row("ID_MATCH", "___check_obj_id(G['torch'], 140270709103312), type=<class 'module'>", "G['torch']"),
+        row(
+            "TENSOR_MATCH",
+            "check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect), torch.float32, device=None, requires_grad=False, size=[None, 8], stride=[8, 1])",
+            comment="y = x.sin()  # m.py:3 in f",
+        ),
+        row(
+            "ID_MATCH",
+            "___check_obj_id(G['torch'], 140270709103312), type=<class 'module'>",
+            "G['torch']",
+        ),
         row("TORCH_FUNCTION_MODE_STACK", "___check_torch_function_mode_stack()", "L"),
         row("LAMBDA_GUARD", "some guard ids == (1, 2)", "L"),
         row("EPILOGUE", "2 <= L['x'].size()[0]", "L"),
@@ -163,15 +208,30 @@ def test_split_comment(part: str, expected: tuple[str, str]) -> None:
 # --- as a user sees it: snapshot, rerun, change, diff -----------------------------
 
 
-def test_program_snapshot_written_then_changed_model_shows_in_its_diff(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_m=model_test("relu", backend="eager", extra=', artifacts=("program",)'))
+def test_program_snapshot_written_then_changed_model_shows_in_its_diff(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_m=model_test("relu", backend="eager", extra=', artifacts=("program",)')
+    )
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     program = (pytester.path / "snapshots/test_m/test_m/program.py.txt").read_text()
     ast.parse(program)
-    assert "def guards_f0c0_forward(L, G) -> bool:" in program and "Dynamo's graph, run by the backend" in program
+    assert (
+        "def guards_f0c0_forward(L, G) -> bool:" in program
+        and "Dynamo's graph, run by the backend" in program
+    )
     pytester.runpytest().assert_outcomes(passed=1)
 
-    pytester.makepyfile(test_m=model_test("sigmoid", backend="eager", extra=', artifacts=("program",)'))
+    pytester.makepyfile(
+        test_m=model_test("sigmoid", backend="eager", extra=', artifacts=("program",)')
+    )
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*snapshot snapshots/test_m/test_m/program.py.txt differs:*", "*-*torch.relu*", "*+*torch.sigmoid*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*snapshot snapshots/test_m/test_m/program.py.txt differs:*",
+            "*-*torch.relu*",
+            "*+*torch.sigmoid*",
+        ]
+    )

@@ -15,8 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
 from pytest_torchcompile.snapshot.catalogue import normalize_artifact
+from pytest_torchcompile.snapshot.compact import (
+    compact_guards,
+    compact_output_code,
+    drop_fx_blank_lines,
+    renumber_fx_names,
+)
 from pytest_torchcompile.snapshot.normalize import (
     REAL_MODEL_RULES,
     Normalizer,
@@ -28,7 +33,9 @@ from pytest_torchcompile.snapshot.normalize import (
 )
 
 SAMPLES = Path("/work/shared/samples/h100-torch2.11")
-NORMALIZE = Normalizer.for_paths("/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch")
+NORMALIZE = Normalizer.for_paths(
+    "/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch"
+)
 ARTIFACT_RULES = [compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names]
 
 # --- Dynamo's global names ------------------------------------------------------
@@ -38,11 +45,17 @@ def test_global_names_lose_id_and_counter_but_stay_distinct() -> None:
     first = "tmp_23 = ___module_collections_140256468386496_c0.OrderedDict(G['_140256443150752_c2'].Tensor, G['_140256443150999_c2'])"
     later = "tmp_23 = ___module_collections_139844091462736_c11.OrderedDict(G['_139844061100640_c13'].Tensor, G['_139844061100777_c13'])"
     assert renumber_dynamo_globals(first) == renumber_dynamo_globals(later)
-    assert renumber_dynamo_globals(first) == "tmp_23 = ___module_collections_obj0.OrderedDict(G['_obj1'].Tensor, G['_obj2'])"
+    assert (
+        renumber_dynamo_globals(first)
+        == "tmp_23 = ___module_collections_obj0.OrderedDict(G['_obj1'].Tensor, G['_obj2'])"
+    )
 
 
 def test_global_names_of_guard_helpers_with_a_compile_id() -> None:
-    assert renumber_dynamo_globals("___check_metadata_140256468386496_c0/1(L['x'])") == "___check_metadata_obj0(L['x'])"
+    assert (
+        renumber_dynamo_globals("___check_metadata_140256468386496_c0/1(L['x'])")
+        == "___check_metadata_obj0(L['x'])"
+    )
 
 
 def test_global_names_renumbered_per_frame_compile() -> None:
@@ -53,8 +66,15 @@ def test_global_names_renumbered_per_frame_compile() -> None:
 
 
 def test_ordinary_numbers_stay() -> None:
-    for text in ("size=[2, 140256468386496]", "x_140256468386496", "L['x_1'].size()[0] == 2", "var_c0 = 123456789_c1"):
-        assert renumber_dynamo_globals(text) == text or "_obj" not in renumber_dynamo_globals(text).replace(text, "")
+    for text in (
+        "size=[2, 140256468386496]",
+        "x_140256468386496",
+        "L['x_1'].size()[0] == 2",
+        "var_c0 = 123456789_c1",
+    ):
+        assert renumber_dynamo_globals(text) == text or "_obj" not in renumber_dynamo_globals(
+            text
+        ).replace(text, "")
 
 
 # --- cold vs warm, Python builds -------------------------------------------------
@@ -72,7 +92,10 @@ def test_sympy_rule_leaves_code_and_sums_alone() -> None:
 
 
 def test_frozen_module_line_numbers() -> None:
-    assert mask_frozen_line_numbers("#   # <frozen os>:677 in __getitem__") == "#   # <frozen os>:<N> in __getitem__"
+    assert (
+        mask_frozen_line_numbers("#   # <frozen os>:677 in __getitem__")
+        == "#   # <frozen os>:<N> in __getitem__"
+    )
 
 
 # --- guards on a library's process-global dict ----------------------------------
@@ -83,26 +106,46 @@ REGISTRY = "G['__import_transformers_dot_utils_dot_output_capturing']._CAN_RECOR
 def registry_tree(earlier: list[str]) -> str:
     """A guard tree as torch 2.13 prints it, after `earlier` model classes registered in the process."""
     keys = [*earlier, "<class 'BartEncoder'>"]
-    lines = [f"| | | +- DictGuardManager: source={REGISTRY}, accessed_by=GetAttrGuardAccessor(_CAN_RECORD_REGISTRY)"]
+    lines = [
+        f"| | | +- DictGuardManager: source={REGISTRY}, accessed_by=GetAttrGuardAccessor(_CAN_RECORD_REGISTRY)"
+    ]
     for index, key in enumerate(keys):
         lines.append(f"| | | | +- KeyValueManager pair at index={index}")
-        lines.append(f"| | | | | +- KeyManager: GuardManager: source=list(dict.keys({REGISTRY}))[{index}], type=<class 'str'>")
-        lines.append(f'| | | | | | +- EQUALS_MATCH: list(dict.keys({REGISTRY}))[{index}] == "{key}"  # capturable_flags = get(self)')
+        lines.append(
+            f"| | | | | +- KeyManager: GuardManager: source=list(dict.keys({REGISTRY}))[{index}], type=<class 'str'>"
+        )
+        lines.append(
+            f'| | | | | | +- EQUALS_MATCH: list(dict.keys({REGISTRY}))[{index}] == "{key}"  # capturable_flags = get(self)'
+        )
     last = len(keys) - 1
     value = f"dict.__getitem__({REGISTRY}, list(dict.keys({REGISTRY}))[{last}])"
-    lines.append(f"| | | | | +- ValueManager: DictGuardManager: source={REGISTRY}[\"{keys[-1]}\"], type=<class 'dict'>")
-    lines.append(f"| | | | | | +- DICT_CONTAINS: not ___dict_contains('cross_attentions', {value})  # if x in flags")
-    lines.append(f"| | | | | | | +- EQUALS_MATCH: list(dict.keys({value}))[0] == 'hidden_states'  # recordable_keys")
+    lines.append(
+        f"| | | | | +- ValueManager: DictGuardManager: source={REGISTRY}[\"{keys[-1]}\"], type=<class 'dict'>"
+    )
+    lines.append(
+        f"| | | | | | +- DICT_CONTAINS: not ___dict_contains('cross_attentions', {value})  # if x in flags"
+    )
+    lines.append(
+        f"| | | | | | | +- EQUALS_MATCH: list(dict.keys({value}))[0] == 'hidden_states'  # recordable_keys"
+    )
     return "\n".join(lines) + "\n"
 
 
 def test_registry_guards_do_not_say_which_models_came_first() -> None:
     alone = normalize_artifact(NORMALIZE, "guards", registry_tree([]))
-    after_others = normalize_artifact(NORMALIZE, "guards", registry_tree(["<class 'OPTModel'>", "<class 'Qwen2Model'>", "<class 'PhiModel'>"]))
+    after_others = normalize_artifact(
+        NORMALIZE,
+        "guards",
+        registry_tree(["<class 'OPTModel'>", "<class 'Qwen2Model'>", "<class 'PhiModel'>"]),
+    )
     assert alone == after_others
     assert "OPTModel" not in after_others
-    assert f"\"<class 'BartEncoder'>\" in dict.keys({REGISTRY})" in alone  # the key the compile read stays
-    assert f"not ___dict_contains('cross_attentions', {REGISTRY}[\"<class 'BartEncoder'>\"])" in alone  # and its value's guards
+    assert (
+        f"\"<class 'BartEncoder'>\" in dict.keys({REGISTRY})" in alone
+    )  # the key the compile read stays
+    assert (
+        f"not ___dict_contains('cross_attentions', {REGISTRY}[\"<class 'BartEncoder'>\"])" in alone
+    )  # and its value's guards
 
 
 def test_dicts_of_the_frame_keep_their_positions() -> None:
@@ -114,8 +157,8 @@ def test_registry_rule_keeps_program_lines_python() -> None:
     lines = [
         "        return (",
         "            x is None  # LAMBDA",
-        f'            and list(dict.keys({REGISTRY}))[0] == "<class \'OPTModel\'>"  # EQUALS_MATCH',
-        f'            and list(dict.keys({REGISTRY}))[1] == "<class \'BartEncoder\'>"  # EQUALS_MATCH',
+        f"            and list(dict.keys({REGISTRY}))[0] == \"<class 'OPTModel'>\"  # EQUALS_MATCH",
+        f"            and list(dict.keys({REGISTRY}))[1] == \"<class 'BartEncoder'>\"  # EQUALS_MATCH",
         f"            and not ___dict_contains('c', dict.__getitem__({REGISTRY}, list(dict.keys({REGISTRY}))[1]))",
         "        )",
     ]
@@ -129,18 +172,41 @@ def test_registry_rule_keeps_program_lines_python() -> None:
 
 def globals_tree(order: list[str]) -> str:
     blocks = {
-        "fields": ["| | +- GuardManager: source=G['fields'], accessed_by=DictGetItemGuardAccessor('fields')", "| | | +- ID_MATCH: ___check_obj_id(G['fields'].__code__, <id>)"],
-        "builtins": ["| | +- GuardManager: source=G['__builtins_dict___0'], accessed_by=DictGetItemGuardAccessor('__builtins_dict___0')", "| | | +- ID_MATCH: ___check_obj_id(G['__builtins_dict___0']['len'], <id>)"],
-        "infer": ["| | +- GuardManager: source=G['infer_framework_from_repr'], accessed_by=DictGetItemGuardAccessor('infer_framework_from_repr')", "| | | +- ID_MATCH: ___check_obj_id(G['infer_framework_from_repr'].__code__, <id>)"],
+        "fields": [
+            "| | +- GuardManager: source=G['fields'], accessed_by=DictGetItemGuardAccessor('fields')",
+            "| | | +- ID_MATCH: ___check_obj_id(G['fields'].__code__, <id>)",
+        ],
+        "builtins": [
+            "| | +- GuardManager: source=G['__builtins_dict___0'], accessed_by=DictGetItemGuardAccessor('__builtins_dict___0')",
+            "| | | +- ID_MATCH: ___check_obj_id(G['__builtins_dict___0']['len'], <id>)",
+        ],
+        "infer": [
+            "| | +- GuardManager: source=G['infer_framework_from_repr'], accessed_by=DictGetItemGuardAccessor('infer_framework_from_repr')",
+            "| | | +- ID_MATCH: ___check_obj_id(G['infer_framework_from_repr'].__code__, <id>)",
+        ],
     }
-    head = ["+- RootGuardManager", "| +- GuardManager: source=G, accessed_by=GlobalsGuardAccessor, type=<class 'dict'>"]
-    return "\n".join(head + [line for name in order for line in blocks[name]] + ["+- LAMBDA_GUARD: L['a'] is L['b']"]) + "\n"
+    head = [
+        "+- RootGuardManager",
+        "| +- GuardManager: source=G, accessed_by=GlobalsGuardAccessor, type=<class 'dict'>",
+    ]
+    return (
+        "\n".join(
+            head
+            + [line for name in order for line in blocks[name]]
+            + ["+- LAMBDA_GUARD: L['a'] is L['b']"]
+        )
+        + "\n"
+    )
 
 
 def test_globals_guard_order_does_not_depend_on_name_lengths() -> None:
     """Dynamo sorts guards by name length: `__builtins_dict___17` sorts after `infer_...` where `___0` sorted before."""
-    assert sort_global_guards(globals_tree(["fields", "builtins", "infer"])) == sort_global_guards(globals_tree(["fields", "infer", "builtins"]))
-    assert sort_global_guards(globals_tree(["infer", "fields", "builtins"])).endswith("+- LAMBDA_GUARD: L['a'] is L['b']\n")
+    assert sort_global_guards(globals_tree(["fields", "builtins", "infer"])) == sort_global_guards(
+        globals_tree(["fields", "infer", "builtins"])
+    )
+    assert sort_global_guards(globals_tree(["infer", "fields", "builtins"])).endswith(
+        "+- LAMBDA_GUARD: L['a'] is L['b']\n"
+    )
 
 
 # --- the compact guard form -----------------------------------------------------
@@ -177,16 +243,24 @@ def test_compact_guards_one_leaf_a_line_comments_once() -> None:
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ("torch.float32, device=None, requires_grad=False, size=[4, 8]", "torch.bfloat16, device=None, requires_grad=False, size=[4, 8]"),
+        (
+            "torch.float32, device=None, requires_grad=False, size=[4, 8]",
+            "torch.bfloat16, device=None, requires_grad=False, size=[4, 8]",
+        ),
         ("size=[4, 8], stride=[8, 1]", "size=[4, None], stride=[None, 1]"),
-        ("| +- GLOBAL_STATE", "| +- LAMBDA_GUARD: 2 <= L['x'].size()[1]  # x.view(-1)  # m.py:<N> in forward\n| +- GLOBAL_STATE"),
+        (
+            "| +- GLOBAL_STATE",
+            "| +- LAMBDA_GUARD: 2 <= L['x'].size()[1]  # x.view(-1)  # m.py:<N> in forward\n| +- GLOBAL_STATE",
+        ),
         ("'_dynamo_unbacked_indices') == False", "'_dynamo_unbacked_indices') == True"),
     ],
     ids=["dtype", "dynamic dim", "new guard", "dynamic mark"],
 )
 def test_a_changed_guard_still_shows(old: str, new: str) -> None:
     assert old in TREE
-    assert normalize_artifact(NORMALIZE, "guards", TREE) != normalize_artifact(NORMALIZE, "guards", TREE.replace(old, new, 1))
+    assert normalize_artifact(NORMALIZE, "guards", TREE) != normalize_artifact(
+        NORMALIZE, "guards", TREE.replace(old, new, 1)
+    )
 
 
 # --- FX graphs --------------------------------------------------------------------
@@ -207,20 +281,30 @@ class GraphModule(torch.nn.Module):
 
 def test_fx_renumbering_alone_is_no_change() -> None:
     def rename(line: str) -> str:
-        return line if line.lstrip().startswith("#") else line.replace("add_9", "add_7").replace("mul_3", "mul").replace("add_12", "add_8")
+        return (
+            line
+            if line.lstrip().startswith("#")
+            else line.replace("add_9", "add_7").replace("mul_3", "mul").replace("add_12", "add_8")
+        )
 
     renamed = "\n".join(map(rename, GRAPH.split("\n")))
     assert renamed != GRAPH
-    assert normalize_artifact(NORMALIZE, "aot_inference", GRAPH) == normalize_artifact(NORMALIZE, "aot_inference", renamed)
+    assert normalize_artifact(NORMALIZE, "aot_inference", GRAPH) == normalize_artifact(
+        NORMALIZE, "aot_inference", renamed
+    )
 
 
 def test_fx_renumbering_keeps_inputs_ops_and_comments() -> None:
     out = renumber_fx_names(GRAPH)
     assert 'def forward(self, arg0_1: "f32[4, 8][8, 1]cpu", add_x: "f32[4][1]cpu"):' in out
-    assert 'add: "f32[4, 8][8, 1]cpu" = torch.ops.aten.add.Tensor(arg0_1, 1);  arg0_1 = None' in out  # `aten.add` is an attribute
+    assert (
+        'add: "f32[4, 8][8, 1]cpu" = torch.ops.aten.add.Tensor(arg0_1, 1);  arg0_1 = None' in out
+    )  # `aten.add` is an attribute
     assert 'mul: "f32[4, 8][8, 1]cpu" = torch.ops.aten.mul.Tensor(add, 2);  add = None' in out
     assert "add_1: " in out and "return (add_1,)" in out
-    assert "code: y = x + 1 if add_9 else x" in out  # user code quoted in a comment stays as written
+    assert (
+        "code: y = x + 1 if add_9 else x" in out
+    )  # user code quoted in a comment stays as written
 
 
 def test_fx_renumbering_never_takes_a_name_it_does_not_own() -> None:
@@ -241,7 +325,9 @@ def test_fx_renumbering_never_takes_a_name_it_does_not_own() -> None:
     ids=["op", "dtype", "shape", "edge"],
 )
 def test_a_changed_graph_still_shows(old: str, new: str) -> None:
-    assert normalize_artifact(NORMALIZE, "aot_inference", GRAPH) != normalize_artifact(NORMALIZE, "aot_inference", GRAPH.replace(old, new))
+    assert normalize_artifact(NORMALIZE, "aot_inference", GRAPH) != normalize_artifact(
+        NORMALIZE, "aot_inference", GRAPH.replace(old, new)
+    )
 
 
 def test_fx_blank_lines_dropped_inside_graphs_only() -> None:
@@ -252,7 +338,7 @@ def test_fx_blank_lines_dropped_inside_graphs_only() -> None:
 
 # --- output code ------------------------------------------------------------------
 
-OUTPUT_CODE = '''\
+OUTPUT_CODE = """\
 # ===== frame 0 compile 0: forward =====
 # AOT ID: ['<N>_inference']
 from ctypes import c_void_p, c_long, c_int
@@ -318,15 +404,29 @@ def get_args():
 if __name__ == "__main__":
     from torch._inductor.wrapper_benchmark import compiled_module_main
     compiled_module_main('None', lambda times, repeat: None)
-'''
+"""
 
 
 def test_output_code_keeps_kernels_and_call() -> None:
     out = compact_output_code(OUTPUT_CODE)
-    assert "import torch" not in out and "get_args" not in out and "class Runner" not in out and "__main__" not in out
+    assert (
+        "import torch" not in out
+        and "get_args" not in out
+        and "class Runner" not in out
+        and "__main__" not in out
+    )
     assert "inductor_cpu_integer_div_error" not in out and "'input')" not in out
-    assert "for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(8L); x0+=static_cast<int64_t>(1L)) {\n" in out
-    for kept in ("auto tmp1 = std::max(tmp0, decltype(tmp0)(0));", "def call(self, args):", "cpp_fused_relu_0(arg0_1, buf0)", "del arg0_1", "return (buf0, )"):
+    assert (
+        "for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(8L); x0+=static_cast<int64_t>(1L)) {\n"
+        in out
+    )
+    for kept in (
+        "auto tmp1 = std::max(tmp0, decltype(tmp0)(0));",
+        "def call(self, args):",
+        "cpp_fused_relu_0(arg0_1, buf0)",
+        "del arg0_1",
+        "return (buf0, )",
+    ):
         assert kept in out
 
 
@@ -334,7 +434,10 @@ def test_output_code_keeps_kernels_and_call() -> None:
     ("old", "new"),
     [
         ("std::max(tmp0, decltype(tmp0)(0))", "std::min(tmp0, decltype(tmp0)(0))"),
-        ("cpp_fused_relu_0(arg0_1, buf0)", "cpp_fused_relu_0(arg0_1, buf0)\n        cpp_fused_relu_1(buf0, buf1)"),
+        (
+            "cpp_fused_relu_0(arg0_1, buf0)",
+            "cpp_fused_relu_0(arg0_1, buf0)\n        cpp_fused_relu_1(buf0, buf1)",
+        ),
         ("torch.float32)\n        cpp", "torch.bfloat16)\n        cpp"),
     ],
     ids=["kernel body", "kernel call", "buffer dtype"],
@@ -346,7 +449,10 @@ def test_a_changed_kernel_still_shows(old: str, new: str) -> None:
 
 def test_triton_kernel_sources_keep_their_imports() -> None:
     text = "import torch\nk = async_compile.triton('k', '''\nimport triton\nimport triton.language as tl\n''', device_str='cuda')\n"
-    assert compact_output_code(text) == "k = async_compile.triton('k', '''\nimport triton\nimport triton.language as tl\n''', device_str='cuda')\n"
+    assert (
+        compact_output_code(text)
+        == "k = async_compile.triton('k', '''\nimport triton\nimport triton.language as tl\n''', device_str='cuda')\n"
+    )
 
 
 # --- every rule idempotent on real text -------------------------------------------
@@ -361,7 +467,9 @@ def sample_payloads(kind: str) -> dict[tuple[str, str, int, int], list[str]]:
     return out
 
 
-needs_samples = pytest.mark.skipif(not (SAMPLES / "raw-hf-cold.json.gz").exists(), reason="shared H100 samples not on this machine")
+needs_samples = pytest.mark.skipif(
+    not (SAMPLES / "raw-hf-cold.json.gz").exists(), reason="shared H100 samples not on this machine"
+)
 
 #: torch 2.11 prints code objects with their address, and a shape guard's provenance that differs on
 #: a cache hit; their rules belong to the 2.11/GPU rules (another issue), so this test masks them itself
@@ -383,7 +491,9 @@ def test_transformers_payloads_cold_and_warm_agree() -> None:
         name = key[1]
         raw_differ += cold[key] != warm[key]
         for a, b in zip(cold[key], warm[key], strict=True):
-            assert foreign_masked(normalize_artifact(NORMALIZE, name, a)) == foreign_masked(normalize_artifact(NORMALIZE, name, b)), key
+            assert foreign_masked(normalize_artifact(NORMALIZE, name, a)) == foreign_masked(
+                normalize_artifact(NORMALIZE, name, b)
+            ), key
     assert raw_differ >= 5  # the samples do differ before normalization
 
 

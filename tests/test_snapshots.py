@@ -7,7 +7,9 @@ import pytest
 from tests.conftest import model_test, tree_digest
 
 
-def test_write_rerun_then_changed_graph_fails_with_diff(pytester: pytest.Pytester, snapshot_files) -> None:
+def test_write_rerun_then_changed_graph_fails_with_diff(
+    pytester: pytest.Pytester, snapshot_files
+) -> None:
     pytester.makepyfile(test_m=model_test("relu"))
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     assert "test_m/test_m/dynamo_graph.fx.txt" in snapshot_files()
@@ -38,7 +40,9 @@ def test_run_without_update_never_writes(pytester: pytest.Pytester, snapshot_fil
     pytester.makepyfile(test_m=model_test("relu"))
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*summary.txt does not exist yet: run `pytest --update-snapshots`*"])
+    result.stdout.fnmatch_lines(
+        ["*summary.txt does not exist yet: run `pytest --update-snapshots`*"]
+    )
     assert snapshot_files() == []
 
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
@@ -48,7 +52,9 @@ def test_run_without_update_never_writes(pytester: pytest.Pytester, snapshot_fil
     assert tree_digest(pytester.path / "snapshots") == before
 
 
-def test_artifacts_keyword_limits_files_and_layout_per_case(pytester: pytest.Pytester, snapshot_files) -> None:
+def test_artifacts_keyword_limits_files_and_layout_per_case(
+    pytester: pytest.Pytester, snapshot_files
+) -> None:
     pytester.makepyfile(
         test_m="""
         import pytest, torch
@@ -68,13 +74,17 @@ def test_artifacts_keyword_limits_files_and_layout_per_case(pytester: pytest.Pyt
     ]
 
 
-def test_unused_snapshots_reported_then_deleted_on_update(pytester: pytest.Pytester, snapshot_files) -> None:
+def test_unused_snapshots_reported_then_deleted_on_update(
+    pytester: pytest.Pytester, snapshot_files
+) -> None:
     pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary", "dynamo_graph")'))
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*not used by this run*", "unused: snapshots/test_m/test_m/dynamo_graph.fx.txt"])
+    result.stdout.fnmatch_lines(
+        ["*not used by this run*", "unused: snapshots/test_m/test_m/dynamo_graph.fx.txt"]
+    )
     assert "test_m/test_m/dynamo_graph.fx.txt" in snapshot_files()
     result = pytester.runpytest("--update-snapshots")
     result.stdout.fnmatch_lines(["deleted: snapshots/test_m/test_m/dynamo_graph.fx.txt"])
@@ -90,7 +100,9 @@ def test_unused_snapshots_reported_then_deleted_on_update(pytester: pytest.Pytes
     ],
     ids=["hand-edited", "truncated", "not-utf8"],
 )
-def test_damaged_snapshot_gives_diff_or_message_and_is_kept(pytester: pytest.Pytester, damage, expected) -> None:
+def test_damaged_snapshot_gives_diff_or_message_and_is_kept(
+    pytester: pytest.Pytester, damage, expected
+) -> None:
     pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     path = pytester.path / "snapshots/test_m/test_m/summary.txt"
@@ -108,7 +120,9 @@ def test_damaged_snapshot_gives_diff_or_message_and_is_kept(pytester: pytest.Pyt
     assert path.read_text() == good
 
 
-def test_unmarked_test_compiles_but_asserts_and_writes_nothing(pytester: pytest.Pytester, snapshot_files) -> None:
+def test_unmarked_test_compiles_but_asserts_and_writes_nothing(
+    pytester: pytest.Pytester, snapshot_files
+) -> None:
     pytester.makepyfile(
         test_m="""
         import torch
@@ -127,7 +141,9 @@ def test_snapshot_dir_ini_and_flag(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     assert (pytester.path / "golden/test_m/test_m/summary.txt").is_file()
-    pytester.runpytest("--update-snapshots", "--torchcompile-snapshot-dir=other").assert_outcomes(passed=1)
+    pytester.runpytest("--update-snapshots", "--torchcompile-snapshot-dir=other").assert_outcomes(
+        passed=1
+    )
     assert (pytester.path / "other/test_m/test_m/summary.txt").is_file()
 
 
@@ -135,5 +151,9 @@ def test_session_summary_table(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_m=model_test("relu"))
     result = pytester.runpytest("--update-snapshots")
     result.stdout.fnmatch_lines(
-        ["*torch.compile cases*", "case*graphs*breaks*recompiles*kernels*compile s", "test_m.py::test_m*1*0*0*0*"]
+        [
+            "*torch.compile cases*",
+            "case*graphs*breaks*recompiles*kernels*compile s",
+            "test_m.py::test_m*1*0*0*0*",
+        ]
     )

@@ -20,7 +20,7 @@ from tests.conftest import tree_digest
 
 REPO = Path(__file__).resolve().parents[1]
 
-SUBSET = '''
+SUBSET = """
 import os
 import pytest, torch
 from models import zoo
@@ -52,7 +52,7 @@ def test_transformer_block(compile_model):
     model, args, _ = zoo.transformer_block()
     with torch.no_grad():
         compile_model(model, *args)
-'''
+"""
 
 REVERSE_CONFTEST = '''
 import os
@@ -73,8 +73,20 @@ def pytest_sessionstart(session):
 
 def run_pytest(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, **env}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore", *args]
-    return subprocess.run(command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=600)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore",
+        *args,
+    ]
+    return subprocess.run(
+        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +115,11 @@ def assert_identical(project: Path, digest: dict[str, str], *args: str, **env: s
 
 def test_second_process(recorded) -> None:
     project, digest, cache = recorded
-    for name in ("test_training/aot_backward.fx.txt", "test_graph_break/output_code.code.txt", "test_dynamic/guards.guards.txt"):
+    for name in (
+        "test_training/aot_backward.fx.txt",
+        "test_graph_break/output_code.code.txt",
+        "test_dynamic/guards.guards.txt",
+    ):
         assert f"test_subset/{name}" in digest
     assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache)
 

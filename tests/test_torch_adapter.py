@@ -30,15 +30,30 @@ PRIVATE_TORCH = re.compile(r"\btorch\.(?:utils\.|testing\.)?_(?!_)|\bfrom torch[
 
 def test_contract_holds_on_a_real_compile() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/adapter_contract.py", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/adapter_contract.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert re.search(r"\b1[0-9] passed\b", done.stdout), done.stdout[-2000:]
 
 
 def test_registered_backends_include_the_pipeline() -> None:
-    assert {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"} <= set(dynamo.registered_backends())
+    assert {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"} <= set(
+        dynamo.registered_backends()
+    )
 
 
 def test_mode_options_and_option_list() -> None:
@@ -49,7 +64,11 @@ def test_mode_options_and_option_list() -> None:
 
 def test_tensors_walk_and_tolerances() -> None:
     a, b = torch.ones(2), torch.zeros(3)
-    assert [t.shape for t in tensors.tree_leaves({"a": a, "rest": [b, 3]}) if isinstance(t, torch.Tensor)] == [(2,), (3,)]
+    assert [
+        t.shape
+        for t in tensors.tree_leaves({"a": a, "rest": [b, 3]})
+        if isinstance(t, torch.Tensor)
+    ] == [(2,), (3,)]
     doubled = tensors.map_tensors(lambda t: t * 2, (a, {"b": b}, "text"))
     assert torch.equal(doubled[0], a * 2) and doubled[2] == "text"
     assert tensors.default_tolerances(a, a) == (1.3e-6, 1e-5)
@@ -86,7 +105,11 @@ def test_formats_parse_guard_text() -> None:
     match = formats.parse_tensor_match(
         "check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect), torch.float32, device=None, requires_grad=False, size=[2, 3], stride=[3, 1])"
     )
-    assert match is not None and (match.source, match.type_name, match.backend_key) == ("L['x']", "Tensor", "CPU")
+    assert match is not None and (match.source, match.type_name, match.backend_key) == (
+        "L['x']",
+        "Tensor",
+        "CPU",
+    )
     assert formats.parse_tensor_match("___check_obj_id(G['torch'], 1)") is None
     assert formats.split_comment("x == '#'  # model.py:3 in f") == ("x == '#'", "model.py:3 in f")
     assert formats.rejected_guards("RuntimeError: something else") is None
@@ -94,24 +117,49 @@ def test_formats_parse_guard_text() -> None:
 
 def test_formats_module_imports_no_torch() -> None:
     code = "import sys, pytest_torchcompile._torch.formats, pytest_torchcompile._torch.errors, pytest_torchcompile._torch.guard_tree; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
     assert out.stdout.strip() == "False"
 
 
 def _private_uses(path: Path) -> list[str]:
-    return [f"{path.relative_to(REPO)}:{n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1) if PRIVATE_TORCH.search(line)]
+    return [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if PRIVATE_TORCH.search(line)
+    ]
 
 
 def test_no_private_torch_name_outside_the_adapter() -> None:
     """Code, docstrings and messages alike: a torch upgrade is an edit in `_torch/` only."""
-    found = [use for path in sorted(PACKAGE.rglob("*.py")) if ADAPTER not in path.parents for use in _private_uses(path)]
+    found = [
+        use
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if ADAPTER not in path.parents
+        for use in _private_uses(path)
+    ]
     assert not found, "\n".join(found)
 
 
 def test_the_pattern_finds_what_it_must() -> None:
-    lines = ["import torch._inductor.config", "from torch.utils._pytree import tree_map", "torch.testing._comparison", "from torch.utils import _pytree", "x = torch._C"]
+    lines = [
+        "import torch._inductor.config",
+        "from torch.utils._pytree import tree_map",
+        "torch.testing._comparison",
+        "from torch.utils import _pytree",
+        "x = torch._C",
+    ]
     assert all(PRIVATE_TORCH.search(line) for line in lines)
-    assert not any(PRIVATE_TORCH.search(line) for line in ["torch.__version__", "torch.compile(f)", "torch.utils.data", "torch.compiler.load_compiled_function"])
+    assert not any(
+        PRIVATE_TORCH.search(line)
+        for line in [
+            "torch.__version__",
+            "torch.compile(f)",
+            "torch.utils.data",
+            "torch.compiler.load_compiled_function",
+        ]
+    )
 
 
 def test_formats_names_private_torch_only_in_text() -> None:
@@ -119,12 +167,18 @@ def test_formats_names_private_torch_only_in_text() -> None:
     (and guard code that names `torch._functorch`): text the plugin writes or reads,
     never an import or an attribute access of its own."""
     source = (ADAPTER / "formats.py").read_text()
-    strings = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.STRING]
+    strings = [
+        t
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.STRING
+    ]
     uses = [n for n, line in enumerate(source.splitlines(), 1) if PRIVATE_TORCH.search(line)]
     assert uses and all(any(t.start[0] <= n <= t.end[0] for t in strings) for n in uses)
     assert "torch._C._dispatch_keys" in formats.PRELUDE
 
 
-@pytest.mark.parametrize("module", sorted(p.stem for p in ADAPTER.glob("*.py") if p.stem != "__init__"))
+@pytest.mark.parametrize(
+    "module", sorted(p.stem for p in ADAPTER.glob("*.py") if p.stem != "__init__")
+)
 def test_every_adapter_module_imports(module: str) -> None:
     __import__(f"pytest_torchcompile._torch.{module}")

@@ -7,7 +7,9 @@ import pytest
 from tests.conftest import model_test
 
 
-def test_torch_trace_files_are_written_and_snapshots_still_match(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_torch_trace_files_are_written_and_snapshots_still_match(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_m=model_test())
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     trace_dir = pytester.path / "torch_trace"

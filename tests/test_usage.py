@@ -16,7 +16,10 @@ from pytest_torchcompile.snapshot.spec import CompileSpec, SpecError
         ({"bakend": "eager"}, "unknown keyword 'bakend'; allowed keywords: backend, mode"),
         ({"fullgraph": "yes"}, "fullgraph='yes') is not allowed; expected one of True, False"),
         ({"fullgraph": 1}, "fullgraph=1) is not allowed"),
-        ({"artifacts": ("summary", "asm")}, "unknown artifact 'asm'; allowed: summary, dynamo_graph"),
+        (
+            {"artifacts": ("summary", "asm")},
+            "unknown artifact 'asm'; allowed: summary, dynamo_graph",
+        ),
         ({"artifacts": "summary"}, "must be a tuple of artifact names"),
         ({"backend": 3}, "must be a backend name (str) or a callable"),
         ({"mode": "fastest"}, "mode='fastest') is not allowed"),
@@ -76,14 +79,20 @@ def test_plugin_module_does_not_import_torch() -> None:
 
 
 def test_help_lists_options_and_marker_without_torch(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("import sys\ndef pytest_unconfigure():\n    print('TORCH LOADED' if 'torch' in sys.modules else 'NO TORCH')\n")
+    pytester.makeconftest(
+        "import sys\ndef pytest_unconfigure():\n    print('TORCH LOADED' if 'torch' in sys.modules else 'NO TORCH')\n"
+    )
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines(["*--update-snapshots*", "*--torchcompile-snapshot-dir*", "*NO TORCH*"])
+    result.stdout.fnmatch_lines(
+        ["*--update-snapshots*", "*--torchcompile-snapshot-dir*", "*NO TORCH*"]
+    )
     markers = pytester.runpytest("--markers")
     markers.stdout.fnmatch_lines(["*compile_snapshot(backend='inductor', mode=None, *"])
 
 
-def test_a_case_name_used_twice_is_a_usage_error_for_both_fixtures(pytester: pytest.Pytester) -> None:
+def test_a_case_name_used_twice_is_a_usage_error_for_both_fixtures(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         """
         import pytest, torch

@@ -39,7 +39,9 @@ class Unsupported(Exception):
 
 def unsupported() -> str | None:
     """Why the installed torch cannot precompile, or None when it can."""
-    if hasattr(torch.compiler, "load_compiled_function") and (hasattr(dynamo_config, _FLAG) or _has_method()):
+    if hasattr(torch.compiler, "load_compiled_function") and (
+        hasattr(dynamo_config, _FLAG) or _has_method()
+    ):
         return None
     return _message()
 
@@ -65,7 +67,9 @@ def _enabled() -> Iterator[None]:
         yield
 
 
-def aot_compile(fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def aot_compile(
+    fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """Compile `fn` ahead of time on these inputs (always fullgraph); `Unsupported` on a torch without it."""
     reason = unsupported()
     if reason is not None:

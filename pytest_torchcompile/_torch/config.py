@@ -63,4 +63,6 @@ def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> 
         return bool(options[CUDAGRAPHS_KEY])
     if mode in CUDAGRAPH_MODES:
         return True
-    return bool(getattr(getattr(inductor_config, "triton", None), "cudagraphs", False))  # an Inductor without that key: not
+    return bool(
+        getattr(getattr(inductor_config, "triton", None), "cudagraphs", False)
+    )  # an Inductor without that key: not

@@ -46,13 +46,19 @@ def decode(record: logging.LogRecord) -> TraceEvent | None:
     if stream is None or metadata.get("frame_id") is None:
         return None
     payload = getattr(record, "payload", None) or ""
-    return TraceEvent(stream, int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0), payload)
+    return TraceEvent(
+        stream, int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0), payload
+    )
 
 
 def writes_trace_files(handler: logging.Handler) -> bool:
     """torch's own trace handler with a folder to write to (TORCH_TRACE): tlparse's input."""
     own = getattr(_internal, "LazyTraceHandler", None)
-    return own is not None and isinstance(handler, own) and getattr(handler, "root_dir", None) is not None
+    return (
+        own is not None
+        and isinstance(handler, own)
+        and getattr(handler, "root_dir", None) is not None
+    )
 
 
 @contextlib.contextmanager

@@ -37,7 +37,9 @@ class _TraceHandler(logging.Handler):
         if event is None:
             return
         key = FrameKey(event.frame_id, event.compile_id)
-        if event.stream in EMITTED_TWICE_ON_CACHE_HIT and self._is_duplicate(key, event.stream, event.payload):
+        if event.stream in EMITTED_TWICE_ON_CACHE_HIT and self._is_duplicate(
+            key, event.stream, event.payload
+        ):
             return
         self.log.records.append(TraceRecord(key, event.stream, event.payload))
 
@@ -64,7 +66,10 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
         log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
 
     with dynamo.bytecode_hook(on_bytecode):
-        with trace_only_to(_TraceHandler(log)), config.patched(config.HOST_PINNED_CONFIG if pin_host else None):
+        with (
+            trace_only_to(_TraceHandler(log)),
+            config.patched(config.HOST_PINNED_CONFIG if pin_host else None),
+        ):
             yield log
 
 

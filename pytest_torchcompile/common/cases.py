@@ -47,22 +47,30 @@ class NamedCases(Generic[ResultT]):
         """`model` is positional-only, so a model may take a keyword argument named `model`."""
         name = f"case_{len(self.cases)}"
         if any(c.name == name for c in self.cases):
-            raise FixtureFailure(f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>")
+            raise FixtureFailure(
+                f"usage error: {self.fixture_name}.case({name!r}) takes the name of unnamed call number {len(self.cases) + 1}; name named cases other than case_<n>"
+            )
         return self._checked_run(name, model, args, kwargs)
 
     def case(self, name: str) -> Callable[..., ResultT]:
         """A case with a chosen name (a non-empty str); each name once per test."""
         if not isinstance(name, str) or not name:
-            raise FixtureFailure(f"usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case(\"small\")(model, x)")
+            raise FixtureFailure(
+                f'usage error: {self.fixture_name}.case(name) takes a non-empty str, not {name!r} ({type(name).__name__}); e.g. {self.fixture_name}.case("small")(model, x)'
+            )
         if any(c.name == name for c in self.cases):
-            raise FixtureFailure(f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name")
+            raise FixtureFailure(
+                f"{self.fixture_name}.case({name!r}) is used twice in this test; give each case its own name"
+            )
 
         def run(model: Any, /, *args: Any, **kwargs: Any) -> ResultT:
             return self._checked_run(name, model, args, kwargs)
 
         return run
 
-    def _checked_run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
+    def _checked_run(
+        self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> ResultT:
         problem = model_problem(self.fixture_name, model)
         if problem is not None:
             raise FixtureFailure(f"[{name}] {problem}")
@@ -92,6 +100,8 @@ def fail_test_on_case_failure(name: str, run: Callable[[], ResultT]) -> ResultT:
         return run()
     except CaseFailure as exc:
         failure = f"[{name}] {exc}"
-    except Exception as exc:  # everything the user's code raises is a CaseFailure by now: this is the plugin's
+    except (
+        Exception
+    ) as exc:  # everything the user's code raises is a CaseFailure by now: this is the plugin's
         failure = f"[{name}] {internal_error(exc, 'the fixture')}"
     raise FixtureFailure(failure)  # outside `except`: no chained traceback

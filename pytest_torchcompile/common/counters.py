@@ -56,7 +56,9 @@ def counters(log: CaptureLog) -> Counters:
             key=key,
             name=names.get(key, "?"),
             ops=sum(count_fx_ops(g) for g in log.payloads("dynamo_graph", key)),
-            kernels=tuple(k for code in log.payloads("output_code", key) for k in kernel_names(code)),
+            kernels=tuple(
+                k for code in log.payloads("output_code", key) for k in kernel_names(code)
+            ),
         )
         for key in log.frames()
     )

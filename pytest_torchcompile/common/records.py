@@ -66,7 +66,9 @@ class CaptureLog:
 
     def only(self, key: FrameKey) -> CaptureLog:
         """The records and bytecode of one frame compile."""
-        return CaptureLog([r for r in self.records if r.key == key], [b for b in self.bytecode if b.key == key])
+        return CaptureLog(
+            [r for r in self.records if r.key == key], [b for b in self.bytecode if b.key == key]
+        )
 
     def frozen(self) -> CaptureLog:
         """A copy as of now: later calls of the case add to this log, not to the copy."""

@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .gate import Baseline
-from .record import CaseRecord, RecordError
 from ..common.files import atomic_write_text
 from ..common.locks import folder_lock
+from .gate import Baseline
+from .record import CaseRecord, RecordError
 
 FORMAT = 1
 
@@ -66,7 +66,9 @@ class Machine:
         import torch  # called from the benchmark fixture, where torch is loaded anyway
 
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-        return cls(device, cpu_model(), torch.__version__, _version("triton"), torch.version.cuda, threads)
+        return cls(
+            device, cpu_model(), torch.__version__, _version("triton"), torch.version.cuda, threads
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,7 +134,11 @@ class BaselineStore:
 
     def files(self) -> list[BaselineFile]:
         if self._files is None:
-            self._files = [f for f in (self._read(p) for p in sorted(self.root.glob("*.json"))) if f is not None]
+            self._files = [
+                f
+                for f in (self._read(p) for p in sorted(self.root.glob("*.json")))
+                if f is not None
+            ]
         return self._files
 
     def _read(self, path: Path) -> BaselineFile | None:
@@ -151,7 +157,14 @@ class BaselineStore:
         holders = [f for f in self.files() if case in f.cases]
         if not holders:
             return None
-        best = max(holders, key=lambda f: (f.machine == self.machine, self.machine.likeness(f.machine), f.path.name))
+        best = max(
+            holders,
+            key=lambda f: (
+                f.machine == self.machine,
+                self.machine.likeness(f.machine),
+                f.path.name,
+            ),
+        )
         try:
             record = CaseRecord.from_json(best.cases[case])
         except RecordError as exc:

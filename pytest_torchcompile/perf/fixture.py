@@ -125,12 +125,19 @@ class BenchmarkCase:
         eager_model, (eager_args, eager_kwargs) = copy_model(model), clone_inputs((args, kwargs))
         self.eager = lambda: eager_model(*eager_args, **eager_kwargs)
         self._run_eager_once()
-        compiled_model, (compiled_args, compiled_kwargs) = compile_with(model, self.spec), clone_inputs((args, kwargs))
+        compiled_model, (compiled_args, compiled_kwargs) = (
+            compile_with(model, self.spec),
+            clone_inputs((args, kwargs)),
+        )
         self.compiled = lambda: compiled_model(*compiled_args, **compiled_kwargs)
         self._first_call(gpu)
         self.measure(passes)
         if not gpu:
-            reason = "CUDA is not available" if not torch.cuda.is_available() else "the inputs and model are on the CPU"
+            reason = (
+                "CUDA is not available"
+                if not torch.cuda.is_available()
+                else "the inputs and model are on the CPU"
+            )
             self.notes.append(f"gpu: skipped, {reason}")
 
     @property
@@ -147,10 +154,16 @@ class BenchmarkCase:
         try:
             for _ in range(passes):
                 hint = self.passes[0].iterations if self.passes else self.iterations_hint
-                self.passes.append(interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint))
+                self.passes.append(
+                    interleave(self.eager, self.compiled, self.timing, self.sync, iterations=hint)
+                )
                 if self.sync is not no_sync:
-                    self.gpu = self.gpu or GpuMeasurement(inductor_cudagraphs(self.spec.mode, self.spec.options))
-                    self.gpu.add_pass(self.eager, self.compiled, self.output_code, self.timing.confidence)
+                    self.gpu = self.gpu or GpuMeasurement(
+                        inductor_cudagraphs(self.spec.mode, self.spec.options)
+                    )
+                    self.gpu.add_pass(
+                        self.eager, self.compiled, self.output_code, self.timing.confidence
+                    )
         except Exception as exc:  # the model's own failure on a later call, not the timing loop's
             raise CaseFailure(
                 "the model raised while being timed, after its first eager and compiled calls had succeeded "
@@ -168,7 +181,9 @@ class BenchmarkCase:
         """Compile by calling once: first-call latency, compile time, counters, output code."""
         log = CaptureLog()
         started = time.perf_counter()
-        with compiling(log, self.spec, config.BENCHMARK_KERNEL if gpu else None, pin_host=False) as spent:
+        with compiling(
+            log, self.spec, config.BENCHMARK_KERNEL if gpu else None, pin_host=False
+        ) as spent:
             self.compiled()
             self.sync()
         self.first_call_seconds = time.perf_counter() - started
@@ -195,15 +210,27 @@ class BenchmarkCase:
             name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
             for name, summary in paired.summaries(confidence).items()
         }
-        metrics.update(compile_s=Summary.exact(self.compile_seconds), first_call_s=Summary.exact(self.first_call_seconds))
+        metrics.update(
+            compile_s=Summary.exact(self.compile_seconds),
+            first_call_s=Summary.exact(self.first_call_seconds),
+        )
         gpu = self.gpu.timings(confidence, {**own, **self.noise_hint}) if self.gpu else GpuTimings()
         metrics.update(gpu.metrics)
         settings = self._settings()
         settings.update(self.gpu.settings() if self.gpu else {})
         if own or self.noise_hint:
-            settings["noise"] = {name: round_sig(value, 3) for name, value in (own or self.noise_hint).items()}
+            settings["noise"] = {
+                name: round_sig(value, 3) for name, value in (own or self.noise_hint).items()
+            }
         samples = {"eager_s": paired.eager, "compiled_s": paired.compiled}
-        return CaseRecord(metrics, dict(self.counters), settings, tuple(self.notes + gpu.notes), dict(gpu.kernels), samples)
+        return CaseRecord(
+            metrics,
+            dict(self.counters),
+            settings,
+            tuple(self.notes + gpu.notes),
+            dict(gpu.kernels),
+            samples,
+        )
 
     def own_noise(self) -> dict[str, float]:
         """Per metric, the spread between this case's passes (needs 3 or more)."""
@@ -214,8 +241,14 @@ class BenchmarkCase:
 
     def _settings(self) -> dict[str, Any]:
         spec = self.spec
-        settings: dict[str, Any] = {"backend": spec.backend_name, "mode": spec.mode, "dynamic": spec.dynamic}
-        settings.update(fullgraph=spec.fullgraph, threads=self.threads, device="cuda" if self.gpu else "cpu")
+        settings: dict[str, Any] = {
+            "backend": spec.backend_name,
+            "mode": spec.mode,
+            "dynamic": spec.dynamic,
+        }
+        settings.update(
+            fullgraph=spec.fullgraph, threads=self.threads, device="cuda" if self.gpu else "cpu"
+        )
         settings["iterations"] = self.passes[0].iterations
         if spec.options:
             settings["options"] = {k: repr(v) for k, v in spec.options.items()}
@@ -237,7 +270,9 @@ class BenchmarkCase:
             graph_break_count=self.counters["graph_breaks"],
             recompile_count=self.counters["recompiles"],
             kernel_count=self.counters["kernels"],
-            gpu={name: summary for name, summary in record.metrics.items() if name.startswith("gpu_")},
+            gpu={
+                name: summary for name, summary in record.metrics.items() if name.startswith("gpu_")
+            },
             kernel_times=dict(record.kernels),
             notes=record.notes,
             verdict=self.verdict.verdict.value if self.verdict else None,
@@ -264,7 +299,9 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
         """The case's name in baselines and reports: `<node id>::<case>`."""
         return f"{self.nodeid}::{case.name}"
 
-    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BenchmarkResult:
+    def _run(
+        self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> BenchmarkResult:
         if self.spec is None:
             raise FixtureFailure(f"usage error: {self.spec_error}")
         check_backend(self.spec)

@@ -37,6 +37,7 @@ instead of failing the test when it cannot run.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -61,7 +62,9 @@ MAX_CALLS_PER_GRAPH = 1000
 #: after an L2 flush, replay on a warm L2, so a cache-friendly kernel can read
 #: high too: it is then reported rather than gated, never falsely failed.)
 LAUNCH_BOUND_RATIO = 1.5
-_TRITON_KERNEL = re.compile(r"async_compile\.triton\('(\w+)', '''\n?(.*?)''', device_str=", re.DOTALL)
+_TRITON_KERNEL = re.compile(
+    r"async_compile\.triton\('(\w+)', '''\n?(.*?)''', device_str=", re.DOTALL
+)
 
 
 @dataclass
@@ -86,12 +89,18 @@ class GpuPass:
     def series(self, method: str) -> dict[str, tuple[float, ...]]:
         """Samples by metric name, as `method` names them (see module doc)."""
         if method == EVENTS:
-            return {"gpu_eager_s": self.eager_call, "gpu_compiled_s": self.compiled_call,
-                    "gpu_speedup": ratios(self.eager_call, self.compiled_call)}
+            return {
+                "gpu_eager_s": self.eager_call,
+                "gpu_compiled_s": self.compiled_call,
+                "gpu_speedup": ratios(self.eager_call, self.compiled_call),
+            }
         series = {"gpu_eager_call_s": self.eager_call, "gpu_compiled_call_s": self.compiled_call}
         if self.eager_replay and self.compiled_replay:
-            series.update(gpu_eager_s=self.eager_replay, gpu_compiled_s=self.compiled_replay,
-                          gpu_speedup=ratios(self.eager_replay, self.compiled_replay))
+            series.update(
+                gpu_eager_s=self.eager_replay,
+                gpu_compiled_s=self.compiled_replay,
+                gpu_speedup=ratios(self.eager_replay, self.compiled_replay),
+            )
         return series
 
 
@@ -145,7 +154,12 @@ class GpuMeasurement:
     broken: bool = False
 
     def add_pass(
-        self, eager: Callable[[], Any], compiled: Callable[[], Any], output_code: str, confidence: float, rep_ms: float = 100.0
+        self,
+        eager: Callable[[], Any],
+        compiled: Callable[[], Any],
+        output_code: str,
+        confidence: float,
+        rep_ms: float = 100.0,
     ) -> None:
         """Measure one more pass; a part that cannot run leaves a note, never an exception."""
         if self.broken:
@@ -154,14 +168,21 @@ class GpuMeasurement:
             timed = self._measure_pass(eager, compiled, output_code, confidence, rep_ms)
         except Exception as exc:  # a CUDA error: the GPU figures end here, the test goes on
             self.broken = True
-            self.notes.append(f"gpu: measuring stopped after {len(self.passes)} pass(es): {_exc_line(exc)}")
+            self.notes.append(
+                f"gpu: measuring stopped after {len(self.passes)} pass(es): {_exc_line(exc)}"
+            )
             return
         if self.method is None:
             self.method = REPLAY if timed.eager_replay and timed.compiled_replay else EVENTS
         self.passes.append(timed)
 
     def _measure_pass(
-        self, eager: Callable[[], Any], compiled: Callable[[], Any], output_code: str, confidence: float, rep_ms: float
+        self,
+        eager: Callable[[], Any],
+        compiled: Callable[[], Any],
+        output_code: str,
+        confidence: float,
+        rep_ms: float,
     ) -> GpuPass:
         flush = l2_flush_buffer()
         eager_call, compiled_call = event_times([eager, compiled], flush, rep_ms)
@@ -170,7 +191,12 @@ class GpuMeasurement:
             self._kernels(output_code, flush, rep_ms, confidence)
         del flush
         replays = self._replays({"eager": eager, "compiled": compiled})
-        return GpuPass(tuple(eager_call), tuple(compiled_call), replays.get("eager", ()), replays.get("compiled", ()))
+        return GpuPass(
+            tuple(eager_call),
+            tuple(compiled_call),
+            replays.get("eager", ()),
+            replays.get("compiled", ()),
+        )
 
     def _peaks(self, eager: Callable[[], Any], compiled: Callable[[], Any]) -> None:
         for name, fn in (("eager", eager), ("compiled", compiled)):
@@ -195,9 +221,13 @@ class GpuMeasurement:
                 continue
             try:
                 graphs[name] = capture(fn, REPLAY_GRAPH_MS)
-            except Exception as exc:  # a call that syncs with the CPU, or allocates outside the graph's pool
+            except (
+                Exception
+            ) as exc:  # a call that syncs with the CPU, or allocates outside the graph's pool
                 self.uncapturable.add(name)
-                self.notes.append(f"gpu: the {name} call could not be captured in a CUDA graph: {_exc_line(exc)}")
+                self.notes.append(
+                    f"gpu: the {name} call could not be captured in a CUDA graph: {_exc_line(exc)}"
+                )
                 _settle_after_failed_capture()
         if not graphs:
             return {}
@@ -211,10 +241,12 @@ class GpuMeasurement:
             try:
                 module = load_module(source)
                 if not (hasattr(module, "get_args") and hasattr(module, "call")):
-                    self.notes.append(f"kernel {name}: no benchmark harness (compiled without benchmark_kernel)")
+                    self.notes.append(
+                        f"kernel {name}: no benchmark harness (compiled without benchmark_kernel)"
+                    )
                     continue
                 args = module.get_args()
-                (times,) = event_times([lambda: module.call(args)], flush, rep_ms / 2)
+                (times,) = event_times([functools.partial(module.call, args)], flush, rep_ms / 2)
                 self.kernels[name] = summarize(times, confidence)
             except Exception as exc:  # one kernel's harness failing must not lose the rest
                 self.notes.append(f"kernel {name}: could not be timed: {_exc_line(exc)}")
@@ -241,7 +273,9 @@ class GpuMeasurement:
             parts = [s[name] for s in series if name in s and s[name]]
             if parts:
                 pooled = summarize([t for part in parts for t in part], confidence)
-                timings.metrics[name] = widen(pooled, noise.get(name, 0.0) / math.sqrt(len(parts)), confidence)
+                timings.metrics[name] = widen(
+                    pooled, noise.get(name, 0.0) / math.sqrt(len(parts)), confidence
+                )
         timings.metrics.update({name: Summary.exact(value) for name, value in self.peaks.items()})
         return timings
 
@@ -258,17 +292,37 @@ class GpuMeasurement:
         """The notes, with what the launch ratio says (read by people, in reports and baselines)."""
         found = launch_ratio(self.passes)
         if found is None:
-            return [*self.notes, "gpu: launch-bound or not is unknown: no side could be captured in a CUDA graph"] if self.passes else list(self.notes)
+            return (
+                [
+                    *self.notes,
+                    "gpu: launch-bound or not is unknown: no side could be captured in a CUDA graph",
+                ]
+                if self.passes
+                else list(self.notes)
+            )
         if not found.launch_bound:
             return list(self.notes)
-        timed = "per-call GPU times are reported, not gated" if self.method == EVENTS else "gated GPU times are replay times; per-call ones (gpu_*_call_s) are reported"
-        return [*self.notes, f"gpu: launch-bound: per-call event time {round_sig(found.ratio, 2)}x the CUDA-graph replay time "
-                             f"({found.side}): the GPU waits on the CPU's launches; {timed}"]
+        timed = (
+            "per-call GPU times are reported, not gated"
+            if self.method == EVENTS
+            else "gated GPU times are replay times; per-call ones (gpu_*_call_s) are reported"
+        )
+        return [
+            *self.notes,
+            f"gpu: launch-bound: per-call event time {round_sig(found.ratio, 2)}x the CUDA-graph replay time "
+            f"({found.side}): the GPU waits on the CPU's launches; {timed}",
+        ]
 
 
 def _ordered(names: set[str]) -> list[str]:
     """Metric names in a fixed order: the gated figures first."""
-    order = ("gpu_eager_s", "gpu_compiled_s", "gpu_speedup", "gpu_eager_call_s", "gpu_compiled_call_s")
+    order = (
+        "gpu_eager_s",
+        "gpu_compiled_s",
+        "gpu_speedup",
+        "gpu_eager_call_s",
+        "gpu_compiled_call_s",
+    )
     return [n for n in order if n in names] + sorted(names - set(order))
 
 
@@ -293,7 +347,9 @@ def l2_flush_buffer() -> Any:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
 
-def event_times(fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, warmup_ms: float = 25.0) -> list[list[float]]:
+def event_times(
+    fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, warmup_ms: float = 25.0
+) -> list[list[float]]:
     """Seconds per call of each function, alternating, L2 flushed before each call."""
     import torch
 
@@ -313,7 +369,13 @@ def event_times(fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, war
         for fn in fns:
             fn()
     repeat = max(10, min(10_000, int(rep_ms / estimate_ms)))
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeat)] for _ in fns]
+    events = [
+        [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            for _ in range(repeat)
+        ]
+        for _ in fns
+    ]
     for i in range(repeat):
         order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
         for j in order:
@@ -368,7 +430,11 @@ def capture(fn: Callable[[], Any], graph_ms: float) -> CapturedCall:
         end.record()
         torch.cuda.synchronize()
         estimate_ms = start.elapsed_time(end) / 5
-        calls = MAX_CALLS_PER_GRAPH if estimate_ms <= 0 else max(1, min(MAX_CALLS_PER_GRAPH, int(graph_ms / estimate_ms)))
+        calls = (
+            MAX_CALLS_PER_GRAPH
+            if estimate_ms <= 0
+            else max(1, min(MAX_CALLS_PER_GRAPH, int(graph_ms / estimate_ms)))
+        )
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for _ in range(calls):
@@ -392,7 +458,10 @@ def replay_times(captured: Sequence[CapturedCall], retries: int) -> list[list[fl
         for i in range(retries):
             order = range(len(captured)) if i % 2 == 0 else reversed(range(len(captured)))
             for j in order:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start, end = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
                 start.record()
                 captured[j].graph.replay()
                 end.record()

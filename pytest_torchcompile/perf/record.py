@@ -118,11 +118,17 @@ class CaseRecord:
         _check_settings(settings)
         return cls(
             metrics=_summaries(data, "metrics", required=True),
-            counters={name: _count(f"counters.{name}", v) for name, v in _section(data, "counters", required=True).items()},
+            counters={
+                name: _count(f"counters.{name}", v)
+                for name, v in _section(data, "counters", required=True).items()
+            },
             settings=dict(settings),
             notes=tuple(str(note) for note in _sequence(data, "notes")),
             kernels=_summaries(data, "kernels", required=False),
-            samples={name: tuple(_sequence(data["samples"], name, "samples.")) for name in _section(data, "samples", required=False)},
+            samples={
+                name: tuple(_sequence(data["samples"], name, "samples."))
+                for name in _section(data, "samples", required=False)
+            },
         )
 
 
@@ -177,5 +183,11 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
     if not isinstance(noise, Mapping):
         raise RecordError("settings.noise", f"{noise!r} is not an object")
     for metric, value in noise.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_NOISE:
-            raise RecordError(f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= MAX_NOISE
+        ):
+            raise RecordError(
+                f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}"
+            )

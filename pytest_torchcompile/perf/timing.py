@@ -51,7 +51,9 @@ class TimingSettings:
     def __post_init__(self) -> None:
         check_number("max_time", self.max_time, 0.0, math.inf, "seconds of timing per measurement")
         if self.min_rounds < 2 or self.max_rounds < self.min_rounds:
-            raise ValueError(f"rounds must satisfy 2 <= min_rounds ({self.min_rounds}) <= max_rounds ({self.max_rounds})")
+            raise ValueError(
+                f"rounds must satisfy 2 <= min_rounds ({self.min_rounds}) <= max_rounds ({self.max_rounds})"
+            )
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,11 @@ class PairedTiming:
 
     def merged(self, other: PairedTiming) -> PairedTiming:
         """Pool two measurements of the same case (a re-measure adds rounds)."""
-        return PairedTiming(self.eager + other.eager, self.compiled + other.compiled, max(self.iterations, other.iterations))
+        return PairedTiming(
+            self.eager + other.eager,
+            self.compiled + other.compiled,
+            max(self.iterations, other.iterations),
+        )
 
     def series(self) -> dict[str, tuple[float, ...]]:
         """Per-round values by metric name: speedup, eager_s and compiled_s."""
@@ -107,7 +113,9 @@ def interleave(
         eager()
         compiled()
     sync()
-    fastest = min(statistics.median(_block(fn, 1, sync, clock) for _ in range(5)) for fn in (eager, compiled))
+    fastest = min(
+        statistics.median(_block(fn, 1, sync, clock) for _ in range(5)) for fn in (eager, compiled)
+    )
     iterations = choose_iterations(fastest, settings.block_time, iterations)
     eager_times: list[float] = []
     compiled_times: list[float] = []
@@ -131,7 +139,12 @@ def choose_iterations(fastest: float, block_time: float, hint: int | None = None
     return 2 ** max(0, min(20, math.ceil(math.log2(max(block_time / fastest, 1.0)))))
 
 
-def _block(fn: Callable[[], object], iterations: int, sync: Callable[[], object], clock: Callable[[], float]) -> float:
+def _block(
+    fn: Callable[[], object],
+    iterations: int,
+    sync: Callable[[], object],
+    clock: Callable[[], float],
+) -> float:
     started = clock()
     for _ in range(iterations):
         fn()
@@ -139,7 +152,9 @@ def _block(fn: Callable[[], object], iterations: int, sync: Callable[[], object]
     return clock() - started
 
 
-def _done(eager: list[float], compiled: list[float], elapsed: float, settings: TimingSettings) -> bool:
+def _done(
+    eager: list[float], compiled: list[float], elapsed: float, settings: TimingSettings
+) -> bool:
     rounds = len(eager)
     if rounds < settings.min_rounds:
         return False

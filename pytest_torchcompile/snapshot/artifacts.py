@@ -17,8 +17,8 @@ import types
 from collections.abc import Iterable
 
 from .._torch.formats import COUNTED_NAME
-from ..common.records import BytecodeRecord, CaptureLog, FrameKey
 from ..common.counters import Counters
+from ..common.records import BytecodeRecord, CaptureLog, FrameKey
 
 #: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")
@@ -37,7 +37,9 @@ def record_artifact(log: CaptureLog, name: str) -> str:
         payloads = log.payloads(name, key)
         for index, payload in enumerate(payloads):
             suffix = f" [{index + 1} of {len(payloads)}]" if len(payloads) > 1 else ""
-            sections.append(f"{frame_header(key, names.get(key))}{suffix}\n{payload.strip(chr(10))}\n")
+            sections.append(
+                f"{frame_header(key, names.get(key))}{suffix}\n{payload.strip(chr(10))}\n"
+            )
     return "\n".join(sections)
 
 
@@ -45,7 +47,9 @@ def transformed_code(log: CaptureLog) -> str:
     """Dynamo's rewritten bytecode of every frame, as Python where depyf can."""
     sections = []
     for record in sorted(log.bytecode, key=lambda b: b.key):
-        sections.append(f"{frame_header(record.key, record.original.co_name)}\n{decompile(record)}\n")
+        sections.append(
+            f"{frame_header(record.key, record.original.co_name)}\n{decompile(record)}\n"
+        )
     return "\n".join(sections)
 
 
@@ -108,7 +112,11 @@ def bytecode_listing(code: types.CodeType) -> str:
     """A `dis` listing without line numbers or addresses (they vary between runs)."""
     lines = []
     for ins in dis.get_instructions(code):
-        arg = f"<code object {ins.argval.co_name}>" if isinstance(ins.argval, types.CodeType) else ins.argrepr
+        arg = (
+            f"<code object {ins.argval.co_name}>"
+            if isinstance(ins.argval, types.CodeType)
+            else ins.argrepr
+        )
         lines.append(f"{ins.offset:>5} {ins.opname:<28} {arg}".rstrip())
     return "\n".join(lines)
 
@@ -126,7 +134,9 @@ def summary(backend: str, c: Counters) -> str:
         "frames:",
     ]
     for f in c.frames:
-        lines.append(f"  - frame {f.key.frame_id} compile {f.key.compile_id}: {f.name}: {f.ops} ops, {len(f.kernels)} kernels")
+        lines.append(
+            f"  - frame {f.key.frame_id} compile {f.key.compile_id}: {f.name}: {f.ops} ops, {len(f.kernels)} kernels"
+        )
         lines.extend(f"      {k}" for k in f.kernels)
     return "\n".join(lines) + "\n"
 

@@ -58,7 +58,10 @@ class Attribution:
     def lines(self) -> list[str]:
         lines = [f"diverges at stage: {self.stage}"]
         if self.checked:
-            lines.append("stages re-run: " + ", ".join(f"{stage} {verdict}" for stage, verdict in self.checked))
+            lines.append(
+                "stages re-run: "
+                + ", ".join(f"{stage} {verdict}" for stage, verdict in self.checked)
+            )
         if self.bisected:
             lines.append(f"narrowed by torch's compiler bisector: {self.bisected}")
         return lines
@@ -88,7 +91,12 @@ def attribute(backend: str, is_name: bool, replay: Replay) -> Attribution:
         try:
             diverged = replay(stage_backend) is not None
         except Exception as exc:  # a stage that cannot run says nothing about numerics
-            checked.append((stage, f"could not run: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+            checked.append(
+                (
+                    stage,
+                    f"could not run: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+                )
+            )
             continue
         checked.append((stage, "diverges" if diverged else "ok"))
         if diverged:
@@ -111,7 +119,9 @@ def bisect(replay: Replay) -> str | None:
 
     try:
         result = bisector.bisect(lambda: replay("inductor") is None)
-    except Exception as exc:  # the bisector is a debugging aid; its failure must not hide the mismatch
+    except (
+        Exception
+    ) as exc:  # the bisector is a debugging aid; its failure must not hide the mismatch
         return f"could not bisect ({type(exc).__name__}: {exc})"
     if result is None:
         return None

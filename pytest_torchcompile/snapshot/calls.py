@@ -30,7 +30,9 @@ def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return fn(*args, **kwargs)
 
 
-def wants_grads(grads: bool | None, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> bool:
+def wants_grads(
+    grads: bool | None, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+) -> bool:
     """Backward runs when asked (`grads`), or when anything requires grad and the output can flow it."""
     if grads is not None:
         return grads and bool(differentiable(output))
@@ -51,11 +53,15 @@ def backward(output: Any) -> None:
     """
     outs = differentiable(output)
     generator = torch.Generator().manual_seed(SEED)
-    grads = [torch.randn(o.shape, generator=generator).to(dtype=o.dtype, device=o.device) for o in outs]
+    grads = [
+        torch.randn(o.shape, generator=generator).to(dtype=o.dtype, device=o.device) for o in outs
+    ]
     torch.autograd.backward(outs, grads)
 
 
-def observed_call(fn: Any, module: Any, inputs: Inputs, grads: bool | None) -> tuple[Any, dict[str, Any]]:
+def observed_call(
+    fn: Any, module: Any, inputs: Inputs, grads: bool | None
+) -> tuple[Any, dict[str, Any]]:
     """Call seeded, backpropagate when the case has gradients, observe everything."""
     args, kwargs = inputs
     out = run_seeded(fn, args, kwargs)

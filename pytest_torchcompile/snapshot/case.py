@@ -66,7 +66,11 @@ class CompileCase:
         assert self.replay is not None, "start() first"
         self.calls.append(clone_inputs((args, kwargs)))
         eager_inputs = clone_inputs((args, kwargs))
-        before = (copy_model(self.eager_model), clone_inputs((args, kwargs))) if self.spec.precompile else None
+        before = (
+            (copy_model(self.eager_model), clone_inputs((args, kwargs)))
+            if self.spec.precompile
+            else None
+        )
         eager_out, eager_seen = self._run_eager(eager_inputs)
         out, seen = self._run_compiled((args, kwargs))
         self.result = self._result(out, eager_out)
@@ -96,7 +100,9 @@ class CompileCase:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
         breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
         try:
-            self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, reference, breaks, SEED)
+            self.round_trip = precompile_check(
+                self.round_trip, self.spec, model, inputs, reference, breaks, SEED
+            )
         except PrecompileFailure as exc:
             raise CaseFailure(self.normalizer(str(exc))) from exc
         if self.result is not None:
@@ -118,7 +124,9 @@ class CompileCase:
             kernel_count=counted.kernel_count,
             artifacts=CaseArtifacts(log, backend, self.spec.artifacts, self.normalizer),
             compile_seconds=self.compile_seconds,
-            _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
+            _call=lambda *args, **kwargs: fail_test_on_case_failure(
+                self.name, lambda: self.call(*args, **kwargs)
+            ),
             _frames=functools.partial(frame_results, log, counted, backend, self.normalizer),
             _check_guards=self.check_guards,
         )

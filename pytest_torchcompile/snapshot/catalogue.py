@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..common.records import CaptureLog
 from ..common.counters import counters
+from ..common.records import CaptureLog
 from .artifacts import record_artifact, summary, transformed_code
 from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
 from .normalize import Normalizer, Rule, unmask_names
@@ -73,9 +73,20 @@ class Artifact:
         return self.normalize(normalizer, self.build(log, backend))
 
 
-def _frame_by_frame(name: str, extension: str, rules: tuple[Rule, ...] = (), opt_in: bool = False) -> Artifact:
+def _frame_by_frame(
+    name: str, extension: str, rules: tuple[Rule, ...] = (), opt_in: bool = False
+) -> Artifact:
     """An artifact that is one trace stream of its own name, frame by frame."""
-    return Artifact(name, extension, (name,), lambda log, backend: record_artifact(log, name), name, rules, per_frame=True, opt_in=opt_in)
+    return Artifact(
+        name,
+        extension,
+        (name,),
+        lambda log, backend: record_artifact(log, name),
+        name,
+        rules,
+        per_frame=True,
+        opt_in=opt_in,
+    )
 
 
 def _summary(log: CaptureLog, backend: str) -> str:
@@ -90,7 +101,13 @@ def _transformed_code(log: CaptureLog, backend: str) -> str:
 FX_FORM: tuple[Rule, ...] = (renumber_fx_names, drop_fx_blank_lines)
 
 CATALOGUE: tuple[Artifact, ...] = (
-    Artifact("summary", "txt", ("dynamo_graph", "output_code", "graph_break_reason", "recompile_reasons", BYTECODE), _summary, None),
+    Artifact(
+        "summary",
+        "txt",
+        ("dynamo_graph", "output_code", "graph_break_reason", "recompile_reasons", BYTECODE),
+        _summary,
+        None,
+    ),
     _frame_by_frame("dynamo_graph", "fx.txt", FX_FORM),
     _frame_by_frame("guards", "guards.txt", (compact_guards,)),
     _frame_by_frame("aot_forward", "fx.txt", FX_FORM),
@@ -104,7 +121,16 @@ CATALOGUE: tuple[Artifact, ...] = (
     Artifact(
         "program",
         "py.txt",
-        (BYTECODE, GUARD_TREE, "runtime_wrapper", "output_code", "aot_forward", "aot_backward", "aot_inference", "dynamo_graph"),
+        (
+            BYTECODE,
+            GUARD_TREE,
+            "runtime_wrapper",
+            "output_code",
+            "aot_forward",
+            "aot_backward",
+            "aot_inference",
+            "dynamo_graph",
+        ),
         build_program,
         BYTECODE,
         rules=(unmask_names,),  # it must parse as Python

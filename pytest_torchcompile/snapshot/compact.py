@@ -53,11 +53,16 @@ def per_frame_section(rule: Rule) -> Rule:
     apply.__doc__ = rule.__doc__
     return apply
 
+
 # --- guards --------------------------------------------------------------------
 
 _TREE = re.compile(r"^[| ]*\+- ")
-_MANAGER = re.compile(r"^(?:TREE_GUARD_MANAGER|RootGuardManager|GuardManager|DictGuardManager|KeyManager|ValueManager|KeyValueManager)\b")
-_DIMENSION_MARK = re.compile(r"^DIMENSION_DYNAMIC_MARKING_GUARD: hasattr\((.+), '(_dynamo_\w+)'\) == False$")
+_MANAGER = re.compile(
+    r"^(?:TREE_GUARD_MANAGER|RootGuardManager|GuardManager|DictGuardManager|KeyManager|ValueManager|KeyValueManager)\b"
+)
+_DIMENSION_MARK = re.compile(
+    r"^DIMENSION_DYNAMIC_MARKING_GUARD: hasattr\((.+), '(_dynamo_\w+)'\) == False$"
+)
 _BARE_KIND = re.compile(r"^[A-Z][A-Z_]+$")
 
 
@@ -67,13 +72,18 @@ def compact_guards(section: str) -> str:
     out: list[str] = []
     marks: list[str] | None = None  # [source, comment, name, name, ...]
     last_comment = ""
-    kinds_with_code = {line.split(":", 1)[0] for line in map(_leaf, section.splitlines()) if line and ":" in line}
+    kinds_with_code = {
+        line.split(":", 1)[0] for line in map(_leaf, section.splitlines()) if line and ":" in line
+    }
 
     def flush() -> None:
         nonlocal marks
         if marks is not None:
             source, comment, *names = marks
-            out.append(f"DIMENSION_DYNAMIC_MARKING_GUARD: {source} has no {', '.join(names)}" + (f"  {comment}" if comment else ""))
+            out.append(
+                f"DIMENSION_DYNAMIC_MARKING_GUARD: {source} has no {', '.join(names)}"
+                + (f"  {comment}" if comment else "")
+            )
             marks = None
 
     for raw in section.splitlines():
@@ -129,7 +139,11 @@ def renumber_fx_names(section: str) -> str:
     families: dict[str, list[str]] = {}
     for name in defined:
         families.setdefault(_COUNTER.match(name).group(1) or name, []).append(name)  # type: ignore[union-attr]
-    tokens = {t for line in section.split("\n") for t in _NAME.findall(_outside_comment(line, lambda code: code, keep_comment=False))}
+    tokens = {
+        t
+        for line in section.split("\n")
+        for t in _NAME.findall(_outside_comment(line, lambda code: code, keep_comment=False))
+    }
     renamed = set(defined)
     mapping: dict[str, str] = {}
     for base, names in families.items():
@@ -139,8 +153,15 @@ def renumber_fx_names(section: str) -> str:
         mapping.update((old, n) for old, n in zip(names, new) if old != n)
     if not mapping:
         return section
-    pattern = re.compile(_NAME.pattern.replace("[A-Za-z_]\\w*", "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))))
-    return "\n".join(_outside_comment(line, lambda code: pattern.sub(lambda m: mapping[m.group(1)], code)) for line in section.split("\n"))
+    pattern = re.compile(
+        _NAME.pattern.replace(
+            "[A-Za-z_]\\w*", "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))
+        )
+    )
+    return "\n".join(
+        _outside_comment(line, lambda code: pattern.sub(lambda m: mapping[m.group(1)], code))
+        for line in section.split("\n")
+    )
 
 
 def _outside_comment(line: str, rewrite: Callable[[str], str], keep_comment: bool = True) -> str:
@@ -167,7 +188,9 @@ _SINGLE = re.compile(
     r"^(?:async_compile\.wait\(globals\(\)\)|del async_compile|class Runner:|runner = Runner\(.*\)|call = runner\.call"
     r"|recursively_apply_fns = runner\.recursively_apply_fns)$"
 )
-_BLOCK = re.compile(r"^(?:def get_args\(\):|def benchmark_compiled_module\(.*\):|if __name__ == \"__main__\":|    def __init__\(self, partitions\):|    def recursively_apply_fns\(self, fns\):)$")
+_BLOCK = re.compile(
+    r"^(?:def get_args\(\):|def benchmark_compiled_module\(.*\):|if __name__ == \"__main__\":|    def __init__\(self, partitions\):|    def recursively_apply_fns\(self, fns\):)$"
+)
 #: `call`'s checks of its inputs: the graph's signature in aot_* says the same sizes and strides
 _INPUT_ASSERT = re.compile(r"^\s+assert_size_stride\(\w+, .*, 'input'\)$")
 #: lines every C++ kernel of this torch version opens and closes with (integer division checks)
@@ -204,7 +227,12 @@ def compact_output_code(text: str) -> str:
             if _BLOCK.match(line):
                 block_indent = _indent(line)
                 continue
-            if _IMPORT.match(line) or _ALIAS.match(line) or _SINGLE.match(line) or _INPUT_ASSERT.match(line):
+            if (
+                _IMPORT.match(line)
+                or _ALIAS.match(line)
+                or _SINGLE.match(line)
+                or _INPUT_ASSERT.match(line)
+            ):
                 continue
             if not line.strip() and (not out or not out[-1].strip()):
                 continue

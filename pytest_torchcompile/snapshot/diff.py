@@ -71,7 +71,13 @@ TEXT = "text only"
 UNCHANGED = "unchanged"
 
 #: artifacts read as FX graphs: their ops and dataflow are behaviour.
-GRAPH_ARTIFACTS = ("dynamo_graph", "aot_forward", "aot_backward", "aot_inference", "post_grad_graph")
+GRAPH_ARTIFACTS = (
+    "dynamo_graph",
+    "aot_forward",
+    "aot_backward",
+    "aot_inference",
+    "post_grad_graph",
+)
 #: artifacts whose absence on one side is itself behaviour (a graph or program not produced).
 PRODUCED_ARTIFACTS = (*GRAPH_ARTIFACTS, "output_code")
 #: the counters of a case's row, in order.
@@ -93,7 +99,11 @@ class Finding:
     def render(self) -> str:
         """The message, naming the artifacts it was found in unless it starts with the one it names."""
         named = len(self.artifacts) == 1 and self.message.startswith(self.artifacts[0])
-        return self.message if named or not self.artifacts else f"{self.message} ({', '.join(self.artifacts)})"
+        return (
+            self.message
+            if named or not self.artifacts
+            else f"{self.message} ({', '.join(self.artifacts)})"
+        )
 
 
 Counts = tuple[str | None, str | None]
@@ -109,7 +119,11 @@ class CaseDiff:
 
     def moved(self) -> list[str]:
         """`kernels 5 -> 7` for each counter that moved."""
-        return [f"{name} {old} -> {new}" for name, (old, new) in self.counters.items() if _moved(old, new)]
+        return [
+            f"{name} {old} -> {new}"
+            for name, (old, new) in self.counters.items()
+            if _moved(old, new)
+        ]
 
     def line(self) -> str:
         """`behaviour changed: kernels 5 -> 7, ops 59 -> 105`, or `text only: ...`, or `unchanged`."""
@@ -118,7 +132,9 @@ class CaseDiff:
         wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
         parts = self.moved() if self.verdict == BEHAVIOUR else []
         topics = list(dict.fromkeys(f.topic for f in wanted if f.topic != "counters"))
-        parts += topics[:_SHOWN] + ([f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else [])
+        parts += topics[:_SHOWN] + (
+            [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
+        )
         return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
 
 
@@ -143,14 +159,20 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     summaries = (parse_summary(old.get("summary", "")), parse_summary(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
-        findings += _summary_findings(*summaries, counters, has_code="output_code" in old and "output_code" in new)
-    same_program, program_findings = _compare_programs(old.get("output_code"), new.get("output_code"))
+        findings += _summary_findings(
+            *summaries, counters, has_code="output_code" in old and "output_code" in new
+        )
+    same_program, program_findings = _compare_programs(
+        old.get("output_code"), new.get("output_code")
+    )
     findings += program_findings
     for name in sorted(set(old) | set(new)):
         findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
     findings = _merged(findings)
     named = {a for f in findings for a in f.artifacts}
-    if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(summaries[1]):
+    if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(
+        summaries[1]
+    ):
         named.add("summary")  # only the kernel names moved: the output_code findings say how
     findings += [
         Finding(False, f"{name} text", f"{name}: text differs, same facts", (name,))
@@ -184,12 +206,21 @@ def _stored(name: str, text: str) -> str:
     return artifact.normalize(_NORMALIZE, text) if artifact else _NORMALIZE(text)
 
 
-def _compare_artifact(name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]) -> list[Finding]:
+def _compare_artifact(
+    name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]
+) -> list[Finding]:
     if old == new:
         return []
     if old is None or new is None:
         side = "NEW" if old is None else "OLD"
-        return [Finding(name in PRODUCED_ARTIFACTS, f"{name} only in {side.lower()}", f"{name}: only in {side}", (name,))]
+        return [
+            Finding(
+                name in PRODUCED_ARTIFACTS,
+                f"{name} only in {side.lower()}",
+                f"{name}: only in {side}",
+                (name,),
+            )
+        ]
     if name in ("summary", "output_code"):  # read above, with the other side's counters and kernels
         return []
     if name in GRAPH_ARTIFACTS:
@@ -223,12 +254,22 @@ def _without_kernel_names(summary: Summary) -> Summary:
     return replace(summary, frames=tuple(replace(f, kernels=()) for f in summary.frames))
 
 
-def _summary_findings(old: Summary, new: Summary, counters: dict[str, Counts], has_code: bool) -> list[Finding]:
-    found = [Finding(True, "counters", f"{name}: {o} -> {n}") for name, (o, n) in counters.items() if _moved(o, n)]
+def _summary_findings(
+    old: Summary, new: Summary, counters: dict[str, Counts], has_code: bool
+) -> list[Finding]:
+    found = [
+        Finding(True, "counters", f"{name}: {o} -> {n}")
+        for name, (o, n) in counters.items()
+        if _moved(o, n)
+    ]
     if old.backend != new.backend:
         found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
-    found += _multiset_findings("graph break", old.break_reasons, new.break_reasons, topic="break reasons")
-    found += _multiset_findings("recompile reason", old.recompile_reasons, new.recompile_reasons, topic="recompile reasons")
+    found += _multiset_findings(
+        "graph break", old.break_reasons, new.break_reasons, topic="break reasons"
+    )
+    found += _multiset_findings(
+        "recompile reason", old.recompile_reasons, new.recompile_reasons, topic="recompile reasons"
+    )
     old_kernels = [k for f in old.frames for k in f.kernels]
     new_kernels = [k for f in new.frames for k in f.kernels]
     if not has_code and Counter(old_kernels) != Counter(new_kernels):
@@ -237,7 +278,9 @@ def _summary_findings(old: Summary, new: Summary, counters: dict[str, Counts], h
     return found
 
 
-def _multiset_findings(what: str, old: Iterable[str], new: Iterable[str], topic: str) -> list[Finding]:
+def _multiset_findings(
+    what: str, old: Iterable[str], new: Iterable[str], topic: str
+) -> list[Finding]:
     before, after = Counter(old), Counter(new)
     found = [Finding(True, topic, f"{what} removed: {r}") for r in (before - after).elements()]
     return found + [Finding(True, topic, f"{what} added: {r}") for r in (after - before).elements()]
@@ -246,7 +289,9 @@ def _multiset_findings(what: str, old: Iterable[str], new: Iterable[str], topic:
 # ---------------------------------------------------------------- graphs
 
 
-def _compare_graphs(name: str, old: str, new: str, same_program: set[tuple[int, int]]) -> list[Finding]:
+def _compare_graphs(
+    name: str, old: str, new: str, same_program: set[tuple[int, int]]
+) -> list[Finding]:
     before, after = split_sections(old), split_sections(new)
     found: list[Finding] = []
     for key in sorted(set(before) | set(after)):
@@ -255,22 +300,38 @@ def _compare_graphs(name: str, old: str, new: str, same_program: set[tuple[int, 
             found.append(Finding(True, "graphs", f"{key.label()}: graph only in {side}", (name,)))
             continue
         if before[key] != after[key]:
-            found.append(_graph_finding(name, key, parse_graph(before[key]), parse_graph(after[key]), same_program))
+            found.append(
+                _graph_finding(
+                    name, key, parse_graph(before[key]), parse_graph(after[key]), same_program
+                )
+            )
     return found
 
 
-def _graph_finding(name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]) -> Finding:
+def _graph_finding(
+    name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]
+) -> Finding:
     if old.ops != new.ops:
         return Finding(True, "ops", f"{key.label()} ops: {_delta(old.ops, new.ops)}", (name,))
     if old.dataflow == new.dataflow:
-        return Finding(False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,))
-    removed, added = list((old.nodes - new.nodes).elements()), list((new.nodes - old.nodes).elements())
+        return Finding(
+            False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,)
+        )
+    removed, added = (
+        list((old.nodes - new.nodes).elements()),
+        list((new.nodes - old.nodes).elements()),
+    )
     example = f": {_node_change(removed[0], added[0])}" if removed and added else ""
     count = max(len(removed), len(added))
     if (key.frame, key.compile) in same_program:
         message = f"{key.label()}: same ops and output code, {_nodes(count)} with other arguments{example}"
         return Finding(False, "graph arguments", message, (name,))
-    return Finding(True, "graph dataflow", f"{key.label()}: same ops, {_nodes(count)} with other arguments or types{example}", (name,))
+    return Finding(
+        True,
+        "graph dataflow",
+        f"{key.label()}: same ops, {_nodes(count)} with other arguments or types{example}",
+        (name,),
+    )
 
 
 def _nodes(count: int) -> str:
@@ -294,7 +355,9 @@ def _delta(old: Counter[str], new: Counter[str]) -> str:
 # ---------------------------------------------------------------- generated code
 
 
-def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, int]], list[Finding]]:
+def _compare_programs(
+    old: str | None, new: str | None
+) -> tuple[set[tuple[int, int]], list[Finding]]:
     """Findings on the output code, and the frame compiles whose generated program did not change."""
     if old is None or new is None:
         return set(), []
@@ -305,15 +368,21 @@ def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, 
         frame = (key.frame, key.compile)
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
-            found.append(_code(True, "generated code", f"output_code {key.label()}: only in {side}"))
+            found.append(
+                _code(True, "generated code", f"output_code {key.label()}: only in {side}")
+            )
             changed.add(frame)
             continue
         if before[key] == after[key]:
             continue
-        program_findings = _program_findings(key, parse_output_code(before[key]), parse_output_code(after[key]))
+        program_findings = _program_findings(
+            key, parse_output_code(before[key]), parse_output_code(after[key])
+        )
         if any(f.behaviour for f in program_findings):
             changed.add(frame)
-        found += program_findings or [_code(False, "wrapper text", "output_code: wrapper text only, same kernels and calls")]
+        found += program_findings or [
+            _code(False, "wrapper text", "output_code: wrapper text only, same kernels and calls")
+        ]
     frames = {(k.frame, k.compile) for k in (*before, *after)}
     return frames - changed, found
 
@@ -321,18 +390,37 @@ def _compare_programs(old: str | None, new: str | None) -> tuple[set[tuple[int, 
 def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding]:
     where = f"output_code {key.label()}"
     renamed, pairs, removed, added = _pair_kernels(old, new)
-    found = [_code(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}") for a, b in renamed]
+    found = [
+        _code(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}")
+        for a, b in renamed
+    ]
     for a, b in pairs:
         if a.fused == b.fused:
-            found.append(_code(True, "kernel code", f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})"))
+            found.append(
+                _code(
+                    True,
+                    "kernel code",
+                    f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})",
+                )
+            )
         else:
-            found.append(_code(True, "fusion", f"{where}: kernel fused differently: {a.name} -> {b.name}"))
+            found.append(
+                _code(True, "fusion", f"{where}: kernel fused differently: {a.name} -> {b.name}")
+            )
     found += [_code(True, "fusion", f"{where}: kernel removed: {k.name}") for k in removed]
     found += [_code(True, "fusion", f"{where}: kernel added: {k.name}") for k in added]
     if old.externs() != new.externs():
-        found.append(_code(True, "extern calls", f"{where}: extern calls {_delta(old.externs(), new.externs())}"))
+        found.append(
+            _code(
+                True,
+                "extern calls",
+                f"{where}: extern calls {_delta(old.externs(), new.externs())}",
+            )
+        )
     elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
-        found.append(_code(True, "call order", f"{where}: kernels and extern ops called in another order"))
+        found.append(
+            _code(True, "call order", f"{where}: kernels and extern ops called in another order")
+        )
     return found
 
 
@@ -353,7 +441,10 @@ def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
             if twin.name != kernel.name:
                 renamed.append((kernel.name, twin.name))
     pairs = []
-    for same in (lambda a, b: a.name == b.name, lambda a, b: a.name.rsplit("_", 1)[-1] == b.name.rsplit("_", 1)[-1]):
+    for same in (
+        lambda a, b: a.name == b.name,
+        lambda a, b: a.name.rsplit("_", 1)[-1] == b.name.rsplit("_", 1)[-1],
+    ):
         for kernel in list(left):
             twin = next((k for k in right if same(kernel, k)), None)
             if twin is not None:
@@ -380,9 +471,18 @@ def _compare_guards(old: str, new: str) -> list[Finding]:
     before, after = split_sections(old), split_sections(new)
     found: list[Finding] = []
     for key in sorted(set(before) | set(after)):
-        found += _guard_findings(key, parse_guards(before.get(key, "")), parse_guards(after.get(key, "")))
+        found += _guard_findings(
+            key, parse_guards(before.get(key, "")), parse_guards(after.get(key, ""))
+        )
     if not found:
-        found.append(Finding(False, "guards text", "guards: same checks; comments, layout or markers only", ("guards",)))
+        found.append(
+            Finding(
+                False,
+                "guards text",
+                "guards: same checks; comments, layout or markers only",
+                ("guards",),
+            )
+        )
     return found
 
 
@@ -392,7 +492,14 @@ def _guard_findings(key: GraphKey, old: list[Guard], new: list[Guard]) -> list[F
     found: list[Finding] = []
     relabelled = _relabelled(old, new, checks_old & checks_new)
     if relabelled:
-        found.append(Finding(False, "guards relabelled", f"guards: same checks, other kind or place: {', '.join(relabelled)}", ("guards",)))
+        found.append(
+            Finding(
+                False,
+                "guards relabelled",
+                f"guards: same checks, other kind or place: {', '.join(relabelled)}",
+                ("guards",),
+            )
+        )
     lost = _excess(old, checks_old - checks_new)
     gained = _excess(new, checks_new - checks_old)
     for a in list(lost):
@@ -440,7 +547,11 @@ def _relabelled(old: list[Guard], new: list[Guard], common: Counter[str]) -> lis
     for check in common:
         before, after = sorted(places[0][check]), sorted(places[1][check])
         if before != after:
-            moves.append(f"{before[0][0]} -> {after[0][0]}" if before[0][0] != after[0][0] else f"{before[0][0]} moved")
+            moves.append(
+                f"{before[0][0]} -> {after[0][0]}"
+                if before[0][0] != after[0][0]
+                else f"{before[0][0]} moved"
+            )
     return [f"{move} x{n}" if n > 1 else move for move, n in Counter(moves).items()]
 
 
@@ -452,15 +563,23 @@ def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
             extra = sorted(set(before) ^ set(after))
             message = f"guards: GLOBAL_STATE checks a switch only one side knows ({', '.join(extra)}), the others equal"
             return Finding(False, "GLOBAL_STATE switches", message, ("guards",))
-        moved = ", ".join(f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k])
+        moved = ", ".join(
+            f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k]
+        )
         return Finding(True, "guards", f"guards {key.label()}: GLOBAL_STATE {moved}", ("guards",))
-    return Finding(True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",))
+    return Finding(
+        True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",)
+    )
 
 
 def _where(guard: Guard) -> str:
     """`ID_MATCH: ___check_obj_id(G['f'], <id>)`; the source is named when the check does not show it."""
     shown = guard.source and guard.source not in guard.check
-    return f"{guard.kind} on {guard.source}: {guard.check}" if shown else f"{guard.kind}: {guard.check}"
+    return (
+        f"{guard.kind} on {guard.source}: {guard.check}"
+        if shown
+        else f"{guard.kind}: {guard.check}"
+    )
 
 
 # ---------------------------------------------------------------- grouping

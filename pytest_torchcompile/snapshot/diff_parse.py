@@ -23,7 +23,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 #: `# ===== frame 0 compile 1: forward ===== [2 of 2]`, the header artifacts.py writes per frame compile.
-_SECTION = re.compile(r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$")
+_SECTION = re.compile(
+    r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -50,7 +52,11 @@ def split_sections(text: str) -> dict[GraphKey, str]:
             sections.setdefault(current, [])
             continue
         sections.setdefault(current, []).append(line)
-    return {key: "\n".join(lines) for key, lines in sections.items() if any(line.strip() for line in lines)}
+    return {
+        key: "\n".join(lines)
+        for key, lines in sections.items()
+        if any(line.strip() for line in lines)
+    }
 
 
 # ---------------------------------------------------------------- summary
@@ -110,7 +116,11 @@ def parse_summary(text: str) -> Summary:
             frames[-1] = FrameSummary(last.key, last.name, last.ops, (*last.kernels, match[1]))
         elif section in reasons and (match := _BULLET.match(line)) is not None:
             reasons[section].append(match[1].strip())
-        elif section in reasons and reasons[section] and (match := _CONTINUED.match(line)) is not None:
+        elif (
+            section in reasons
+            and reasons[section]
+            and (match := _CONTINUED.match(line)) is not None
+        ):
             reasons[section][-1] += "\n" + match[1]
     return Summary(
         backend=fields.get("backend"),
@@ -265,7 +275,9 @@ class Program:
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(")
 _BODY_END = re.compile(r"^\s*'''")
 _FUSED = re.compile(r"^(?:cpp|triton_\w+?|cuda|halide)_fused_|_\d+$")
-_CALL = re.compile(r"(?<![\w.])(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|aten\.\w+(?:\.\w+)?|[A-Za-z_]\w*)(?:\.run)?\(")
+_CALL = re.compile(
+    r"(?<![\w.])(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|aten\.\w+(?:\.\w+)?|[A-Za-z_]\w*)(?:\.run)?\("
+)
 
 
 def parse_output_code(text: str) -> Program:
@@ -324,7 +336,9 @@ _STRUCTURE = re.compile(r"^(?:\w*GuardManager|KeyManager|ValueManager|KeyValueMa
 _LEAF = re.compile(r"^([A-Z][A-Z0-9_]*)(?::\s*(.*))?$")
 _PROVENANCE = re.compile(r"\s+#\s.*$")
 _TYPE_NOTE = re.compile(r"^(___check_(?:obj|type)_id\(.*?\)), type=.*$")
-_PLACEHOLDER = re.compile(r"(?<=[:\[,])(<\w+>)(?=[,}\]])")  # `"num_threads":<N>`, masked by normalize, is not JSON
+_PLACEHOLDER = re.compile(
+    r"(?<=[:\[,])(<\w+>)(?=[,}\]])"
+)  # `"num_threads":<N>`, masked by normalize, is not JSON
 #: the compact form's one line for a tensor's five `hasattr(X, '_dynamo_...') == False` guards
 _NO_ATTRS = re.compile(r"^(.+) has no (_dynamo_\w+(?:, _dynamo_\w+)*)$")
 _DIMENSION = "DIMENSION_DYNAMIC_MARKING_GUARD"
@@ -353,7 +367,9 @@ def parse_guards(text: str) -> list[Guard]:
     else:
         guards = _compact_guards(lines)
     with_code = {g.kind for g in guards if g.check}
-    return [g for g in guards if g.check or g.kind not in with_code]  # a bare marker repeats a check already read
+    return [
+        g for g in guards if g.check or g.kind not in with_code
+    ]  # a bare marker repeats a check already read
 
 
 def _tree_guards(lines: list[str]) -> list[Guard]:
@@ -384,12 +400,17 @@ def _compact_guards(lines: list[str]) -> list[Guard]:
         leaf = _LEAF.match(line.strip())
         if leaf is None or _STRUCTURE.match(line.strip()):
             check = _check(line)
-            guards += [Guard("line", "", check)] if check and not line.lstrip().startswith("#") else []
+            guards += (
+                [Guard("line", "", check)] if check and not line.lstrip().startswith("#") else []
+            )
             continue
         check = _check(leaf[2] or "")
         marks = _NO_ATTRS.match(check) if leaf[1] == _DIMENSION else None
         if marks is not None:  # the tree's form, one guard per attribute
-            guards += [Guard(_DIMENSION, marks[1], f"hasattr({marks[1]}, '{a}') == False") for a in marks[2].split(", ")]
+            guards += [
+                Guard(_DIMENSION, marks[1], f"hasattr({marks[1]}, '{a}') == False")
+                for a in marks[2].split(", ")
+            ]
             continue
         guards.append(Guard(leaf[1], guard_source(check), check))
     return guards
@@ -433,7 +454,10 @@ def _closing(text: str, start: int) -> int:
     for index in range(start, len(text)):
         char = text[index]
         if quote:
-            escaped, quote = (not escaped and char == "\\"), ("" if char == quote and not escaped else quote)
+            escaped, quote = (
+                (not escaped and char == "\\"),
+                ("" if char == quote and not escaped else quote),
+            )
         elif char in "'\"":
             quote = char
         elif char in "[(":

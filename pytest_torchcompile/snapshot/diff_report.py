@@ -60,11 +60,15 @@ class Report:
 def find_cases(root: Path) -> dict[str, Path]:
     """Case id (`fixtures/test_zoo/test_mlp`) -> folder, for every folder under `root` holding an artifact file."""
     if not root.is_dir():
-        raise SnapshotSetError(f"{root}: no such folder (give the folder that holds the snapshot set, e.g. snapshots)")
+        raise SnapshotSetError(
+            f"{root}: no such folder (give the folder that holds the snapshot set, e.g. snapshots)"
+        )
     folders = sorted({p.parent for p in root.rglob("*") if p.name in _FILENAMES and p.is_file()})
     if not folders:
         known = ", ".join(sorted(_FILENAMES)[:3])
-        raise SnapshotSetError(f"{root}: no snapshot case found (a case is a folder holding artifact files such as {known})")
+        raise SnapshotSetError(
+            f"{root}: no snapshot case found (a case is a folder holding artifact files such as {known})"
+        )
     return {p.relative_to(root).as_posix(): p for p in folders}
 
 
@@ -73,7 +77,9 @@ def read_case(folder: Path) -> dict[str, str]:
     texts = {}
     for path in sorted(folder.iterdir()):
         if path.is_file() and not path.name.startswith("."):
-            texts[_FILENAMES.get(path.name, path.name)] = path.read_bytes().decode("utf-8", errors="replace")
+            texts[_FILENAMES.get(path.name, path.name)] = path.read_bytes().decode(
+                "utf-8", errors="replace"
+            )
     return texts
 
 
@@ -137,7 +143,9 @@ Atom = tuple[str, str, str]  # (topic, message, artifact or '')
 
 
 def _atoms_in_order(findings: Iterable[Finding]) -> list[Atom]:
-    return [(f.topic, f.message, a) for f in findings if not f.behaviour for a in (f.artifacts or ("",))]
+    return [
+        (f.topic, f.message, a) for f in findings if not f.behaviour for a in (f.artifacts or ("",))
+    ]
 
 
 def _atoms(findings: Iterable[Finding]) -> set[Atom]:
@@ -148,7 +156,10 @@ def _merged_atoms(atoms: Iterable[Atom]) -> list[Finding]:
     merged: dict[tuple[str, str], list[str]] = {}
     for topic, message, artifact in atoms:
         merged.setdefault((topic, message), []).extend([artifact] if artifact else [])
-    return [Finding(False, topic, message, tuple(artifacts)) for (topic, message), artifacts in merged.items()]
+    return [
+        Finding(False, topic, message, tuple(artifacts))
+        for (topic, message), artifacts in merged.items()
+    ]
 
 
 def _details(report: CaseReport, shared: list[Finding]) -> list[str]:
@@ -157,7 +168,10 @@ def _details(report: CaseReport, shared: list[Finding]) -> list[str]:
         return []
     lines = [f.render() for f in report.diff.findings if f.behaviour]
     said = _atoms(shared)
-    text = [f.render() for f in _merged_atoms(a for a in _atoms_in_order(report.diff.findings) if a not in said)]
+    text = [
+        f.render()
+        for f in _merged_atoms(a for a in _atoms_in_order(report.diff.findings) if a not in said)
+    ]
     joined = ("text: " if lines else "") + "; ".join(text)
     return lines + ([joined] if text and len(joined) <= _WIDTH - 4 else text)
 
@@ -170,10 +184,17 @@ def render_text(report: Report) -> str:
     """The terminal report: a table of counters, what moved, and the totals."""
     prefix = _prefix(c.case for c in report.cases)
     header = ("case", *COUNTERS, "verdict")
-    rows = [(c.case.removeprefix(prefix), *(_cell(c, n) for n in COUNTERS), c.verdict) for c in report.cases]
+    rows = [
+        (c.case.removeprefix(prefix), *(_cell(c, n) for n in COUNTERS), c.verdict)
+        for c in report.cases
+    ]
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     fmt = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
-    lines = [f"snapshot diff: {report.old} (OLD) -> {report.new} (NEW)" + (f", cases under {prefix}" if prefix else ""), ""]
+    lines = [
+        f"snapshot diff: {report.old} (OLD) -> {report.new} (NEW)"
+        + (f", cases under {prefix}" if prefix else ""),
+        "",
+    ]
     lines += [fmt(header), *(fmt(r) for r in rows), ""]
     shared = _shared_text(report)
     if shared:
@@ -200,16 +221,30 @@ def render_markdown(report: Report) -> str:
     lines.append("|---" * (len(COUNTERS) + 2) + "|")
     for c in report.cases:
         verdict = f"**{c.verdict}**" if c.verdict == BEHAVIOUR else c.verdict
-        lines.append(f"| `{c.case.removeprefix(prefix)}` | " + " | ".join(_cell(c, n) for n in COUNTERS) + f" | {verdict} |")
+        lines.append(
+            f"| `{c.case.removeprefix(prefix)}` | "
+            + " | ".join(_cell(c, n) for n in COUNTERS)
+            + f" | {verdict} |"
+        )
     shared = _shared_text(report)
     for case in report.cases:
         if case.verdict == BEHAVIOUR:
             lines += _md_block(case, prefix, shared)
     text_cases = [c for c in report.cases if c.verdict == TEXT]
     if shared or text_cases:
-        lines += ["", f"<details><summary>Text only: {len(text_cases)} case(s), and the text changes every changed case shares</summary>"]
+        lines += [
+            "",
+            f"<details><summary>Text only: {len(text_cases)} case(s), and the text changes every changed case shares</summary>",
+        ]
         if shared:
-            lines += ["", "Every changed case:", "", "```text", *(f"- {f.render()}" for f in shared), "```"]
+            lines += [
+                "",
+                "Every changed case:",
+                "",
+                "```text",
+                *(f"- {f.render()}" for f in shared),
+                "```",
+            ]
         for case in text_cases:
             lines += _md_block(case, prefix, shared)
         lines += ["", "</details>"]
@@ -220,7 +255,14 @@ def _md_block(case: CaseReport, prefix: str, shared: list[Finding]) -> list[str]
     details = _details(case, shared)
     if not details:
         return []
-    return ["", f"`{case.case.removeprefix(prefix)}`: {case.verdict}", "", "```text", *(f"- {d}" for d in details), "```"]
+    return [
+        "",
+        f"`{case.case.removeprefix(prefix)}`: {case.verdict}",
+        "",
+        "```text",
+        *(f"- {d}" for d in details),
+        "```",
+    ]
 
 
 def to_json(report: Report) -> str:
@@ -230,12 +272,25 @@ def to_json(report: Report) -> str:
         entry: dict[str, object] = {"case": c.case, "verdict": c.verdict}
         if c.diff is not None:
             entry["line"] = c.diff.line()
-            entry["counters"] = {name: {"old": o, "new": n} for name, (o, n) in c.diff.counters.items()}
+            entry["counters"] = {
+                name: {"old": o, "new": n} for name, (o, n) in c.diff.counters.items()
+            }
             entry["findings"] = [
-                {"behaviour": f.behaviour, "topic": f.topic, "message": f.message, "artifacts": list(f.artifacts)}
+                {
+                    "behaviour": f.behaviour,
+                    "topic": f.topic,
+                    "message": f.message,
+                    "artifacts": list(f.artifacts),
+                }
                 for f in c.diff.findings
             ]
         else:
             entry["counters"] = c.counters
         cases.append(entry)
-    return json.dumps({"old": report.old, "new": report.new, "totals": report.totals(), "cases": cases}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {"old": report.old, "new": report.new, "totals": report.totals(), "cases": cases},
+            indent=2,
+        )
+        + "\n"
+    )

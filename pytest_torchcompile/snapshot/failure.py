@@ -81,7 +81,9 @@ class Change:
     @property
     def counts(self) -> tuple[int, int]:
         diff = unified(self.old, self.new, n=0)[2:]  # without the ---/+++ header
-        return sum(1 for line in diff if line.startswith("+")), sum(1 for line in diff if line.startswith("-"))
+        return sum(1 for line in diff if line.startswith("+")), sum(
+            1 for line in diff if line.startswith("-")
+        )
 
     @property
     def names_only(self) -> bool:
@@ -92,14 +94,24 @@ class Change:
         return PIPELINE.index(self.artifact) if self.artifact in PIPELINE else len(PIPELINE)
 
 
-def compose(outcomes: Sequence[OutcomeLike], test_dir: Path, shown_dir: str, full: bool, verdict: CaseVerdict | None = None) -> str:
+def compose(
+    outcomes: Sequence[OutcomeLike],
+    test_dir: Path,
+    shown_dir: str,
+    full: bool,
+    verdict: CaseVerdict | None = None,
+) -> str:
     """The failure text of one test whose snapshots did not all match.
 
     `test_dir` is the test's snapshot folder (cases are its subfolders),
     `shown_dir` the same folder as the message names it, `full` appends every
     diff, `verdict` (see `CaseVerdict`) adds a line per case.
     """
-    changes = [_change(o, test_dir) for o in outcomes if o.status == "changed" and o.old is not None and o.new is not None]
+    changes = [
+        _change(o, test_dir)
+        for o in outcomes
+        if o.status == "changed" and o.old is not None and o.new is not None
+    ]
     other = [o.message for o in outcomes if o.failed and o.status != "changed"]
     if not changes:
         return "\n\n".join([_missing_headline(outcomes), *other, UPDATE_HINT])
@@ -109,9 +121,16 @@ def compose(outcomes: Sequence[OutcomeLike], test_dir: Path, shown_dir: str, ful
     lines += [line for c in summaries for line in _diff_block(c, shown_dir, None, limit=None)]
     if not summaries:
         lines.append("summary: unchanged (same graphs, graph breaks, recompiles, kernels and ops)")
-    stages = sorted((c for c in changes if c.artifact != "summary"), key=lambda c: (c.names_only, c.stage))
+    stages = sorted(
+        (c for c in changes if c.artifact != "summary"), key=lambda c: (c.names_only, c.stage)
+    )
     if stages and not stages[0].names_only:
-        lines += _diff_block(stages[0], shown_dir, f"earliest pipeline stage that changed: {stages[0].artifact}", limit=None if full else MAX_STAGE_LINES)
+        lines += _diff_block(
+            stages[0],
+            shown_dir,
+            f"earliest pipeline stage that changed: {stages[0].artifact}",
+            limit=None if full else MAX_STAGE_LINES,
+        )
         rest = stages[1:]
     else:
         rest = stages
@@ -120,7 +139,14 @@ def compose(outcomes: Sequence[OutcomeLike], test_dir: Path, shown_dir: str, ful
         lines += ["", f"also changed: {named}; their diffs: pytest {FULL_DIFF_FLAG} (or -vv)"]
     elif rest:
         for c in rest:
-            lines += _diff_block(c, shown_dir, "names only: the same text once numbered names are renumbered" if c.names_only else None, limit=None)
+            lines += _diff_block(
+                c,
+                shown_dir,
+                "names only: the same text once numbered names are renumbered"
+                if c.names_only
+                else None,
+                limit=None,
+            )
     return "\n".join([*lines, *(["", *other] if other else []), "", UPDATE_HINT])
 
 
@@ -152,10 +178,16 @@ def summary_counters(text: str) -> dict[str, int]:
 def summary_moves(old: str, new: str) -> str:
     """`kernels 5 -> 7, ops 59 -> 105`; '' when no counter moved."""
     before, after = summary_counters(old), summary_counters(new)
-    return ", ".join(f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in ("graphs", "graph breaks", "recompiles", "kernels", "ops") if before.get(k) != after.get(k))
+    return ", ".join(
+        f"{k} {before.get(k, 0)} -> {after.get(k, 0)}"
+        for k in ("graphs", "graph breaks", "recompiles", "kernels", "ops")
+        if before.get(k) != after.get(k)
+    )
 
 
-_NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z][A-Za-z0-9]*)*)_(\d+)\b|\b(buf|tmp)(\d+)\b")
+_NUMBERED = re.compile(
+    r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z][A-Za-z0-9]*)*)_(\d+)\b|\b(buf|tmp)(\d+)\b"
+)
 
 
 def canonical_names(text: str) -> str:
@@ -176,7 +208,9 @@ def canonical_names(text: str) -> str:
     return _NUMBERED.sub(rename, text)
 
 
-def unified(old: str, new: str, n: int = 3, names: tuple[str, str] = ("snapshot", "this run")) -> list[str]:
+def unified(
+    old: str, new: str, n: int = 3, names: tuple[str, str] = ("snapshot", "this run")
+) -> list[str]:
     return list(difflib.unified_diff(old.splitlines(), new.splitlines(), *names, lineterm="", n=n))
 
 
@@ -186,7 +220,13 @@ def _change(outcome: OutcomeLike, test_dir: Path) -> Change:
         case = str(path.parent.relative_to(test_dir))
     except ValueError:
         case = path.parent.name
-    return Change("" if case == "." else case, path.name.split(".", 1)[0], path.name, outcome.old or "", outcome.new or "")
+    return Change(
+        "" if case == "." else case,
+        path.name.split(".", 1)[0],
+        path.name,
+        outcome.old or "",
+        outcome.new or "",
+    )
 
 
 def _table(changes: Sequence[Change]) -> list[str]:
@@ -194,7 +234,10 @@ def _table(changes: Sequence[Change]) -> list[str]:
     rows = []
     for c in sorted(changes, key=lambda c: (c.case, c.stage if c.artifact != "summary" else -1)):
         plus, minus = c.counts
-        rows.append(f"  {c.label:<{width}}  +{plus:<4} -{minus:<4}" + ("  names only" if c.names_only else "").rstrip())
+        rows.append(
+            f"  {c.label:<{width}}  +{plus:<4} -{minus:<4}"
+            + ("  names only" if c.names_only else "").rstrip()
+        )
     return [row.rstrip() for row in rows]
 
 

@@ -37,7 +37,9 @@ class CompileModel(NamedCases[CompileResult]):
     cases: list[CompileCase] = field(default_factory=list)
     fixture_name: ClassVar[str] = "compile_model"
 
-    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
+    def _run(
+        self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> CompileResult:
         if self.spec is None:
             raise FixtureFailure(f"usage error: {self.spec_error}")
         check_backend(self.spec)
@@ -61,7 +63,11 @@ class CompileModel(NamedCases[CompileResult]):
         outcomes = []
         finished = [c for c in self.cases if c.result is not None]
         try:
-            folders = [test_dir] if len(self.cases) == 1 else store.case_folders(test_dir, [c.name for c in finished])
+            folders = (
+                [test_dir]
+                if len(self.cases) == 1
+                else store.case_folders(test_dir, [c.name for c in finished])
+            )
         except ValueError as exc:
             raise FixtureFailure(f"usage error: {exc}") from None
         for case, case_dir in zip(finished, folders):

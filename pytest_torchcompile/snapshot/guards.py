@@ -91,7 +91,9 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
     body: list[str] = []
     first, last_comment = True, ""
     for row in rows:
-        note = f"  # {row.kind}" + (f"  # {row.comment}" if row.comment and row.comment != last_comment else "")
+        note = f"  # {row.kind}" + (
+            f"  # {row.comment}" if row.comment and row.comment != last_comment else ""
+        )
         last_comment = row.comment or last_comment
         checks = _checks(row, table, ids)
         if not checks:
@@ -125,7 +127,10 @@ def _checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
         return [f"global_state_matches({row.code.split(GLOBAL_STATE_SEPARATOR, 1)[1]!r})"]
     if SAVED_HOOKS_GUARD.match(row.code):
         return ["saved_tensors_hooks_ids() is None"]
-    code = ID_CHECK.sub(lambda m: _id_lookup(m.group(1), m.group(2), int(m.group(3)), table, ids), TYPE_SUFFIX.sub("", row.code))
+    code = ID_CHECK.sub(
+        lambda m: _id_lookup(m.group(1), m.group(2), int(m.group(3)), table, ids),
+        TYPE_SUFFIX.sub("", row.code),
+    )
     return [code] if _parses(code) else []
 
 
@@ -156,8 +161,14 @@ def _tensor_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
         checks = [f"id(type({src})) == {table}[{f'type({src})'!r}]"]
     if match.backend_key in BACKEND_DEVICES:
         index = "" if kw.get("device") is None else f", {kw['device']}"
-        checks.append(f"{src}.device == torch.device({BACKEND_DEVICES[match.backend_key]!r}{index})")
-    checks += [f"dispatch_keys({src}) == {match.dispatch_keys!r}", f"{src}.dtype == {match.dtype}", f"{src}.requires_grad == {kw.get('requires_grad')}"]
+        checks.append(
+            f"{src}.device == torch.device({BACKEND_DEVICES[match.backend_key]!r}{index})"
+        )
+    checks += [
+        f"dispatch_keys({src}) == {match.dispatch_keys!r}",
+        f"{src}.dtype == {match.dtype}",
+        f"{src}.requires_grad == {kw.get('requires_grad')}",
+    ]
     checks += _dims(src, "size", kw.get("size")) + _dims(src, "stride", kw.get("stride"))
     return checks
 
@@ -180,7 +191,9 @@ class GuardChecker:
 
     def __init__(self, log: CaptureLog, model: Any) -> None:
         if not log.guards:
-            raise ValueError("check_guards: no compiled frame with guards was captured for this case")
+            raise ValueError(
+                "check_guards: no compiled frame with guards was captured for this case"
+            )
         self.key = min(log.guards)
         record = next(b for b in log.bytecode if b.key == self.key)
         self.function, self.self_arg = frame_function(model, record.original)
@@ -190,7 +203,11 @@ class GuardChecker:
         self.guards = scope[emitted.name]
 
     def __call__(self, *args: Any, **kwargs: Any) -> bool:
-        return bool(self.guards(frame_locals(self.function, self.self_arg + args, kwargs), self.function.__globals__))
+        return bool(
+            self.guards(
+                frame_locals(self.function, self.self_arg + args, kwargs), self.function.__globals__
+            )
+        )
 
 
 def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType, tuple[Any, ...]]:
@@ -207,7 +224,9 @@ def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType
     )
 
 
-def frame_locals(function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def frame_locals(
+    function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """L as Dynamo sees it: bound arguments with defaults, then closure cells."""
     bound = inspect.signature(function).bind(*args, **kwargs)
     bound.apply_defaults()

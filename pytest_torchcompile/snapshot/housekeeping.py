@@ -25,7 +25,9 @@ from .store import SnapshotStore
 
 UNUSED_PROPERTY = "torchcompile_unused"
 INVENTORY_KEY = "torchcompile_inventory"
-REMOVE_HINT = "a full `pytest --update-snapshots` (no -k, -m, --lf, --deselect or test ids) removes them"
+REMOVE_HINT = (
+    "a full `pytest --update-snapshots` (no -k, -m, --lf, --deselect or test ids) removes them"
+)
 
 
 def owner_of(item: pytest.Item) -> str:
@@ -48,13 +50,17 @@ class Housekeeping:
 
     store: SnapshotStore
     worker: bool
-    scopes: list[Path] | None  # folders under the snapshot root this run's paths cover; None: all of it
+    scopes: (
+        list[Path] | None
+    )  # folders under the snapshot root this run's paths cover; None: all of it
     partial: set[Path]  # module folders of `file.py::test` arguments: collected in part
     blocked: str | None  # why this run may not remove stale folders, whatever they are
     inventory: Inventory = field(default_factory=Inventory)
     lines: list[str] = field(default_factory=list)
     stale_left: bool = False
-    owners: dict[str, list[str]] = field(default_factory=dict)  # folder under the root -> node ids collected for it
+    owners: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # folder under the root -> node ids collected for it
 
     @classmethod
     def from_config(cls, config: pytest.Config, store: SnapshotStore) -> Housekeeping:
@@ -64,7 +70,9 @@ class Housekeeping:
     def test_dir(self, item: pytest.Item, store: SnapshotStore | None = None) -> Path:
         """The test's folder in `store` (default: the set stale folders are judged in)."""
         store = store or self.store
-        return test_folder(store.root, store.rootdir, Path(str(item.path)), classes_of(item), item.name)
+        return test_folder(
+            store.root, store.rootdir, Path(str(item.path)), classes_of(item), item.name
+        )
 
     # --- collection ------------------------------------------------------------
 
@@ -74,10 +82,16 @@ class Housekeeping:
         path, classes = Path(str(item.path)), classes_of(item)
         test_dir = self.test_dir(item)
         self.store.known.add(test_dir)
-        function = test_folder(self.store.root, self.store.rootdir, path, classes, item.originalname)
-        self.inventory.add(test_dir, function, module_folder(self.store.root, self.store.rootdir, path))
+        function = test_folder(
+            self.store.root, self.store.rootdir, path, classes, item.originalname
+        )
+        self.inventory.add(
+            test_dir, function, module_folder(self.store.root, self.store.rootdir, path)
+        )
         self.inventory.snapshots = self.inventory.snapshots or "compile_model" in item.fixturenames
-        if "compile_model" in item.fixturenames and item.get_closest_marker(MARKER) is not None:  # tests that write snapshots
+        if (
+            "compile_model" in item.fixturenames and item.get_closest_marker(MARKER) is not None
+        ):  # tests that write snapshots
             self.owners.setdefault(self._owner_key(test_dir), []).append(owner_of(item))
 
     def shared_folder(self, item: pytest.Item, store: SnapshotStore) -> str | None:
@@ -89,7 +103,9 @@ class Housekeeping:
         """
         test_dir = self.test_dir(item)
         owner = owner_of(item)
-        others = [other for other in self.owners.get(self._owner_key(test_dir), []) if other != owner]
+        others = [
+            other for other in self.owners.get(self._owner_key(test_dir), []) if other != owner
+        ]
         if not others:
             return None
         return store.sharing_message(self.test_dir(item, store), *sorted([others[0], owner]))
@@ -104,14 +120,19 @@ class Housekeeping:
 
     # --- each test -------------------------------------------------------------
 
-    def after_test(self, item: pytest.Item, test_dir: Path, store: SnapshotStore | None = None) -> None:
+    def after_test(
+        self, item: pytest.Item, test_dir: Path, store: SnapshotStore | None = None
+    ) -> None:
         """Report (on update: delete) the test's unused files; silently remove leftover temp files."""
         store = store or self.store
         unused = store.unused_in(test_dir)
         failed: dict[Path, str] = {}
         if store.update:
             failed = store.delete(unused + store.leftover_temps(test_dir))
-        lines = [failed.get(p) or f"{'deleted' if store.update else 'unused'}: {store.show(p)}" for p in unused]
+        lines = [
+            failed.get(p) or f"{'deleted' if store.update else 'unused'}: {store.show(p)}"
+            for p in unused
+        ]
         if lines:
             item.user_properties.append((UNUSED_PROPERTY, json.dumps(lines)))
 
@@ -167,7 +188,9 @@ class Housekeeping:
         if any(line.startswith("unused: ") for line in self.lines):
             terminalreporter.write_line("run `pytest --update-snapshots` to delete unused files")
         if self.stale_left:
-            terminalreporter.write_line(f"stale folders belong to renamed or deleted tests: {REMOVE_HINT}")
+            terminalreporter.write_line(
+                f"stale folders belong to renamed or deleted tests: {REMOVE_HINT}"
+            )
 
 
 def _scopes(config: pytest.Config, store: SnapshotStore) -> tuple[list[Path] | None, set[Path]]:

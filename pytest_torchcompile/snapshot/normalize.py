@@ -21,7 +21,9 @@ _OBJ_ID = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )(?:\d+|<id>)(\))")
 _GRAPH_ID = re.compile(r"(# graph id: )\d+")
 _GUARD_LATENCY = re.compile(r"^\s*Guard latency = [^\n]*\n?", re.MULTILINE)
 _BUILTINS_DICT = re.compile(r"__builtins_dict___\d+")
-_COMPILED_FN = re.compile(r"__compiled_fn_\d+(?:_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})?")
+_COMPILED_FN = re.compile(
+    r"__compiled_fn_\d+(?:_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})?"
+)
 _AOT_ID = re.compile(r"(# AOT ID: \[')\d+(_\w+'\])")
 _LINE_REF = re.compile(r"(\.py):\d+\b")
 _LINE_WORD = re.compile(r"(, line )\d+\b")
@@ -30,7 +32,9 @@ _RESUME_FN = re.compile(r"__resume_at_\d+_\d+")
 _TEMP = re.compile(r"__temp_\d+")
 _NUM_THREADS = re.compile(r'("num_threads":)\d+')
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
-_USER_TRACEBACK = re.compile(r"^User code traceback:[ \t]*\n(?:[ \t][^\n]*(?:\n|\Z)|\n)*?(?=\S|\Z)", re.MULTILINE)
+_USER_TRACEBACK = re.compile(
+    r"^User code traceback:[ \t]*\n(?:[ \t][^\n]*(?:\n|\Z)|\n)*?(?=\S|\Z)", re.MULTILINE
+)
 _NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
 _GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
 _GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$", re.MULTILINE)
@@ -159,7 +163,9 @@ def _at_path_start(folder: str) -> re.Pattern[str]:
     `/check/work/main` replays `/check/work/main/fixtures/zoo.py`; a plain
     replace made that `/checkfixtures/zoo.py`, whose only local name was `zoo.py`.
     """
-    return re.compile(r"(?<![\w<>.~+@%/-])" + re.escape(folder.rstrip("/") + "/"))  # `<>`: as `_ABSOLUTE_PY`
+    return re.compile(
+        r"(?<![\w<>.~+@%/-])" + re.escape(folder.rstrip("/") + "/")
+    )  # `<>`: as `_ABSOLUTE_PY`
 
 
 def _never_local(relative: str) -> bool:
@@ -210,8 +216,12 @@ class PathRule:
 # Rules for text that torch versions other than 2.13, or CUDA devices, add.
 # Kept as one block (issue 10); STATIC_RULES takes them in one place.
 
-_CODE_OBJECT_ADDRESS = re.compile(r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )")
-_BARE_PROVENANCE = re.compile(r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE)
+_CODE_OBJECT_ADDRESS = re.compile(
+    r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )"
+)
+_BARE_PROVENANCE = re.compile(
+    r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE
+)
 _BACKEND_HASH = re.compile(r"('backend_hash': ')[0-9A-Fa-f]+(?=')")
 _DEVICE_PROPERTIES = re.compile(r"DeviceProperties\([^()]*\)")
 _DEVICE_NUMBER = re.compile(r"\b(?!index=)(\w+=)-?\d+\b")
@@ -343,7 +353,9 @@ _FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
 _SYMPY_ANNOTATION = re.compile(r'"((?:Sym\(|[a-z]\w*\[)[^"\n]*)"')
 _SYMPY_PRODUCT = re.compile(r"\s*(\*\*|\*|//|/)\s*")
 _KEY_AT = r"list\(dict\.keys\({d}\)\)\[(\d+)\]"
-_GLOBAL_DICT_KEY = re.compile(r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')")
+_GLOBAL_DICT_KEY = re.compile(
+    r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')"
+)
 _TREE_PREFIX = re.compile(r"^[| ]*\+- (?:KeyManager: )?")
 
 
@@ -406,7 +418,10 @@ def _global_dict_keys_once(text: str) -> str:
         if found and not any(f in read for f in found) and _droppable_key_line(line):
             continue
         for d, index in found:
-            line = line.replace(f"list(dict.keys({d}))[{index}] == {keys[(d, index)]}", f"{keys[(d, index)]} in dict.keys({d})")
+            line = line.replace(
+                f"list(dict.keys({d}))[{index}] == {keys[(d, index)]}",
+                f"{keys[(d, index)]} in dict.keys({d})",
+            )
             line = line.replace(f"list(dict.keys({d}))[{index}]", f"list(dict.keys({d}))[<key>]")
         lines.append(line)
     return "\n".join(lines)
@@ -414,10 +429,14 @@ def _global_dict_keys_once(text: str) -> str:
 
 def _droppable_key_line(line: str) -> bool:
     """A tree or compact guard line, or a joined `and ...` line of the program."""
-    return bool(_TREE_PREFIX.match(line)) or line.lstrip().startswith(("and ", "EQUALS_MATCH:", "KeyManager:"))
+    return bool(_TREE_PREFIX.match(line)) or line.lstrip().startswith(
+        ("and ", "EQUALS_MATCH:", "KeyManager:")
+    )
 
 
-_GLOBALS_MANAGER = re.compile(r"^((?:\| )*)\+- GuardManager: source=G, accessed_by=GlobalsGuardAccessor\b")
+_GLOBALS_MANAGER = re.compile(
+    r"^((?:\| )*)\+- GuardManager: source=G, accessed_by=GlobalsGuardAccessor\b"
+)
 
 
 def sort_global_guards(text: str) -> str:

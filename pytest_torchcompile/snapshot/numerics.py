@@ -70,7 +70,9 @@ class Tolerance:
     def uses_fp64(self, dtype: torch.dtype) -> bool:
         if self.fp64 is None:
             return dtype in LOW_PRECISION
-        return self.fp64 and (dtype.is_floating_point or dtype.is_complex) and dtype != torch.float64
+        return (
+            self.fp64 and (dtype.is_floating_point or dtype.is_complex) and dtype != torch.float64
+        )
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,9 @@ class Mismatch:
     path: str
     detail: str
     leaf: str = ""
-    tensors: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False, compare=False)
+    tensors: tuple[torch.Tensor, torch.Tensor] | None = field(
+        default=None, repr=False, compare=False
+    )
     #: False when the two values could not be compared at all (no stage can be blamed for that)
     comparable: bool = True
 
@@ -114,7 +118,9 @@ def _walk(value: Any, path: str, depth: int, active: set[int]) -> Iterator[tuple
 
 def _children(value: Any) -> list[tuple[str, Any]] | None:
     """A container's (path suffix, child) pairs, or None for a leaf."""
-    if isinstance(value, torch.Tensor) or isinstance(value, (str, bytes, int, float, complex, bool, type(None))):
+    if isinstance(value, torch.Tensor) or isinstance(
+        value, (str, bytes, int, float, complex, bool, type(None))
+    ):
         return None
     if isinstance(value, Mapping):
         return [(f"[{key!r}]", child) for key, child in value.items()]
@@ -125,13 +131,17 @@ def _children(value: Any) -> list[tuple[str, Any]] | None:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [(f".{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
     if _compares_by_identity(value):
-        return [(f".{name}", child) for name, child in vars(value).items() if not name.startswith("_")]
+        return [
+            (f".{name}", child) for name, child in vars(value).items() if not name.startswith("_")
+        ]
     return None
 
 
 def _compares_by_identity(value: Any) -> bool:
     """A plain object (a KV cache, say): `==` between two copies is always False."""
-    return type(value).__eq__ is object.__eq__ and hasattr(value, "__dict__") and not callable(value)
+    return (
+        type(value).__eq__ is object.__eq__ and hasattr(value, "__dict__") and not callable(value)
+    )
 
 
 def argument_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +150,10 @@ def argument_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> di
     try:
         bound = inspect.signature(target).bind(*args, **kwargs)
     except (TypeError, ValueError):
-        return {**{f"args[{i}]": a for i, a in enumerate(args)}, **{f"kwargs[{k!r}]": v for k, v in kwargs.items()}}
+        return {
+            **{f"args[{i}]": a for i, a in enumerate(args)},
+            **{f"kwargs[{k!r}]": v for k, v in kwargs.items()},
+        }
     named: dict[str, Any] = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
@@ -161,7 +174,13 @@ def observe(output: Any, model: Any, inputs: dict[str, Any], grads: bool) -> dic
             if leaf.requires_grad:
                 seen[f"grad of {name}"] = leaf.grad
         if isinstance(model, torch.nn.Module):
-            seen.update({f"grad of {name}": p.grad for name, p in model.named_parameters() if p.requires_grad})
+            seen.update(
+                {
+                    f"grad of {name}": p.grad
+                    for name, p in model.named_parameters()
+                    if p.requires_grad
+                }
+            )
     if isinstance(model, torch.nn.Module):
         seen.update({f"buffer {name}": b for name, b in model.named_buffers()})
     for name, leaf in _input_tensors(inputs):
@@ -180,10 +199,20 @@ def _input_tensors(inputs: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]
 # --- comparing ----------------------------------------------------------------
 
 
-def compare(compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance) -> list[Mismatch]:
+def compare(
+    compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance
+) -> list[Mismatch]:
     """Every mismatch between two observations of the same call."""
-    found = [Mismatch(p, "present in eager's results, missing from compiled's") for p in eager if p not in compiled]
-    found += [Mismatch(p, "present in compiled's results, missing from eager's") for p in compiled if p not in eager]
+    found = [
+        Mismatch(p, "present in eager's results, missing from compiled's")
+        for p in eager
+        if p not in compiled
+    ]
+    found += [
+        Mismatch(p, "present in compiled's results, missing from eager's")
+        for p in compiled
+        if p not in eager
+    ]
     for path, leaf in compiled.items():
         if path in eager:
             mismatch = compare_leaf(path, leaf, eager[path], tolerance)
@@ -203,15 +232,29 @@ def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> 
     if _is_numpy(compiled) and _is_numpy(eager):
         return compare_numpy(path, compiled, eager, tolerance)
     if isinstance(compiled, float) and isinstance(eager, float):
-        rtol, atol = (tolerance.rtol, tolerance.atol) if tolerance.rtol is not None else PYTHON_FLOAT_TOLERANCE
-        if math.isclose(compiled, eager, rel_tol=rtol, abs_tol=atol) or (math.isnan(compiled) and math.isnan(eager)):
+        rtol, atol = (
+            (tolerance.rtol, tolerance.atol)
+            if tolerance.rtol is not None
+            else PYTHON_FLOAT_TOLERANCE
+        )
+        if math.isclose(compiled, eager, rel_tol=rtol, abs_tol=atol) or (
+            math.isnan(compiled) and math.isnan(eager)
+        ):
             return None
-        return Mismatch(path, f"compiled {compiled!r}, eager {eager!r} (rtol={rtol:.3g}, atol={atol:.3g})", path)
+        return Mismatch(
+            path, f"compiled {compiled!r}, eager {eager!r} (rtol={rtol:.3g}, atol={atol:.3g})", path
+        )
     if type(compiled) is not type(eager):
-        return Mismatch(path, f"type differs: compiled {type(compiled).__name__} {compiled!r}, eager {type(eager).__name__} {eager!r}", path)
+        return Mismatch(
+            path,
+            f"type differs: compiled {type(compiled).__name__} {compiled!r}, eager {type(eager).__name__} {eager!r}",
+            path,
+        )
     try:
         equal = bool(compiled == eager)
-    except Exception as exc:  # an object whose == raises cannot be compared, which is itself worth saying
+    except (
+        Exception
+    ) as exc:  # an object whose == raises cannot be compared, which is itself worth saying
         return incomparable(path, f"{type(compiled).__name__} values", exc)
     return None if equal else Mismatch(path, f"compiled {compiled!r} != eager {eager!r}", path)
 
@@ -219,7 +262,9 @@ def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> 
 def incomparable(path: str, what: str, exc: BaseException) -> Mismatch:
     """A leaf the check cannot compare: a failure of its own, not a divergence."""
     reason = " ".join(str(exc).strip().splitlines()[:1])[:200]
-    return Mismatch(path, f"cannot compare {what} ({type(exc).__name__}: {reason})", path, comparable=False)
+    return Mismatch(
+        path, f"cannot compare {what} ({type(exc).__name__}: {reason})", path, comparable=False
+    )
 
 
 def _is_numpy(value: Any) -> bool:
@@ -244,7 +289,9 @@ def compare_numpy(path: str, compiled: Any, eager: Any, tolerance: Tolerance) ->
     return compare_tensors(path, c, e, tolerance)
 
 
-def compare_tensors(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
+def compare_tensors(
+    path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance
+) -> Mismatch | None:
     """Metadata first (shape, dtype, device, layout, strides), then values; a tensor kind
     without these (a subclass, say) is reported as one that cannot be compared."""
     try:
@@ -255,13 +302,23 @@ def compare_tensors(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tole
         return incomparable(path, f"{type(c).__name__} values", exc)
 
 
-def _compare_nested(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
+def _compare_nested(
+    path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance
+) -> Mismatch | None:
     """Nested tensors have no single shape: compare them component by component."""
     if not (c.is_nested and e.is_nested):
-        return Mismatch(path, f"layout differs: compiled {'nested' if c.is_nested else c.layout}, eager {'nested' if e.is_nested else e.layout}", path)
+        return Mismatch(
+            path,
+            f"layout differs: compiled {'nested' if c.is_nested else c.layout}, eager {'nested' if e.is_nested else e.layout}",
+            path,
+        )
     cs, es = c.unbind(), e.unbind()
     if len(cs) != len(es):
-        return Mismatch(path, f"nested tensor size differs: compiled {len(cs)} components, eager {len(es)}", path)
+        return Mismatch(
+            path,
+            f"nested tensor size differs: compiled {len(cs)} components, eager {len(es)}",
+            path,
+        )
     for i, (ci, ei) in enumerate(zip(cs, es)):
         found = compare_tensors(f"{path}.unbind()[{i}]", ci, ei, tolerance)
         if found is not None:
@@ -269,11 +326,19 @@ def _compare_nested(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tole
     return None
 
 
-def _compare_strided(path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
+def _compare_strided(
+    path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance
+) -> Mismatch | None:
     for what in ("shape", "dtype", "device", "layout"):
         if getattr(c, what) != getattr(e, what):
-            return Mismatch(path, f"{what} differs: compiled {getattr(c, what)}, eager {getattr(e, what)}", path)
-    strides = f"stride differs: compiled {_layout(c)}, eager {_layout(e)}" if _strides(c) != _strides(e) else ""
+            return Mismatch(
+                path, f"{what} differs: compiled {getattr(c, what)}, eager {getattr(e, what)}", path
+            )
+    strides = (
+        f"stride differs: compiled {_layout(c)}, eager {_layout(e)}"
+        if _strides(c) != _strides(e)
+        else ""
+    )
     if strides and tolerance.check_stride:
         return Mismatch(path, strides, path)
     if c.is_meta:  # no values to compare: shape, dtype and strides are all a meta tensor has
@@ -308,14 +373,23 @@ def _layout(t: torch.Tensor) -> str:
     return f"stride {tuple(t.stride())} ({kind})"
 
 
-def describe_values(c: torch.Tensor, e: torch.Tensor, close: torch.Tensor, rtol: float, atol: float) -> tuple[str, str]:
+def describe_values(
+    c: torch.Tensor, e: torch.Tensor, close: torch.Tensor, rtol: float, atol: float
+) -> tuple[str, str]:
     """The worst element's index, and its values, the max errors and the count."""
-    cd, ed = c.to(torch.float64) if not c.is_complex() else c, e.to(torch.float64) if not e.is_complex() else e
+    cd, ed = (
+        c.to(torch.float64) if not c.is_complex() else c,
+        e.to(torch.float64) if not e.is_complex() else e,
+    )
     abs_err = (cd - ed).abs().nan_to_num(nan=float("inf"))
-    rel_err = (abs_err / ed.abs()).nan_to_num(nan=0.0, posinf=math.inf)  # inf where eager is 0, as assert_close reports
+    rel_err = (abs_err / ed.abs()).nan_to_num(
+        nan=0.0, posinf=math.inf
+    )  # inf where eager is 0, as assert_close reports
     bad = ~close
     worst = int(torch.where(bad, abs_err, torch.full_like(abs_err, -1.0)).flatten().argmax())
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), c.shape)) if c.dim() else ()
+    index = (
+        tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), c.shape)) if c.dim() else ()
+    )
     where = f"[{', '.join(map(str, index))}]" if index else ""
     detail = (
         f"compiled {_scalar(c.flatten()[worst])}, eager {_scalar(e.flatten()[worst])}; "
@@ -327,17 +401,25 @@ def describe_values(c: torch.Tensor, e: torch.Tensor, close: torch.Tensor, rtol:
 
 def _scalar(t: torch.Tensor) -> str:
     value = t.item()
-    return f"{value:.6g}" if isinstance(value, (float, int)) and not isinstance(value, bool) else str(value)
+    return (
+        f"{value:.6g}"
+        if isinstance(value, (float, int)) and not isinstance(value, bool)
+        else str(value)
+    )
 
 
 # --- the fp64 reference -------------------------------------------------------
 
 
 def needs_fp64(mismatches: list[Mismatch], tolerance: Tolerance) -> bool:
-    return any(m.tensors is not None and tolerance.uses_fp64(m.tensors[0].dtype) for m in mismatches)
+    return any(
+        m.tensors is not None and tolerance.uses_fp64(m.tensors[0].dtype) for m in mismatches
+    )
 
 
-def tolerate_with_fp64(mismatches: list[Mismatch], reference: Mapping[str, Any], tolerance: Tolerance) -> list[Mismatch]:
+def tolerate_with_fp64(
+    mismatches: list[Mismatch], reference: Mapping[str, Any], tolerance: Tolerance
+) -> list[Mismatch]:
     """Drop value mismatches that are no worse against fp64 than eager's own error.
 
     `reference` is an observation of the same call run in float64. A kept
@@ -346,7 +428,11 @@ def tolerate_with_fp64(mismatches: list[Mismatch], reference: Mapping[str, Any],
     kept = []
     for m in mismatches:
         ref = reference.get(m.leaf)
-        if m.tensors is None or not tolerance.uses_fp64(m.tensors[0].dtype) or not isinstance(ref, torch.Tensor):
+        if (
+            m.tensors is None
+            or not tolerance.uses_fp64(m.tensors[0].dtype)
+            or not isinstance(ref, torch.Tensor)
+        ):
             kept.append(m)
             continue
         compiled, eager = (t.to(torch.float64) for t in m.tensors)
@@ -373,7 +459,9 @@ def to_fp64(value: Any) -> Any:
 
 
 def _tensor_to_fp64(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to(torch.float64).requires_grad_(t.requires_grad) if t.is_floating_point() else t
+    return (
+        t.detach().to(torch.float64).requires_grad_(t.requires_grad) if t.is_floating_point() else t
+    )
 
 
 # --- reporting ----------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .catalogue import ARTIFACT_EXTENSIONS
@@ -30,7 +30,9 @@ MAX_SEGMENT_BYTES = 150
 _UNSAFE = frozenset('\\/:*?"<>|%')
 _HASH_MARK = "%~"
 #: Windows opens a device, not a file, for these names, with any extension and in any case.
-_WINDOWS_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"{port}{n}" for port in ("COM", "LPT") for n in range(1, 10))})
+_WINDOWS_DEVICES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", *(f"{port}{n}" for port in ("COM", "LPT") for n in range(1, 10))}
+)
 _TEMP = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp$")
 
 #: The only file names the plugin writes into a snapshot folder.
@@ -51,7 +53,14 @@ def segment(name: str) -> str:
 
 
 def _escape(name: str) -> str:
-    parts = ["%2E" if i == 0 and c == "." else _pct(c) if c in _UNSAFE or ord(c) < 32 or ord(c) == 127 else c for i, c in enumerate(name)]
+    parts = [
+        "%2E"
+        if i == 0 and c == "."
+        else _pct(c)
+        if c in _UNSAFE or ord(c) < 32 or ord(c) == 127
+        else c
+        for i, c in enumerate(name)
+    ]
     end = len(parts)
     while end > 0 and parts[end - 1] in (".", " "):
         end -= 1
@@ -77,7 +86,7 @@ def _cut(escaped: str, limit: int) -> str:
     return "".join(kept)
 
 
-@lru_cache(maxsize=None)
+@cache
 def folds_case(path: Path) -> bool:
     """Whether the file system at `path` takes names that differ only in case for one name.
 
@@ -102,9 +111,13 @@ def base_name(segment_text: str) -> str:
     return segment_text.split("[", 1)[0]
 
 
-def test_folder(root: Path, rootdir: Path, test_path: Path, classes: tuple[str, ...], test_name: str) -> Path:
+def test_folder(
+    root: Path, rootdir: Path, test_path: Path, classes: tuple[str, ...], test_name: str
+) -> Path:
     """`<root>/<test file without .py>/[<Class>/...]<test name>`."""
-    return module_folder(root, rootdir, test_path).joinpath(*map(segment, classes), segment(test_name))
+    return module_folder(root, rootdir, test_path).joinpath(
+        *map(segment, classes), segment(test_name)
+    )
 
 
 def module_folder(root: Path, rootdir: Path, test_path: Path) -> Path:

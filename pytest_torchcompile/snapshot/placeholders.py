@@ -34,15 +34,25 @@ def placeholders(template: str) -> frozenset[str]:
     `{{` and `}}` stand for literal braces, as in `str.format`.
     """
     try:
-        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
+        fields = [
+            (name, spec, conversion)
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
     except ValueError as exc:  # an unmatched brace
-        raise PlaceholderError(f"{template!r} is not a valid folder template ({exc}); write {{{{ and }}}} for literal braces") from None
+        raise PlaceholderError(
+            f"{template!r} is not a valid folder template ({exc}); write {{{{ and }}}} for literal braces"
+        ) from None
     for name, spec, conversion in fields:
         if name not in PLACEHOLDERS:
             shown = "{" + name + "}" if name else "{}"
-            raise PlaceholderError(f"{template!r} has unknown placeholder {shown}; known: {_known()}")
+            raise PlaceholderError(
+                f"{template!r} has unknown placeholder {shown}; known: {_known()}"
+            )
         if spec or conversion:
-            raise PlaceholderError(f"{template!r}: placeholder {{{name}}} takes no format spec or conversion; known: {_known()}")
+            raise PlaceholderError(
+                f"{template!r}: placeholder {{{name}}} takes no format spec or conversion; known: {_known()}"
+            )
     return frozenset(name for name, _, _ in fields)
 
 
@@ -92,11 +102,19 @@ def case_device(model: Any, inputs: Iterable[Any]) -> str:
 
     from .._torch.tensors import tree_leaves
 
-    tensors = list(model.parameters()) + list(model.buffers()) if isinstance(model, torch.nn.Module) else []
+    tensors = (
+        list(model.parameters()) + list(model.buffers())
+        if isinstance(model, torch.nn.Module)
+        else []
+    )
     tensors += [t for t in tree_leaves(list(inputs)) if isinstance(t, torch.Tensor)]
     for tensor in tensors:
         if tensor.device.type != "cpu":
-            capability = torch.cuda.get_device_capability(tensor.device) if tensor.device.type == "cuda" else None
+            capability = (
+                torch.cuda.get_device_capability(tensor.device)
+                if tensor.device.type == "cuda"
+                else None
+            )
             return device_key(tensor.device.type, capability)
     return "cpu"
 

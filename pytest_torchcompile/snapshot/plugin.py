@@ -23,7 +23,15 @@ from .diff import compare_case
 from .failure import FULL_DIFF_FLAG, compose
 from .housekeeping import Housekeeping, owner_of
 from .normalize import Normalizer
-from .placeholders import PlaceholderError, case_device, installed_torch_minor, placeholders, resolve, resolve_some, torch_minor
+from .placeholders import (
+    PlaceholderError,
+    case_device,
+    installed_torch_minor,
+    placeholders,
+    resolve,
+    resolve_some,
+    torch_minor,
+)
 from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .spec import MARKER, CompileSpec
 from .store import Outcome, SnapshotStore
@@ -71,7 +79,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)")
+    config.addinivalue_line(
+        "markers",
+        f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)",
+    )
     session = TorchCompileSession.from_config(config)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "torchcompile-session")
@@ -118,10 +129,20 @@ class TorchCompileSession:
     """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
     update bookkeeping (housekeeping.py, which judges unused files and stale folders)."""
 
-    def __init__(self, folder: str, store: SnapshotStore, rootdir: Path, worker: bool, housekeeping: Housekeeping, full_diff: bool = False) -> None:
+    def __init__(
+        self,
+        folder: str,
+        store: SnapshotStore,
+        rootdir: Path,
+        worker: bool,
+        housekeeping: Housekeeping,
+        full_diff: bool = False,
+    ) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
         self.uses = placeholders(folder)
-        self.store = store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
+        self.store = (
+            store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
+        )
         self.rootdir = rootdir
         self.update = store.update
         self.worker = worker
@@ -140,7 +161,9 @@ class TorchCompileSession:
         update = bool(config.getoption("update_snapshots"))
         folder, setting = _snapshot_setting(config)
         if not folder.strip():
-            raise pytest.UsageError(f"{setting} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)")
+            raise pytest.UsageError(
+                f"{setting} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)"
+            )
         try:
             placeholders(folder)
         except PlaceholderError as exc:
@@ -150,8 +173,17 @@ class TorchCompileSession:
             folder = resolve_some(folder, torch=version)
         root = _snapshot_root(setting, rootdir / resolve_some(folder, device="cpu"))
         store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
-        full_diff = bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
-        return cls(folder, store, rootdir, hasattr(config, "workerinput"), Housekeeping.from_config(config, store), full_diff)
+        full_diff = (
+            bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
+        )
+        return cls(
+            folder,
+            store,
+            rootdir,
+            hasattr(config, "workerinput"),
+            Housekeeping.from_config(config, store),
+            full_diff,
+        )
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -163,10 +195,17 @@ class TorchCompileSession:
             return self.store
         import torch
 
-        folder = resolve(self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases))
+        folder = resolve(
+            self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases)
+        )
         root = self.rootdir / folder
         if root not in self.stores:
-            self.stores[root] = SnapshotStore(root=root, rootdir=self.rootdir, update=self.store.update, started=self.store.started)
+            self.stores[root] = SnapshotStore(
+                root=root,
+                rootdir=self.rootdir,
+                update=self.store.update,
+                started=self.store.started,
+            )
         return self.stores[root]
 
     def _device(self, nodeid: str, cases: list[Any]) -> str:
@@ -203,16 +242,30 @@ class TorchCompileSession:
         outcomes: list[Outcome] = []
         crash = ""
         try:
-            store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
+            store = self.store_for(
+                pyfuncitem.nodeid, [c for c in model.cases if c.result is not None]
+            )
             test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-            collision = self.housekeeping.shared_folder(pyfuncitem, store) or store.claim(test_dir, owner_of(pyfuncitem))
+            collision = self.housekeeping.shared_folder(pyfuncitem, store) or store.claim(
+                test_dir, owner_of(pyfuncitem)
+            )
             if collision:
                 pytest.fail(f"usage error: {collision}", pytrace=False)
             outcomes = model.check_snapshots(store, test_dir)
             self.outcomes.extend(outcomes)
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
             pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
-            failure = compose(outcomes, test_dir, store.show(test_dir), self.full_diff, _verdict(outcomes, test_dir)) if any(o.failed for o in outcomes) else ""
+            failure = (
+                compose(
+                    outcomes,
+                    test_dir,
+                    store.show(test_dir),
+                    self.full_diff,
+                    _verdict(outcomes, test_dir),
+                )
+                if any(o.failed for o in outcomes)
+                else ""
+            )
         except OSError:
             raise  # the file system's own error, with its path (the store's to word)
         except Exception as exc:  # the plugin's bug: fail this test with a line that says so
@@ -225,7 +278,9 @@ class TorchCompileSession:
         return result
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Iterator[Any]:
         report = yield
         model = item.stash.get(model_key, None)
         if call.when == "call" and model is not None:
@@ -233,12 +288,20 @@ class TorchCompileSession:
                 self._attach_rows(report, item, model)
         return report
 
-    def _attach_rows(self, report: pytest.TestReport, item: pytest.Item, model: CompileModel) -> None:
+    def _attach_rows(
+        self, report: pytest.TestReport, item: pytest.Item, model: CompileModel
+    ) -> None:
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
         report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
-        trips = [_precompile_row(item.nodeid, case) for case in model.cases if case.round_trip is not None]
+        trips = [
+            _precompile_row(item.nodeid, case)
+            for case in model.cases
+            if case.round_trip is not None
+        ]
         if trips:
-            report.user_properties.append((PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips])))
+            report.user_properties.append(
+                (PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
+            )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
@@ -275,8 +338,13 @@ class TorchCompileSession:
         if self.rows:
             self._write_tables(terminalreporter)
         if self.store.update:
-            deleted = sum(line.startswith(("deleted: ", "removed stale: ")) for line in self.housekeeping.lines)
-            counts = ", ".join(f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items())
+            deleted = sum(
+                line.startswith(("deleted: ", "removed stale: "))
+                for line in self.housekeeping.lines
+            )
+            counts = ", ".join(
+                f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items()
+            )
             terminalreporter.write_line(f"torch.compile snapshots: {counts}")
 
     def _write_tables(self, terminalreporter: Any) -> None:
@@ -284,12 +352,17 @@ class TorchCompileSession:
         for line in format_table(self.rows):
             terminalreporter.write_line(line)
         if self.precompile_rows:
-            terminalreporter.write_sep("-", "torch.compile precompile round trips (aot_compile, save, load in a fresh process)")
+            terminalreporter.write_sep(
+                "-",
+                "torch.compile precompile round trips (aot_compile, save, load in a fresh process)",
+            )
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
 
 
-def _verdict(outcomes: list[Outcome], test_dir: Path) -> Callable[[str, Mapping[str, tuple[str, str]]], str | None]:
+def _verdict(
+    outcomes: list[Outcome], test_dir: Path
+) -> Callable[[str, Mapping[str, tuple[str, str]]], str | None]:
     """The upgrade report's classifier (`diff.compare_case`) for one case of a failing test.
 
     It reads whole cases: the artifacts that matched are the same on both
@@ -299,7 +372,11 @@ def _verdict(outcomes: list[Outcome], test_dir: Path) -> Callable[[str, Mapping[
     texts: dict[str, dict[str, str]] = {}
     for outcome in outcomes:
         if outcome.new is not None:
-            case = outcome.path.parent.relative_to(test_dir).as_posix() if outcome.path.parent != test_dir else ""
+            case = (
+                outcome.path.parent.relative_to(test_dir).as_posix()
+                if outcome.path.parent != test_dir
+                else ""
+            )
             texts.setdefault(case, {})[outcome.path.name.split(".", 1)[0]] = outcome.new
 
     def verdict(case: str, changed: Mapping[str, tuple[str, str]]) -> str | None:
@@ -315,7 +392,12 @@ def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:
     """The snapshot folder template and how the user set it (for messages)."""
     flag = config.getoption("torchcompile_snapshot_dir")
     folder = flag or config.getini("torchcompile_snapshot_dir")
-    return str(folder), f"--torchcompile-snapshot-dir={folder}" if flag else f"ini torchcompile_snapshot_dir = {folder!r}"
+    return (
+        str(folder),
+        f"--torchcompile-snapshot-dir={folder}"
+        if flag
+        else f"ini torchcompile_snapshot_dir = {folder!r}",
+    )
 
 
 def _snapshot_root(setting: str, root: Path) -> Path:
@@ -323,17 +405,35 @@ def _snapshot_root(setting: str, root: Path) -> Path:
     for path in (root, *root.parents):
         if path.exists():
             if not path.is_dir():
-                raise pytest.UsageError(f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file")
+                raise pytest.UsageError(
+                    f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file"
+                )
             break
     return root
 
 
 def _row(nodeid: str, case: Any) -> CaseRow:
     r = case.result
-    return CaseRow(nodeid, case.name, r.graph_count, r.graph_break_count, r.recompile_count, r.kernel_count, round(case.compile_seconds, 2))
+    return CaseRow(
+        nodeid,
+        case.name,
+        r.graph_count,
+        r.graph_break_count,
+        r.recompile_count,
+        r.kernel_count,
+        round(case.compile_seconds, 2),
+    )
 
 
 def _precompile_row(nodeid: str, case: Any) -> PrecompileRow:
     r = case.round_trip.report
     first_load = r.load_seconds[0] if r.load_seconds else 0.0
-    return PrecompileRow(nodeid, case.name, r.artifact_bytes, round(r.compile_seconds, 2), round(r.save_seconds, 3), round(first_load, 2), len(r.load_seconds))
+    return PrecompileRow(
+        nodeid,
+        case.name,
+        r.artifact_bytes,
+        round(r.compile_seconds, 2),
+        round(r.save_seconds, 3),
+        round(first_load, 2),
+        len(r.load_seconds),
+    )

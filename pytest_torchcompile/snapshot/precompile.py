@@ -70,7 +70,9 @@ class RoundTrip:
     workdir: tempfile.TemporaryDirectory[str]
 
     @classmethod
-    def prepare(cls, spec: CompileSpec, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> RoundTrip:
+    def prepare(
+        cls, spec: CompileSpec, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> RoundTrip:
         """aot_compile the model (fullgraph) on these inputs and save it."""
         method = isinstance(model, torch.nn.Module)
         target = model.forward if method else model
@@ -83,7 +85,9 @@ class RoundTrip:
         except Exception as exc:
             if errors.is_graph_break(exc):
                 raise fullgraph_required((first_line(exc),)) from exc
-            raise PrecompileFailure(f"precompile: aot_compile failed: {first_line(innermost(exc))}") from exc
+            raise PrecompileFailure(
+                f"precompile: aot_compile failed: {first_line(innermost(exc))}"
+            ) from exc
         compile_seconds = time.perf_counter() - started
         workdir = tempfile.TemporaryDirectory(prefix="torchcompile_precompile_")
         artifact = Path(workdir.name) / "compiled.pt2"
@@ -92,15 +96,23 @@ class RoundTrip:
             aot.save(compiled, artifact)
         except Exception as exc:
             workdir.cleanup()
-            raise PrecompileFailure(f"precompile: save_compiled_function failed: {first_line(innermost(exc))}") from exc
-        report = PrecompileReport(artifact.stat().st_size, compile_seconds, time.perf_counter() - started)
+            raise PrecompileFailure(
+                f"precompile: save_compiled_function failed: {first_line(innermost(exc))}"
+            ) from exc
+        report = PrecompileReport(
+            artifact.stat().st_size, compile_seconds, time.perf_counter() - started
+        )
         return cls(artifact, method, report, workdir)
 
     def run(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], seed: int) -> Any:
         """Load the artifact in a fresh process, call it on the inputs, return its outputs."""
         folder = Path(self.workdir.name)
         call, result = folder / "call.pt", folder / "result.pt"
-        payload = {"model": model if self.method else None, "args": tuple(args), "kwargs": dict(kwargs)}
+        payload = {
+            "model": model if self.method else None,
+            "args": tuple(args),
+            "kwargs": dict(kwargs),
+        }
         payload.update(grad_enabled=torch.is_grad_enabled(), seed=seed)
         try:
             torch.save(payload, call)
@@ -110,7 +122,14 @@ class RoundTrip:
                 f"artifact, and the model's class importable there (defined at module level): {first_line(exc)}"
             ) from exc
         done = subprocess.run(
-            [sys.executable, "-m", "pytest_torchcompile.snapshot.precompile", str(self.artifact), str(call), str(result)],
+            [
+                sys.executable,
+                "-m",
+                "pytest_torchcompile.snapshot.precompile",
+                str(self.artifact),
+                str(call),
+                str(result),
+            ],
             env=_child_env(),
             capture_output=True,
             text=True,
@@ -118,7 +137,9 @@ class RoundTrip:
         )
         if done.returncode != 0 or not result.is_file():
             tail = "\n".join(done.stderr.strip().splitlines()[-15:])
-            raise PrecompileFailure(f"precompile: the fresh process that loads the artifact failed (exit {done.returncode}):\n{tail}")
+            raise PrecompileFailure(
+                f"precompile: the fresh process that loads the artifact failed (exit {done.returncode}):\n{tail}"
+            )
         answer = torch.load(result, weights_only=False)
         result.unlink()
         if answer["error"]:

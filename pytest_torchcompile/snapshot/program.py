@@ -16,8 +16,8 @@ import ast
 import functools
 
 from .._torch.formats import AOT_KIND, COMPILED_CALL, COMPILED_FN_PREFIX
-from .artifacts import bytecode_listing, depyf_source
 from ..common.records import BytecodeRecord, CaptureLog, FrameKey
+from .artifacts import bytecode_listing, depyf_source
 from .guards import PRELUDE, guard_function
 
 HEADER = """\
@@ -39,6 +39,7 @@ HEADER = """\
 # Object ids differ in every process: IDS_<frame>[source] stands for the id() that
 # Dynamo recorded for that source; CompileResult.check_guards binds it.
 """
+
 
 def build(log: CaptureLog, backend: str) -> str:
     """The raw program of one case (normalize it like any artifact)."""
@@ -62,7 +63,9 @@ def frame_section(log: CaptureLog, key: FrameKey, name: str, record: BytecodeRec
             parts.append(_titled("3. calls", "\n".join(f"# {c}: {_call_note(c)}" for c in calls)))
     wrappers = log.payloads("runtime_wrapper", key)
     if wrappers:
-        parts.append(_titled("4. AOTAutograd runtime wrapper", "\n\n".join(_python(w) for w in wrappers)))
+        parts.append(
+            _titled("4. AOTAutograd runtime wrapper", "\n\n".join(_python(w) for w in wrappers))
+        )
     for title, text in compiled_graphs(log, key):
         parts.append(_titled(f"5. {title}", _python(text)))
     return "\n\n".join(parts)
@@ -97,10 +100,19 @@ def compiled_graphs(log: CaptureLog, key: FrameKey) -> list[tuple[str, str]]:
     codes = log.payloads("output_code", key)
     if codes:
         return [(f"compiled {_aot_kind(code)} (output code)", code) for code in codes]
-    aot = [(name, text) for name in ("aot_forward", "aot_backward", "aot_inference") for text in log.payloads(name, key)]
+    aot = [
+        (name, text)
+        for name in ("aot_forward", "aot_backward", "aot_inference")
+        for text in log.payloads(name, key)
+    ]
     if aot:
-        return [(f"{name.replace('aot_', 'AOTAutograd ')} graph, run by the backend", text) for name, text in aot]
-    return [("Dynamo's graph, run by the backend", text) for text in log.payloads("dynamo_graph", key)]
+        return [
+            (f"{name.replace('aot_', 'AOTAutograd ')} graph, run by the backend", text)
+            for name, text in aot
+        ]
+    return [
+        ("Dynamo's graph, run by the backend", text) for text in log.payloads("dynamo_graph", key)
+    ]
 
 
 def _aot_kind(code: str) -> str:
@@ -113,7 +125,9 @@ def _python(text: str) -> str:
     text = text.strip("\n")
     if is_python(text):
         return text
-    return "# (not valid Python as captured; kept as comments)\n" + "\n".join(f"# {line}" for line in text.splitlines())
+    return "# (not valid Python as captured; kept as comments)\n" + "\n".join(
+        f"# {line}" for line in text.splitlines()
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -26,7 +26,15 @@ from ..common.diagnose import first_line
 from ..common.records import CaptureLog
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from .calls import Inputs, observed_call
-from .numerics import Mismatch, Tolerance, compare, format_mismatches, needs_fp64, to_fp64, tolerate_with_fp64
+from .numerics import (
+    Mismatch,
+    Tolerance,
+    compare,
+    format_mismatches,
+    needs_fp64,
+    to_fp64,
+    tolerate_with_fp64,
+)
 from .spec import MARKER, CompileSpec
 
 
@@ -43,7 +51,9 @@ class Replay:
     @property
     def tolerance(self) -> Tolerance:
         spec = self.spec
-        return Tolerance(spec.rtol, spec.atol, spec.fp64_reference, spec.fp64_multiplier, spec.check_stride)
+        return Tolerance(
+            spec.rtol, spec.atol, spec.fp64_reference, spec.fp64_multiplier, spec.check_stride
+        )
 
     def mismatches(self, seen: dict[str, Any], eager_seen: dict[str, Any]) -> list[Mismatch]:
         """Mismatches beyond tolerance, less those an fp64 reference excuses."""
@@ -53,16 +63,23 @@ class Replay:
             return mismatches
         try:
             reference = self._reference(fp64=True)
-        except Exception as exc:  # e.g. an op without a float64 kernel: keep the plain verdict, say why
+        except (
+            Exception
+        ) as exc:  # e.g. an op without a float64 kernel: keep the plain verdict, say why
             note = f"; no fp64 reference ({type(exc).__name__}: {first_line(exc)})"
-            return [dataclasses.replace(m, detail=m.detail + note) if m.tensors is not None else m for m in mismatches]
+            return [
+                dataclasses.replace(m, detail=m.detail + note) if m.tensors is not None else m
+                for m in mismatches
+            ]
         return tolerate_with_fp64(mismatches, reference, tolerance)
 
     def numerics_failure(self, mismatches: list[Mismatch]) -> str:
         """The failure text: which stage diverged (or why the comparison is meaningless), then the mismatches."""
         if not any(m.comparable for m in mismatches):  # nothing diverged: no stage to blame
             return "\n".join(
-                [f"numerics: cannot compare compiled's results with eager's (set {MARKER}(numerics=False) to skip the check):"]
+                [
+                    f"numerics: cannot compare compiled's results with eager's (set {MARKER}(numerics=False) to skip the check):"
+                ]
                 + format_mismatches(mismatches)
             )
         lines = [f"compiled ({self.spec.backend_name}) differs from eager:"]
@@ -76,7 +93,9 @@ class Replay:
         else:
             lines.extend(self._attribution(fallback_random=bool(random)).lines())
             if random:
-                lines.append(f"(random ops {', '.join(random)}: stages re-run with fallback_random=True; it does not explain the divergence)")
+                lines.append(
+                    f"(random ops {', '.join(random)}: stages re-run with fallback_random=True; it does not explain the divergence)"
+                )
         return "\n".join(lines + format_mismatches(mismatches))
 
     def _passes_with_fallback_random(self) -> bool:
@@ -87,14 +106,22 @@ class Replay:
 
     def _graph_texts(self) -> list[str]:
         """AOT graphs where there are any (eval-mode dropout is gone there), else Dynamo's."""
-        aot = [t for name in ("aot_forward", "aot_inference", "aot_backward") for t in self.log.payloads(name)]
+        aot = [
+            t
+            for name in ("aot_forward", "aot_inference", "aot_backward")
+            for t in self.log.payloads(name)
+        ]
         return aot or self.log.payloads("dynamo_graph")
 
     def _attribution(self, fallback_random: bool) -> Attribution:
         backend, is_name = self.spec.backend_name, isinstance(self.spec.backend, str)
 
         def stage(stage_backend: str) -> str | None:
-            kwargs = {"backend": stage_backend, "fullgraph": self.spec.fullgraph, "dynamic": self.spec.dynamic}
+            kwargs = {
+                "backend": stage_backend,
+                "fullgraph": self.spec.fullgraph,
+                "dynamic": self.spec.dynamic,
+            }
             return self._replay(kwargs, fallback_random, self._requested_config(stage_backend))
 
         found = attribute(backend, is_name, stage)
@@ -102,7 +129,12 @@ class Replay:
             found = dataclasses.replace(found, bisected=bisect(stage))
         return found
 
-    def _replay(self, compile_kwargs: dict[str, Any], fallback_random: bool, inductor: dict[str, Any] | None = None) -> str | None:
+    def _replay(
+        self,
+        compile_kwargs: dict[str, Any],
+        fallback_random: bool,
+        inductor: dict[str, Any] | None = None,
+    ) -> str | None:
         """Re-run the case from its start with other compile settings; describe the first mismatch, if any."""
         reference = self._reference(fp64=False)
         reset_dynamo()
@@ -134,4 +166,7 @@ class Replay:
         """The requested mode and options as Inductor config, for the bisector's Inductor replays."""
         if backend != self.spec.backend_name or not isinstance(self.spec.backend, str):
             return {}
-        return {**config.mode_options(self.spec.mode, self.spec.dynamic), **dict(self.spec.options or {})}
+        return {
+            **config.mode_options(self.spec.mode, self.spec.dynamic),
+            **dict(self.spec.options or {}),
+        }

@@ -31,7 +31,14 @@ class CaseRow:
 
     def cells(self, single: bool) -> tuple[str, ...]:
         label = self.nodeid if single else f"{self.nodeid} [{self.case}]"
-        return (label, str(self.graphs), str(self.breaks), str(self.recompiles), str(self.kernels), f"{self.compile_seconds:.1f}")
+        return (
+            label,
+            str(self.graphs),
+            str(self.breaks),
+            str(self.recompiles),
+            str(self.kernels),
+            f"{self.compile_seconds:.1f}",
+        )
 
 
 def format_table(rows: list[CaseRow]) -> list[str]:
@@ -39,7 +46,10 @@ def format_table(rows: list[CaseRow]) -> list[str]:
     per_test: dict[str, int] = {}
     for row in rows:
         per_test[row.nodeid] = per_test.get(row.nodeid, 0) + 1
-    body = [row.cells(per_test[row.nodeid] == 1) for row in sorted(rows, key=lambda r: (r.nodeid, r.case))]
+    body = [
+        row.cells(per_test[row.nodeid] == 1)
+        for row in sorted(rows, key=lambda r: (r.nodeid, r.case))
+    ]
     return align(HEADER, body, numbers_right=True)
 
 
@@ -79,4 +89,8 @@ class PrecompileRow:
 
 
 def format_precompile_table(rows: list[PrecompileRow]) -> list[str]:
-    return align(PRECOMPILE_HEADER, [row.cells() for row in sorted(rows, key=lambda r: (r.nodeid, r.case))], numbers_right=True)
+    return align(
+        PRECOMPILE_HEADER,
+        [row.cells() for row in sorted(rows, key=lambda r: (r.nodeid, r.case))],
+        numbers_right=True,
+    )

@@ -45,6 +45,7 @@ class CompileResult:
     def frames(self) -> tuple[FrameResult, ...]:
         """One record per Dynamo frame compile, normalized when first read."""
         return self._frames()
+
     _check_guards: Callable[..., bool] | None = field(default=None, repr=False)
     #: `precompile=True`: artifact size and compile/save/load seconds (not snapshotted: they vary)
     precompile: PrecompileReport | None = None

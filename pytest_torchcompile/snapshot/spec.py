@@ -72,7 +72,9 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
     if artifacts is None:
         return None
     if isinstance(artifacts, str) or not isinstance(artifacts, (tuple, list)):
-        raise SpecError(f"{MARKER}(artifacts={artifacts!r}) must be a tuple of artifact names, e.g. ('summary', 'guards')")
+        raise SpecError(
+            f"{MARKER}(artifacts={artifacts!r}) must be a tuple of artifact names, e.g. ('summary', 'guards')"
+        )
     odd = [a for a in artifacts if not isinstance(a, str)]
     if odd:
         raise SpecError(
@@ -111,4 +113,6 @@ def _check_tolerances(rtol: object, atol: object) -> None:
                 "(to skip the numerics check, set numerics=False)"
             )
     if (rtol is None) != (atol is None):
-        raise SpecError(f"{MARKER}: give both rtol= and atol=, or neither (as torch.testing.assert_close)")
+        raise SpecError(
+            f"{MARKER}: give both rtol= and atol=, or neither (as torch.testing.assert_close)"
+        )

@@ -29,10 +29,14 @@ class Inventory:
     """Folders of the tests a run collected, selected or not."""
 
     tests: set[Path] = field(default_factory=set)  # each test's folder (with its parametrization)
-    functions: set[Path] = field(default_factory=set)  # <module folder>/[<Class>/...]<function name>
+    functions: set[Path] = field(
+        default_factory=set
+    )  # <module folder>/[<Class>/...]<function name>
     modules: set[Path] = field(default_factory=set)  # folders of test files collected in full
     deselected: bool = False  # -k, -m, --deselect, stepwise or a plugin dropped a collected test
-    snapshots: bool = False  # a collected test uses compile_model: only then is the snapshot folder ours to judge
+    snapshots: bool = (
+        False  # a collected test uses compile_model: only then is the snapshot folder ours to judge
+    )
 
     def add(self, test_dir: Path, function_dir: Path, module_dir: Path) -> None:
         self.tests.add(test_dir)
@@ -58,8 +62,12 @@ class Inventory:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Inventory:
-        tests, functions, modules = ({Path(p) for p in data.get(key, ())} for key in ("tests", "functions", "modules"))
-        return cls(tests, functions, modules, bool(data.get("deselected")), bool(data.get("snapshots")))
+        tests, functions, modules = (
+            {Path(p) for p in data.get(key, ())} for key in ("tests", "functions", "modules")
+        )
+        return cls(
+            tests, functions, modules, bool(data.get("deselected")), bool(data.get("snapshots"))
+        )
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,11 @@ class StaleFolder:
 
 def find_stale(root: Path, rootdir: Path, inventory: Inventory) -> list[StaleFolder]:
     """Every folder under `root` with snapshot files that no test can own, with why."""
-    if not inventory.snapshots or not root.is_dir() or rootdir.resolve().is_relative_to(root.resolve()):
+    if (
+        not inventory.snapshots
+        or not root.is_dir()
+        or rootdir.resolve().is_relative_to(root.resolve())
+    ):
         return []  # a suite without compile_model tests, or a snapshot root holding the sources: not ours to judge
     found = []
     for folder in _snapshot_folders(root):
@@ -83,14 +95,23 @@ def find_stale(root: Path, rootdir: Path, inventory: Inventory) -> list[StaleFol
 def _snapshot_folders(root: Path) -> Iterable[Path]:
     for dirpath, dirnames, filenames in os.walk(root):  # does not follow symlinks
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        if any(is_artifact_file(name) and not os.path.islink(os.path.join(dirpath, name)) for name in filenames):
+        if any(
+            is_artifact_file(name) and not os.path.islink(os.path.join(dirpath, name))
+            for name in filenames
+        ):
             yield Path(dirpath)
 
 
 def _why_stale(folder: Path, root: Path, rootdir: Path, inventory: Inventory) -> str | None:
     if folder in inventory.tests or folder.parent in inventory.tests:
         return None  # a test's folder or one of its case folders: unused files are that test's business
-    modules = [a for a in folder.parents if a != root and a.is_relative_to(root) and (a in inventory.modules or _source(a, root, rootdir).is_file())]
+    modules = [
+        a
+        for a in folder.parents
+        if a != root
+        and a.is_relative_to(root)
+        and (a in inventory.modules or _source(a, root, rootdir).is_file())
+    ]
     if not modules:
         return "its test file is gone"
     if any(module not in inventory.modules for module in modules):
@@ -111,4 +132,3 @@ def _names_a_test(folder: Path, module: Path, inventory: Inventory) -> bool:
 
 def _source(module_dir: Path, root: Path, rootdir: Path) -> Path:
     return Path(f"{rootdir / module_dir.relative_to(root)}.py")
-

@@ -29,9 +29,22 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ..common.files import atomic_write_text
 from ..common.locks import is_locked
-from .paths import artifact_filename, folds_case, is_artifact_file, is_temp_file, segment, test_folder
+from .paths import (
+    artifact_filename,
+    folds_case,
+    is_artifact_file,
+    is_temp_file,
+    segment,
+    test_folder,
+)
 
-__all__ = ["Outcome", "SnapshotStore", "TextSnapshotExtension", "artifact_filename", "atomic_write_text"]
+__all__ = [
+    "Outcome",
+    "SnapshotStore",
+    "TextSnapshotExtension",
+    "artifact_filename",
+    "atomic_write_text",
+]
 
 MAX_DIFF_LINES = 400
 UPDATE_HINT = "run `pytest --update-snapshots` to accept the new output"
@@ -81,8 +94,6 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
         old = str(snapshot_data).split("\n")
         new = str(serialized_data).split("\n")
         yield from difflib.unified_diff(old, new, "snapshot", "this run", lineterm="", n=3)
-
-
 
 
 def normalize_newlines(text: str) -> str:
@@ -141,7 +152,11 @@ class SnapshotStore:
 
     def sharing_message(self, test_dir: Path, first: str, second: str) -> str:
         """Two tests whose snapshot folders are one folder (here)."""
-        where = " on this file system, which does not tell upper from lower case" if folds_case(self.root) else ""
+        where = (
+            " on this file system, which does not tell upper from lower case"
+            if folds_case(self.root)
+            else ""
+        )
         return (
             f"snapshot folder {self.show(test_dir)} would be shared by {first} and {second}{where}; "
             "rename one of them (two tests never share snapshot files)"
@@ -169,15 +184,28 @@ class SnapshotStore:
                 snapshot_location=str(path), snapshot_name=path.name, session_id=""
             )
         except UnreadableSnapshot as exc:
-            return self._write(path, text, "updated") if self.update else Outcome(path, "unreadable", str(exc))
+            return (
+                self._write(path, text, "updated")
+                if self.update
+                else Outcome(path, "unreadable", str(exc))
+            )
         except OSError as exc:
-            return self._write(path, text, "updated") if self.update else Outcome(path, "unreadable", self._trouble(path, exc, "read"))
+            return (
+                self._write(path, text, "updated")
+                if self.update
+                else Outcome(path, "unreadable", self._trouble(path, exc, "read"))
+            )
         if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
             return Outcome(path, "matched", new=normalize_newlines(text))
         if self.update:
             return self._write(path, text, "written" if stored is None else "updated")
         if stored is None:
-            return Outcome(path, "missing", f"snapshot {self.show(path)} does not exist yet: {UPDATE_HINT}", new=text)
+            return Outcome(
+                path,
+                "missing",
+                f"snapshot {self.show(path)} does not exist yet: {UPDATE_HINT}",
+                new=text,
+            )
         old, new = normalize_newlines(stored), normalize_newlines(text)
         return Outcome(path, "changed", self._diff_message(path, old, new), old, new)
 
@@ -203,8 +231,14 @@ class SnapshotStore:
             return f"snapshot {shown} is a folder, not a file: move or delete it, then run `pytest --update-snapshots`"
         if isinstance(exc, PermissionError):
             where = path if doing == "read" else _existing_parent(path)
-            fix = f"make it readable (chmod u+r {self.show(where)})" if doing == "read" else f"make it writable (chmod u+w {self.show(where)})"
-            return f"cannot {doing} snapshot {shown}: permission denied on {self.show(where)}: {fix}"
+            fix = (
+                f"make it readable (chmod u+r {self.show(where)})"
+                if doing == "read"
+                else f"make it writable (chmod u+w {self.show(where)})"
+            )
+            return (
+                f"cannot {doing} snapshot {shown}: permission denied on {self.show(where)}: {fix}"
+            )
         if exc.errno == errno.ENAMETOOLONG:
             return f"cannot {doing} snapshot {shown}: the path is too long for this file system; choose a shorter --torchcompile-snapshot-dir or test path"
         return f"cannot {doing} snapshot {shown}: {exc.strerror or exc}"
@@ -212,9 +246,13 @@ class SnapshotStore:
     def _diff_message(self, path: Path, stored: str, text: str) -> str:
         lines = list(self.extension.diff_lines(text, stored))
         if not lines:  # cannot happen after normalizing; never show an empty diff
-            lines = [f"(the files differ only in characters a diff does not show: {stored[:80]!r} ...)"]
+            lines = [
+                f"(the files differ only in characters a diff does not show: {stored[:80]!r} ...)"
+            ]
         if len(lines) > MAX_DIFF_LINES:
-            lines = lines[:MAX_DIFF_LINES] + [f"... {len(lines) - MAX_DIFF_LINES} more diff lines not shown"]
+            lines = lines[:MAX_DIFF_LINES] + [
+                f"... {len(lines) - MAX_DIFF_LINES} more diff lines not shown"
+            ]
         return f"snapshot {self.show(path)} differs:\n" + "\n".join(lines)
 
     def show(self, path: Path) -> str:
@@ -231,18 +269,30 @@ class SnapshotStore:
         Only artifact file names count (a README.txt stays), and a subfolder that
         may be another test's is left alone (see `_maybe_other_test`).
         """
-        found = [p for folder in self._own_folders(test_dir) for p in _files(folder) if is_artifact_file(p.name)]
+        found = [
+            p
+            for folder in self._own_folders(test_dir)
+            for p in _files(folder)
+            if is_artifact_file(p.name)
+        ]
         return sorted(p for p in found if p not in self.used)
 
     def leftover_temps(self, test_dir: Path) -> list[Path]:
         """Temp files of killed updates: older than this run and locked by no live writer."""
-        return [p for folder in self._own_folders(test_dir) for p in _files(folder) if self._is_leftover(p)]
+        return [
+            p
+            for folder in self._own_folders(test_dir)
+            for p in _files(folder)
+            if self._is_leftover(p)
+        ]
 
     def _is_leftover(self, path: Path) -> bool:
         return is_temp_file(path.name) and _older_than(path, self.started) and not is_locked(path)
 
     def _own_folders(self, test_dir: Path) -> list[Path]:
-        return [test_dir] + [sub for sub in _folders(test_dir) if not self._maybe_other_test(test_dir, sub)]
+        return [test_dir] + [
+            sub for sub in _folders(test_dir) if not self._maybe_other_test(test_dir, sub)
+        ]
 
     def _maybe_other_test(self, test_dir: Path, sub: Path) -> bool:
         """`sub` is a collected test's folder, or `test_dir` doubles as a test file's folder.

@@ -22,9 +22,15 @@ from .result import FrameResult
 class CaseArtifacts(Mapping[str, str]):
     """artifact name -> normalized text as snapshotted: the requested ones, or all produced but the opt-in ones."""
 
-    def __init__(self, log: CaptureLog, backend: str, names: tuple[str, ...] | None, normalizer: Normalizer) -> None:
+    def __init__(
+        self, log: CaptureLog, backend: str, names: tuple[str, ...] | None, normalizer: Normalizer
+    ) -> None:
         self._log, self._backend, self._normalizer = log, backend, normalizer
-        wanted = [ARTIFACTS[n] for n in names] if names is not None else [a for a in DEFAULT_ARTIFACTS if a.produced(log)]
+        wanted = (
+            [ARTIFACTS[n] for n in names]
+            if names is not None
+            else [a for a in DEFAULT_ARTIFACTS if a.produced(log)]
+        )
         self._wanted: dict[str, Artifact] = {a.name: a for a in wanted}
         self._texts: dict[str, str] = {}
 
@@ -43,12 +49,16 @@ class CaseArtifacts(Mapping[str, str]):
         return f"CaseArtifacts({list(self._wanted)}, built: {list(self._texts)})"
 
 
-def frame_results(log: CaptureLog, counted: Counters, backend: str, normalizer: Normalizer) -> tuple[FrameResult, ...]:
+def frame_results(
+    log: CaptureLog, counted: Counters, backend: str, normalizer: Normalizer
+) -> tuple[FrameResult, ...]:
     """One record per frame compile with its per-frame artifacts (the common rules only: the text as
     Dynamo printed it, not the stored compact form)."""
     frames = []
     for fc in counted.frames:
         own = log.only(fc.key)
-        texts = {a.name: normalizer(a.build(own, backend)) for a in FRAME_ARTIFACTS if a.produced(own)}
+        texts = {
+            a.name: normalizer(a.build(own, backend)) for a in FRAME_ARTIFACTS if a.produced(own)
+        }
         frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, normalizer(fc.name), texts))
     return tuple(frames)
