@@ -138,7 +138,9 @@ def main() -> None:
     parser.add_argument("--cache", help="Inductor cache folder to use (default: a new one, cold)")
     args = parser.parse_args()
     suites = args.suite or list(SUITES)
-    from pytest_torchcompile.snapshot.artifacts import OPT_IN
+    from pytest_torchcompile.snapshot.artifacts.catalogue import CATALOGUE
+
+    opt_in = tuple(a.name for a in CATALOGUE if a.opt_in)
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -152,7 +154,7 @@ def main() -> None:
                 "\n".join(
                     report(
                         cases(work / "before" / folder),
-                        cases(work / "after" / folder, OPT_IN),
+                        cases(work / "after" / folder, opt_in),
                         args.markdown,
                     )
                 )

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .snapshot.diff_report import (
+from .snapshot.compare.upgrade import (
     SnapshotSetError,
     compare_sets,
     render_markdown,

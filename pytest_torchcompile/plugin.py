@@ -15,7 +15,7 @@ from collections.abc import Generator
 
 import pytest
 
-from .common.cases import FixtureFailure
+from .common.named_cases import FixtureFailure
 
 pytest_plugins = ["pytest_torchcompile.snapshot.plugin", "pytest_torchcompile.perf.plugin"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.placeholders import installed_torch_minor
+from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor
 from tests.conftest import tree_digest
 from tests.test_stability import REVERSE_CONFTEST as VARIATIONS_CONFTEST
 

@@ -23,11 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pytest_torchcompile.snapshot.artifacts.compact import compact_guards
 
 import pytest_torchcompile
-from pytest_torchcompile.snapshot.compact import compact_guards
-from pytest_torchcompile.snapshot.diff import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
-from pytest_torchcompile.snapshot.diff_parse import (
+from pytest_torchcompile.snapshot.compare.behaviour import (
+    BEHAVIOUR,
+    TEXT,
+    UNCHANGED,
+    CaseDiff,
+    compare_case,
+)
+from pytest_torchcompile.snapshot.compare.readers import (
     GraphKey,
     Guard,
     guard_source,
@@ -35,7 +41,7 @@ from pytest_torchcompile.snapshot.diff_parse import (
     parse_guards,
     split_sections,
 )
-from pytest_torchcompile.snapshot.diff_report import compare_sets, read_case, render_text
+from pytest_torchcompile.snapshot.compare.upgrade import compare_sets, read_case, render_text
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
 from .conftest import model_test

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.failure import canonical_names, compose, summary_moves
-from pytest_torchcompile.snapshot.store import Outcome
+from pytest_torchcompile.snapshot.compare.failure import canonical_names, compose, summary_moves
+from pytest_torchcompile.snapshot.files.store import Outcome
 
 TEST_DIR = Path("/r/snapshots/test_m/test_m")
 

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_torchcompile.snapshot.paths import MAX_SEGMENT_BYTES, folds_case, segment
-from pytest_torchcompile.snapshot.store import (
+from pytest_torchcompile.snapshot.files.paths import MAX_SEGMENT_BYTES, folds_case, segment
+from pytest_torchcompile.snapshot.files.store import (
     SnapshotStore,
     TextSnapshotExtension,
     UnreadableSnapshot,

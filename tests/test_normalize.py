@@ -1,4 +1,4 @@
-"""Unit tests for the pure text rules in `pytest_torchcompile.snapshot.normalize`.
+"""Unit tests for the pure text rules in `pytest_torchcompile.snapshot.artifacts.normalize`.
 
 Snapshots are only useful if the same model gives the same text on every run,
 host and checkout, and if a real change to the compiled code still shows up.
@@ -19,9 +19,8 @@ from collections.abc import Callable
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
-from pytest_torchcompile.snapshot.catalogue import ARTIFACTS
-from pytest_torchcompile.snapshot.normalize import (
+from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
+from pytest_torchcompile.snapshot.artifacts.normalize import (
     STATIC_RULES,
     Normalizer,
     PathRule,
@@ -460,8 +459,7 @@ def _calls(name: str):
 def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
     """depyf wraps at a fixed width; Dynamo's counter sets the name's length."""
     import depyf
-
-    from pytest_torchcompile.snapshot.artifacts import depyf_source
+    from pytest_torchcompile.snapshot.artifacts.layout import depyf_source
 
     early, late = _calls(f"__compiled_fn_7_{UUID}"), _calls(f"__compiled_fn_17_{UUID}")
     assert NORMALIZE(depyf.decompile(early)) != NORMALIZE(depyf.decompile(late))
@@ -472,7 +470,7 @@ def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
 # Real cold/warm payloads from an H100 are checked in tests/test_gpu_text.py; these pin
 # each rule on one line, what it leaves alone, and idempotence on mixed text.
 
-from pytest_torchcompile.snapshot.normalize import (  # noqa: E402  (this block's own imports)
+from pytest_torchcompile.snapshot.artifacts.normalize import (  # noqa: E402  (this block's own imports)
     VERSION_AND_GPU_RULES,
     drop_bare_guard_provenance,
     drop_code_object_addresses,

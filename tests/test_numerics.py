@@ -14,9 +14,12 @@ from typing import NamedTuple
 
 import pytest
 import torch
-
-from pytest_torchcompile.snapshot.attribution import attribute, random_ops, stages_for
-from pytest_torchcompile.snapshot.numerics import (
+from pytest_torchcompile.snapshot.numerics.attribution import (
+    attribute,
+    random_ops,
+    stages_for,
+)
+from pytest_torchcompile.snapshot.numerics.check import (
     Tolerance,
     argument_names,
     compare,

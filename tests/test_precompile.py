@@ -12,7 +12,7 @@ from importlib.metadata import version
 
 import pytest
 
-from pytest_torchcompile.snapshot.report import PrecompileRow, format_precompile_table
+from pytest_torchcompile.snapshot.case_table import PrecompileRow, format_precompile_table
 
 MODELS = """
 import pytest, torch

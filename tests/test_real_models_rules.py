@@ -14,15 +14,14 @@ import re
 from pathlib import Path
 
 import pytest
-
-from pytest_torchcompile.snapshot.catalogue import normalize_artifact
-from pytest_torchcompile.snapshot.compact import (
+from pytest_torchcompile.snapshot.artifacts.catalogue import normalize_artifact
+from pytest_torchcompile.snapshot.artifacts.compact import (
     compact_guards,
     compact_output_code,
     drop_fx_blank_lines,
     renumber_fx_names,
 )
-from pytest_torchcompile.snapshot.normalize import (
+from pytest_torchcompile.snapshot.artifacts.normalize import (
     REAL_MODEL_RULES,
     Normalizer,
     canonical_sympy_spacing,

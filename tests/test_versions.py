@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from pytest_torchcompile.snapshot.placeholders import (
+from pytest_torchcompile.snapshot.files.placeholders import (
     PlaceholderError,
     device_key,
     placeholders,

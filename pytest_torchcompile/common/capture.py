@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from .._torch import config, dynamo
 from .._torch.formats import EMITTED_TWICE_ON_CACHE_HIT
 from .._torch.trace import decode, trace_only_to
-from .records import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
+from .capture_log import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
 
 __all__ = ["BytecodeRecord", "CaptureLog", "FrameKey", "TraceRecord", "capturing", "reset_dynamo"]
 

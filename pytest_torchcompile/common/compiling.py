@@ -23,7 +23,7 @@ import torch
 
 from .._torch import config, dynamo, errors, metrics
 from .capture import capturing
-from .cases import CaseFailure, FixtureFailure
+from .capture_log import CaptureLog
 from .diagnose import (
     RUNTIME,
     compile_stage,
@@ -33,8 +33,8 @@ from .diagnose import (
     rejected_arguments,
     user_frame,
 )
+from .named_cases import CaseFailure, FixtureFailure
 from .options import CompileOptions
-from .records import CaptureLog
 
 
 def check_backend(options: CompileOptions) -> None:

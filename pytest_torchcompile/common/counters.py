@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._torch.formats import BREAK_AT, BREAK_REASON, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
-from .records import CaptureLog, FrameKey
+from .capture_log import CaptureLog, FrameKey
 
 
 @dataclass(frozen=True)

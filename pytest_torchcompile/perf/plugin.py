@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..common.crashes import guarded, guarded_report, reported_errors
 from ..common.files import atomic_write_text
-from ..common.internal import guarded, guarded_report, reported_errors
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from ..common.tables import align

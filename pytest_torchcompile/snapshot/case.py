@@ -15,20 +15,20 @@ from typing import Any
 
 from .._torch import config
 from ..common.capture import reset_dynamo
-from ..common.cases import CaseFailure, fail_test_on_case_failure
+from ..common.capture_log import CaptureLog
 from ..common.compiling import compile_with, compiling, eager_failed
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
-from ..common.records import CaptureLog
-from .calls import SEED, Inputs, observed_call
-from .guards import GuardChecker, read_guards
-from .normalize import Normalizer
-from .precompile import PrecompileFailure, RoundTrip
-from .precompile import check as precompile_check
-from .replay import Replay
+from ..common.named_cases import CaseFailure, fail_test_on_case_failure
+from .artifacts.case_artifacts import CaseArtifacts, frame_results
+from .artifacts.guards import GuardChecker, read_guards
+from .artifacts.normalize import Normalizer
+from .numerics.calls import SEED, Inputs, observed_call
+from .numerics.precompile import PrecompileFailure, RoundTrip
+from .numerics.precompile import check as precompile_check
+from .numerics.replay import Replay
 from .result import CompileResult
 from .spec import CompileSpec
-from .view import CaseArtifacts, frame_results
 
 
 @dataclass

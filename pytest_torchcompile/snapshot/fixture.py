@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..common.capture import reset_dynamo
-from ..common.cases import FixtureFailure, NamedCases, fail_test_on_case_failure
 from ..common.compiling import check_backend
+from ..common.named_cases import FixtureFailure, NamedCases, fail_test_on_case_failure
+from .artifacts.normalize import Normalizer
 from .case import CompileCase
-from .normalize import Normalizer
+from .files.store import Outcome, SnapshotStore, artifact_filename
 from .result import CompileResult
 from .spec import CompileSpec
-from .store import Outcome, SnapshotStore, artifact_filename
 
 __all__ = ["CompileCase", "CompileModel"]
 

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.internal import guarded, guarded_report, internal_error, reported_errors
+from ..common.crashes import guarded, guarded_report, internal_error, reported_errors
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
-from .diff import compare_case
-from .failure import FULL_DIFF_FLAG, compose
-from .housekeeping import Housekeeping, owner_of
-from .normalize import Normalizer
-from .placeholders import (
+from .artifacts.normalize import Normalizer
+from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .compare.behaviour import compare_case
+from .compare.failure import FULL_DIFF_FLAG, compose
+from .files.housekeeping import Housekeeping, owner_of
+from .files.placeholders import (
     PlaceholderError,
     case_device,
     installed_torch_minor,
@@ -32,9 +33,8 @@ from .placeholders import (
     resolve_some,
     torch_minor,
 )
-from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .files.store import Outcome, SnapshotStore
 from .spec import MARKER, CompileSpec
-from .store import Outcome, SnapshotStore
 
 if TYPE_CHECKING:
     from .fixture import CompileModel

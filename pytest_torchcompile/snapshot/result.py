@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .precompile import PrecompileReport
+    from .numerics.precompile import PrecompileReport
 
 
 @dataclass(frozen=True)

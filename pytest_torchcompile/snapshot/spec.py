@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..common.options import COMPILE_MODES, CompileOptions, SpecError
-from .catalogue import ARTIFACT_EXTENSIONS
+from .artifacts.catalogue import ARTIFACT_EXTENSIONS
 
 __all__ = ["ARTIFACT_EXTENSIONS", "COMPILE_MODES", "MARKER", "CompileSpec", "SpecError"]
 

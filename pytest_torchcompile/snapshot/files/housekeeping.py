@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from ..spec import MARKER
 from .paths import folds_case, module_folder, test_folder
-from .spec import MARKER
 from .stale import Inventory, StaleFolder, find_stale
 from .store import SnapshotStore
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..common.files import atomic_write_text
-from ..common.locks import is_locked
+from ...common.files import atomic_write_text
+from ...common.locks import is_locked
 from .paths import (
     artifact_filename,
     folds_case,

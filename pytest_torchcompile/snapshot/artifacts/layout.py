@@ -16,9 +16,9 @@ import re
 import types
 from collections.abc import Iterable
 
-from .._torch.formats import COUNTED_NAME
-from ..common.counters import Counters
-from ..common.records import BytecodeRecord, CaptureLog, FrameKey
+from ..._torch.formats import COUNTED_NAME
+from ...common.capture_log import BytecodeRecord, CaptureLog, FrameKey
+from ...common.counters import Counters
 
 #: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")

@@ -28,12 +28,12 @@ from typing import Any
 
 import torch
 
-from .._torch import aot, errors
-from .._torch.formats import rejected_guards
-from .._torch.tensors import map_tensors
-from .._torch.trace import trace_only_to
-from ..common.diagnose import first_line, innermost
-from .spec import CompileSpec
+from ..._torch import aot, errors
+from ..._torch.formats import rejected_guards
+from ..._torch.tensors import map_tensors
+from ..._torch.trace import trace_only_to
+from ...common.diagnose import first_line, innermost
+from ..spec import CompileSpec
 
 CHILD_TIMEOUT_S = 600
 
@@ -125,7 +125,7 @@ class RoundTrip:
             [
                 sys.executable,
                 "-m",
-                "pytest_torchcompile.snapshot.precompile",
+                "pytest_torchcompile.snapshot.numerics.precompile",
                 str(self.artifact),
                 str(call),
                 str(result),
@@ -166,7 +166,7 @@ def check(
     passes where it is within tolerance of eager, or of the live compile,
     which has passed the full numerics check (fp64 reference included).
     """
-    from .numerics import Tolerance, compare_trees, format_mismatches
+    from .check import Tolerance, compare_trees, format_mismatches
 
     args, kwargs = inputs
     if trip is None:
@@ -198,7 +198,7 @@ def _child_env() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m pytest_torchcompile.snapshot.precompile ARTIFACT CALL RESULT`."""
+    """`python -m pytest_torchcompile.snapshot.numerics.precompile ARTIFACT CALL RESULT`."""
     artifact, call_path, result_path = argv
     call = torch.load(call_path, weights_only=False)
     started = time.perf_counter()

@@ -18,15 +18,16 @@ from typing import Any
 
 import torch
 
-from .._torch import config
-from .._torch.trace import trace_only_to
-from ..common.capture import reset_dynamo
-from ..common.copies import clone_inputs, copy_model
-from ..common.diagnose import first_line
-from ..common.records import CaptureLog
+from ..._torch import config
+from ..._torch.trace import trace_only_to
+from ...common.capture import reset_dynamo
+from ...common.capture_log import CaptureLog
+from ...common.copies import clone_inputs, copy_model
+from ...common.diagnose import first_line
+from ..spec import MARKER, CompileSpec
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from .calls import Inputs, observed_call
-from .numerics import (
+from .check import (
     Mismatch,
     Tolerance,
     compare,
@@ -35,7 +36,6 @@ from .numerics import (
     to_fp64,
     tolerate_with_fp64,
 )
-from .spec import MARKER, CompileSpec
 
 
 @dataclass

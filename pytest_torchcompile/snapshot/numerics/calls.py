@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from .._torch.tensors import tree_leaves
-from .numerics import argument_names, flatten, observe
+from ..._torch.tensors import tree_leaves
+from .check import argument_names, flatten, observe
 
 SEED = 0
 

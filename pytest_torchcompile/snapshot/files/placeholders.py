@@ -100,7 +100,7 @@ def case_device(model: Any, inputs: Iterable[Any]) -> str:
     """
     import torch
 
-    from .._torch.tensors import tree_leaves
+    from ..._torch.tensors import tree_leaves
 
     tensors = (
         list(model.parameters()) + list(model.buffers())

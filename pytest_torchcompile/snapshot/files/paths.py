@@ -23,7 +23,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from .catalogue import ARTIFACT_EXTENSIONS
+from ..artifacts.catalogue import ARTIFACT_EXTENSIONS
 
 #: Well under the 255 bytes most file systems allow, with room for temp-file names.
 MAX_SEGMENT_BYTES = 150

@@ -28,7 +28,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from .._torch.formats import (
+from ..._torch.formats import (
     BACKEND_DEVICES,
     CHECK_HELPER,
     GLOBAL_STATE,
@@ -41,8 +41,8 @@ from .._torch.formats import (
     TYPE_SUFFIX,
     parse_tensor_match,
 )
-from .._torch.guard_tree import GuardRow, cached_guards
-from ..common.records import CaptureLog, FrameKey
+from ..._torch.guard_tree import GuardRow, cached_guards
+from ...common.capture_log import CaptureLog, FrameKey
 
 __all__ = ["PRELUDE", "GuardChecker", "GuardFunction", "GuardRow", "guard_function", "read_guards"]
 

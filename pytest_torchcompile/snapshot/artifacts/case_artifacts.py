@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from ..common.counters import Counters
-from ..common.records import CaptureLog
+from ...common.capture_log import CaptureLog
+from ...common.counters import Counters
+from ..result import FrameResult
 from .catalogue import ARTIFACTS, DEFAULT_ARTIFACTS, FRAME_ARTIFACTS, Artifact
 from .normalize import Normalizer
-from .result import FrameResult
 
 
 class CaseArtifacts(Mapping[str, str]):

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from .._torch.tensors import default_tolerances, map_tensors
+from ..._torch.tensors import default_tolerances, map_tensors
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 #: Python floats out of a model almost always come from float32 tensors.

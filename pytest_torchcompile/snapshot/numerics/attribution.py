@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .._torch.formats import OP_OVERLOAD
+from ..._torch.formats import OP_OVERLOAD
 
 #: stage name -> the backend that runs the pipeline up to and including it.
 PIPELINE: tuple[tuple[str, str], ...] = (
@@ -115,7 +115,7 @@ def bisect(replay: Replay) -> str | None:
     `replay` is called with "inductor"; the bisector overrides that backend
     and switches subsystems off between calls (`_torch/bisector.py`).
     """
-    from .._torch import bisector
+    from ..._torch import bisector
 
     try:
         result = bisector.bisect(lambda: replay("inductor") is None)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..common.counters import counters
-from ..common.records import CaptureLog
-from .artifacts import record_artifact, summary, transformed_code
+from ...common.capture_log import CaptureLog
+from ...common.counters import counters
 from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
+from .layout import record_artifact, summary, transformed_code
 from .normalize import Normalizer, Rule, unmask_names
 from .program import build as build_program
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diff import BEHAVIOUR, COUNTERS, TEXT, UNCHANGED, CaseDiff, Finding, compare_case
-from .spec import ARTIFACT_EXTENSIONS
+from ..spec import ARTIFACT_EXTENSIONS
+from .behaviour import BEHAVIOUR, COUNTERS, TEXT, UNCHANGED, CaseDiff, Finding, compare_case
 
 ONLY_OLD = "only in OLD"
 ONLY_NEW = "only in NEW"

@@ -50,8 +50,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from .catalogue import ARTIFACTS
-from .diff_parse import (
+from ..artifacts.catalogue import ARTIFACTS
+from ..artifacts.normalize import STATIC_RULES, Normalizer
+from .readers import (
     Graph,
     GraphKey,
     Guard,
@@ -64,7 +65,6 @@ from .diff_parse import (
     parse_summary,
     split_sections,
 )
-from .normalize import STATIC_RULES, Normalizer
 
 BEHAVIOUR = "behaviour changed"
 TEXT = "text only"
