@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pytest_torchcompile.snapshot.artifacts.guards import frame_function, frame_locals
-from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 from fixtures import zoo
+from pytest_torchcompile.snapshot.artifacts.guards import frame_function, frame_locals
+from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 from pytest_torchcompile.snapshot.case import CompileCase
 from pytest_torchcompile.snapshot.spec import CompileSpec
 

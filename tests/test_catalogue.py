@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest_torchcompile
+from pytest_torchcompile._torch.formats import TRACE_RECORDS
+from pytest_torchcompile.common.capture_log import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
 from pytest_torchcompile.snapshot.artifacts.catalogue import (
     ARTIFACT_EXTENSIONS,
     ARTIFACTS,
@@ -11,10 +14,6 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
     GUARD_TREE,
 )
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
-
-import pytest_torchcompile
-from pytest_torchcompile._torch.formats import TRACE_RECORDS
-from pytest_torchcompile.common.capture_log import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
 
 
 def test_each_artifact_is_declared_once_with_a_file_pytest_will_not_import() -> None:

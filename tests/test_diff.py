@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pytest_torchcompile.snapshot.artifacts.compact import compact_guards
 
 import pytest_torchcompile
+from pytest_torchcompile.snapshot.artifacts.compact import compact_guards
 from pytest_torchcompile.snapshot.compare.behaviour import (
     BEHAVIOUR,
     TEXT,

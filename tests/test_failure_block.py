@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.compare.failure import canonical_names, compose, summary_moves
+from pytest_torchcompile.snapshot.artifacts.summary import moves as summary_moves
+from pytest_torchcompile.snapshot.compare.failure import canonical_names, compose
 from pytest_torchcompile.snapshot.files.store import Outcome
 
 TEST_DIR = Path("/r/snapshots/test_m/test_m")
@@ -37,7 +38,8 @@ class GraphModule(torch.nn.Module):
 
 def changed(name: str, old: str, new: str, case: str = "") -> Outcome:
     folder = TEST_DIR / case if case else TEST_DIR
-    return Outcome(folder / name, "changed", f"snapshot {name} differs", old, new)
+    artifact = name.split(".", 1)[0]
+    return Outcome(folder / name, "changed", "", old, new, case=case, artifact=artifact)
 
 
 def test_headline_says_what_moved() -> None:
@@ -51,13 +53,13 @@ def test_headline_says_what_moved() -> None:
             GRAPH.format(name="sigmoid", op="sigmoid"),
         ),
     ]
-    text = compose(outcomes, TEST_DIR, "snapshots/test_m/test_m", full=False)
+    text = compose(outcomes, "snapshots/test_m/test_m", full=False)
     assert text.splitlines()[0] == "summary: kernels 5 -> 7, ops 59 -> 105"
 
 
 def test_block_lists_every_change_then_summary_then_earliest_stage() -> None:
     outcomes = [
-        Outcome(TEST_DIR / "guards.guards.txt", "matched"),
+        Outcome(TEST_DIR / "guards.guards.txt", "matched", artifact="guards"),
         changed("output_code.code.txt", "a\nb\n", "a\nc\nd\n"),
         changed("summary.txt", SUMMARY.format(kernels=1, ops=1), SUMMARY.format(kernels=1, ops=2)),
         changed(
@@ -71,7 +73,7 @@ def test_block_lists_every_change_then_summary_then_earliest_stage() -> None:
             GRAPH.format(name="gelu", op="gelu"),
         ),
     ]
-    lines = compose(outcomes, TEST_DIR, "snapshots/test_m/test_m", full=False).splitlines()
+    lines = compose(outcomes, "snapshots/test_m/test_m", full=False).splitlines()
     assert lines[1] == "changed artifacts in snapshots/test_m/test_m:"
     table = lines[2:6]
     assert [row.split()[0] for row in table] == [
@@ -110,7 +112,7 @@ def test_full_diff_shows_every_artifact() -> None:
         ),
         changed("output_code.code.txt", "a\nb\n", "a\nc\n"),
     ]
-    text = compose(outcomes, TEST_DIR, "snapshots/test_m/test_m", full=True)
+    text = compose(outcomes, "snapshots/test_m/test_m", full=True)
     assert "+        sigmoid: " in text and "+c" in text and "also changed" not in text
     assert "summary: unchanged" in text
 
@@ -122,7 +124,7 @@ def test_renumbering_alone_is_not_read_first() -> None:
         changed("dynamo_graph.fx.txt", old, new),
         changed("output_code.code.txt", "buf0 = f()\n", "buf0 = g()\n"),
     ]
-    text = compose(outcomes, TEST_DIR, "d", full=False)
+    text = compose(outcomes, "d", full=False)
     assert "earliest pipeline stage that changed: output_code" in text
     assert re.search(r"^  dynamo_graph.fx.txt +\+3 +-3 +names only$", text, re.MULTILINE)
     assert "also changed: dynamo_graph.fx.txt (names only)" in text
@@ -146,7 +148,7 @@ def test_summary_moves() -> None:
     )
 
 
-def test_cases_are_named_and_a_verdict_can_be_plugged_in() -> None:
+def test_cases_are_named_each_with_its_verdict() -> None:
     outcomes = [
         changed(
             "summary.txt",
@@ -156,17 +158,11 @@ def test_cases_are_named_and_a_verdict_can_be_plugged_in() -> None:
         ),
         changed("output_code.code.txt", "a\n", "b\n", case="long"),
     ]
-    seen = []
-
-    def verdict(case, texts):
-        seen.append((case, sorted(texts)))
-        return "text only" if "summary" not in texts else "behaviour changed"
-
-    text = compose(outcomes, TEST_DIR, "d", full=False, verdict=verdict)
+    text = compose(outcomes, "d", full=False)
     assert text.splitlines()[0] == "[short] summary: kernels 1 -> 2"
-    assert "[short] verdict: behaviour changed" in text and "[long] verdict: text only" in text
+    assert "[short] verdict: behaviour changed: kernels 1 -> 2" in text
+    assert "[long] verdict: text only" in text
     assert "  short/summary.txt" in text and "  long/output_code.code.txt" in text
-    assert seen == [("short", ["summary"]), ("long", ["output_code"])]
 
 
 def test_missing_files_say_so() -> None:
@@ -175,9 +171,10 @@ def test_missing_files_say_so() -> None:
             TEST_DIR / "summary.txt",
             "missing",
             "snapshot snapshots/x/summary.txt does not exist yet: run `pytest --update-snapshots`",
+            artifact="summary",
         )
     ]
-    text = compose(outcomes, TEST_DIR, "d", full=False)
+    text = compose(outcomes, "d", full=False)
     assert text.splitlines()[0] == "snapshot missing: 1 file does not exist yet"
     assert "summary.txt does not exist yet" in text
 

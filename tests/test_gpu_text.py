@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pytest_torchcompile.common.capture import CaptureLog, FrameKey, TraceRecord
 from pytest_torchcompile.snapshot.artifacts.catalogue import (
     ARTIFACTS as CATALOGUE,
 )
@@ -33,8 +35,6 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
     normalize_artifact,
 )
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
-
-from pytest_torchcompile.common.capture import CaptureLog, FrameKey, TraceRecord
 
 DATA = Path(__file__).parent / "data"
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.

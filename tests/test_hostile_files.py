@@ -661,20 +661,6 @@ def test_a_damaged_baseline_is_reported_once(pytester: pytest.Pytester) -> None:
     assert len(damaged) == 1, result.outlines
 
 
-def test_two_tests_claiming_one_folder_is_refused_naming_both(tmp_path: Path) -> None:
-    store = SnapshotStore(root=tmp_path / "snapshots", rootdir=tmp_path, update=False)
-    folder = tmp_path / "snapshots" / "test_m" / "test_x"
-    assert store.claim(folder, "../a/test_m.py::test_x") is None
-    assert (
-        store.claim(folder, "../a/test_m.py::test_x") is None
-    )  # the same test again (a rerun plugin)
-    message = store.claim(folder, "../b/test_m.py::test_x")
-    assert message == (
-        "snapshot folder snapshots/test_m/test_x would be shared by ../a/test_m.py::test_x and ../b/test_m.py::test_x; "
-        "rename one of them (two tests never share snapshot files)"
-    )
-
-
 # --- file systems that do not tell upper from lower case (macOS, Windows) ----------
 # Linux here cannot mount one (no casefold support, no vfat), so the twin name a
 # case-folding file system answers to is made by hand: a symlink `SNAPSHOTS` to

@@ -16,10 +16,10 @@ import re
 
 import pytest
 import torch
-from pytest_torchcompile.snapshot.numerics.check import Tolerance, compare_leaf
 
 from pytest_torchcompile.common.diagnose import compile_stage, first_line, rejected_arguments
 from pytest_torchcompile.perf.record import CaseRecord, RecordError
+from pytest_torchcompile.snapshot.numerics.check import Tolerance, compare_leaf
 
 #: a line of a traceback that runs through the plugin's own modules
 PLUGIN_FRAME = re.compile(r"pytest_torchcompile/[\w/]+\.py:\d+: ")
@@ -708,7 +708,7 @@ def broken(*args, **kwargs):
 snapshot_plugin._row = broken            # pytest_runtest_makereport
 perf_plugin.result_rows = broken         # pytest_terminal_summary
 fixture.CompileCase._result = broken     # inside the fixture
-fixture.CompileModel.check_snapshots = broken  # the snapshot check after the test
+fixture.CompileModel.snapshot_texts = broken  # the snapshot check after the test
 """
     )
     write_tests(

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
 from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
 from pytest_torchcompile.snapshot.artifacts.normalize import (
     STATIC_RULES,
@@ -459,7 +460,7 @@ def _calls(name: str):
 def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
     """depyf wraps at a fixed width; Dynamo's counter sets the name's length."""
     import depyf
-    from pytest_torchcompile.snapshot.artifacts.layout import depyf_source
+    from pytest_torchcompile.snapshot.artifacts.transformed import depyf_source
 
     early, late = _calls(f"__compiled_fn_7_{UUID}"), _calls(f"__compiled_fn_17_{UUID}")
     assert NORMALIZE(depyf.decompile(early)) != NORMALIZE(depyf.decompile(late))

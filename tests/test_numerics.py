@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import pytest
 import torch
+
 from pytest_torchcompile.snapshot.numerics.attribution import (
     attribute,
     random_ops,

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 import torch
-from pytest_torchcompile.snapshot.artifacts.guards import GuardRow, guard_function
 
 from pytest_torchcompile._torch.formats import split_comment
 from pytest_torchcompile.common.capture import FrameKey
+from pytest_torchcompile.snapshot.artifacts.guards import GuardRow, guard_function
 from pytest_torchcompile.snapshot.files.placeholders import torch_minor
 from tests.conftest import model_test
 from tests.guard_matrix import ZOO

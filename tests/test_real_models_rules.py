@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from pytest_torchcompile.snapshot.artifacts.catalogue import normalize_artifact
 from pytest_torchcompile.snapshot.artifacts.compact import (
     compact_guards,

@@ -14,6 +14,16 @@ from .._torch.formats import BREAK_AT, BREAK_REASON, FX_BODY_START, FX_OP_LINE, 
 from .capture_log import CaptureLog, FrameKey
 
 
+#: The four counters, each as its attribute (on `CompileResult`, `BenchmarkResult`
+#: and in JSON) and as its label (in the `summary` text and the tables).
+COUNTER_LABELS: dict[str, str] = {
+    "graph_count": "graphs",
+    "graph_break_count": "graph breaks",
+    "recompile_count": "recompiles",
+    "kernel_count": "kernels",
+}
+
+
 @dataclass(frozen=True)
 class FrameCounters:
     """What the summary says about one frame compile."""
@@ -35,6 +45,10 @@ class Counters:
     break_reasons: tuple[str, ...]
     recompile_reasons: tuple[str, ...]
     frames: tuple[FrameCounters, ...]
+
+    def as_dict(self) -> dict[str, int]:
+        """The four counters by attribute name, in `COUNTER_LABELS` order."""
+        return {name: getattr(self, name) for name in COUNTER_LABELS}
 
 
 def kernel_names(output_code: str) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,8 @@ from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
-from .compare.behaviour import compare_case
 from .compare.failure import FULL_DIFF_FLAG, compose
-from .files.housekeeping import Housekeeping, owner_of
+from .files.housekeeping import Housekeeping
 from .files.placeholders import (
     PlaceholderError,
     case_device,
@@ -33,7 +32,7 @@ from .files.placeholders import (
     resolve_some,
     torch_minor,
 )
-from .files.store import Outcome, SnapshotStore
+from .files.store import FolderClash, SnapshotStore
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -151,7 +150,6 @@ class TorchCompileSession:
         self.full_diff = full_diff
         self.writes = {"written": 0, "updated": 0}
         self.rows: list[CaseRow] = []
-        self.outcomes: list[Outcome] = []
         self.precompile_rows: list[PrecompileRow] = []
         self.internal_errors: list[str] = []
 
@@ -239,41 +237,26 @@ class TorchCompileSession:
         model = pyfuncitem.stash.get(model_key, None)
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
-        outcomes: list[Outcome] = []
-        crash = ""
+        crash = failure = ""
         try:
-            store = self.store_for(
-                pyfuncitem.nodeid, [c for c in model.cases if c.result is not None]
-            )
+            store = self.store_for(pyfuncitem.nodeid, model.finished())
             test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-            collision = self.housekeeping.shared_folder(pyfuncitem, store) or store.claim(
-                test_dir, owner_of(pyfuncitem)
-            )
-            if collision:
-                pytest.fail(f"usage error: {collision}", pytrace=False)
-            outcomes = model.check_snapshots(store, test_dir)
-            self.outcomes.extend(outcomes)
+            clash = self.housekeeping.shared_folder(pyfuncitem, store)
+            if clash:
+                pytest.fail(f"usage error: {clash}", pytrace=False)
+            outcomes = store.check_test(test_dir, model.snapshot_texts())
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
             pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
-            failure = (
-                compose(
-                    outcomes,
-                    test_dir,
-                    store.show(test_dir),
-                    self.full_diff,
-                    _verdict(outcomes, test_dir),
-                )
-                if any(o.failed for o in outcomes)
-                else ""
-            )
+            if any(o.failed for o in outcomes):
+                failure = compose(outcomes, store.show(test_dir), self.full_diff)
+        except FolderClash as exc:
+            failure = f"usage error: {exc}"
         except OSError:
             raise  # the file system's own error, with its path (the store's to word)
         except Exception as exc:  # the plugin's bug: fail this test with a line that says so
             crash = internal_error(exc, "the snapshot check")
-        if crash:
-            pytest.fail(crash, pytrace=False)  # outside `except`: no chained traceback
-        if failure:
-            pytest.fail(failure, pytrace=False)
+        if crash or failure:
+            pytest.fail(crash or failure, pytrace=False)  # outside `except`: no chained traceback
         self.housekeeping.after_test(pyfuncitem, test_dir, store)
         return result
 
@@ -358,34 +341,6 @@ class TorchCompileSession:
             )
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
-
-
-def _verdict(
-    outcomes: list[Outcome], test_dir: Path
-) -> Callable[[str, Mapping[str, tuple[str, str]]], str | None]:
-    """The upgrade report's classifier (`diff.compare_case`) for one case of a failing test.
-
-    It reads whole cases: the artifacts that matched are the same on both
-    sides (an unchanged output code is what shows a reprinted graph is the
-    same program), the changed ones carry their stored and new texts.
-    """
-    texts: dict[str, dict[str, str]] = {}
-    for outcome in outcomes:
-        if outcome.new is not None:
-            case = (
-                outcome.path.parent.relative_to(test_dir).as_posix()
-                if outcome.path.parent != test_dir
-                else ""
-            )
-            texts.setdefault(case, {})[outcome.path.name.split(".", 1)[0]] = outcome.new
-
-    def verdict(case: str, changed: Mapping[str, tuple[str, str]]) -> str | None:
-        new = dict(texts.get(case, {}))
-        old = {**new, **{name: pair[0] for name, pair in changed.items()}}
-        new.update({name: pair[1] for name, pair in changed.items()})
-        return compare_case(old, new).line()
-
-    return verdict
 
 
 def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:

@@ -1,14 +1,8 @@
 """The artifact catalogue: every artifact the snapshot wing writes, declared once.
 
-An artifact is a name (the marker's `artifacts=` and the file stem), a file
-extension (what the file holds, never `.py`, so pytest does not import a
-snapshot), the sources that feed it (trace streams named in
-`_torch/formats.py`, the bytecode hook, the guard tree), the builder that
-lays them out as raw text, and the normalization rules it needs beyond the
-common ones. Everything else reads this table: the spec checks names
-against it, the store names files by it, the fixture builds and normalizes
-through it, and `FrameResult` holds the per-frame ones. Nothing here imports
-torch (the plugin loads it through the spec).
+Name, file extension, sources, builder, extra normalization rules, its stage
+in the pipeline and how a comparison reads it; everything else reads this
+table. No torch import (the plugin loads it through the spec).
 """
 
 from __future__ import annotations
@@ -18,15 +12,21 @@ from dataclasses import dataclass
 
 from ...common.capture_log import CaptureLog
 from ...common.counters import counters
+from . import summary
 from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
-from .layout import record_artifact, summary, transformed_code
 from .normalize import Normalizer, Rule, unmask_names
 from .program import build as build_program
+from .sections import record_artifact
+from .transformed import transformed_code
 
 #: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
 BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
 
 Builder = Callable[[CaptureLog, str], str]
+
+#: how a comparison reads an artifact: the counters, FX graphs as dataflow, guards as
+#: checks, generated code as kernels and calls, or plain text (no behaviour read).
+READINGS = ("counters", "graph", "guards", "generated code", "text")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,9 @@ class Artifact:
     produced (None: always); `per_frame` artifacts are one trace stream laid
     out frame by frame, and also appear in each `FrameResult`. `opt_in`
     artifacts are built only when a test names them in `artifacts=`.
+    `stage` orders artifacts as the compiler produces them (a failure shows
+    the earliest changed one first); `reading` is how a comparison reads the
+    text for behaviour (`READINGS`).
     """
 
     name: str
@@ -44,6 +47,8 @@ class Artifact:
     sources: tuple[str, ...]
     build: Builder  # (capture, backend name) -> raw text
     produced_if: str | None
+    stage: int
+    reading: str
     rules: tuple[Rule, ...] = ()
     per_frame: bool = False
     opt_in: bool = False
@@ -74,7 +79,12 @@ class Artifact:
 
 
 def _frame_by_frame(
-    name: str, extension: str, rules: tuple[Rule, ...] = (), opt_in: bool = False
+    name: str,
+    extension: str,
+    stage: int,
+    reading: str,
+    rules: tuple[Rule, ...] = (),
+    opt_in: bool = False,
 ) -> Artifact:
     """An artifact that is one trace stream of its own name, frame by frame."""
     return Artifact(
@@ -83,6 +93,8 @@ def _frame_by_frame(
         (name,),
         lambda log, backend: record_artifact(log, name),
         name,
+        stage,
+        reading,
         rules,
         per_frame=True,
         opt_in=opt_in,
@@ -90,7 +102,7 @@ def _frame_by_frame(
 
 
 def _summary(log: CaptureLog, backend: str) -> str:
-    return summary(backend, counters(log))
+    return summary.write(backend, counters(log))
 
 
 def _transformed_code(log: CaptureLog, backend: str) -> str:
@@ -107,17 +119,19 @@ CATALOGUE: tuple[Artifact, ...] = (
         ("dynamo_graph", "output_code", "graph_break_reason", "recompile_reasons", BYTECODE),
         _summary,
         None,
+        stage=-1,  # the counters of every stage, read first
+        reading="counters",
     ),
-    _frame_by_frame("dynamo_graph", "fx.txt", FX_FORM),
-    _frame_by_frame("guards", "guards.txt", (compact_guards,)),
-    _frame_by_frame("aot_forward", "fx.txt", FX_FORM),
-    _frame_by_frame("aot_backward", "fx.txt", FX_FORM),
-    _frame_by_frame("aot_inference", "fx.txt", FX_FORM),
-    # the AOT graph after Inductor's graph passes, whose effect shows in output_code (README: "Artifacts")
-    _frame_by_frame("post_grad_graph", "fx.txt", FX_FORM, opt_in=True),
-    _frame_by_frame("output_code", "code.txt", (compact_output_code,)),
-    _frame_by_frame("runtime_wrapper", "code.txt"),
-    Artifact("transformed_code", "code.txt", (BYTECODE,), _transformed_code, BYTECODE),
+    _frame_by_frame("dynamo_graph", "fx.txt", 0, "graph", FX_FORM),
+    _frame_by_frame("guards", "guards.txt", 1, "guards", (compact_guards,)),
+    _frame_by_frame("aot_forward", "fx.txt", 3, "graph", FX_FORM),
+    _frame_by_frame("aot_backward", "fx.txt", 5, "graph", FX_FORM),
+    _frame_by_frame("aot_inference", "fx.txt", 4, "graph", FX_FORM),
+    # the AOT graph after Inductor's graph passes, whose effect shows in output_code
+    _frame_by_frame("post_grad_graph", "fx.txt", 7, "graph", FX_FORM, opt_in=True),
+    _frame_by_frame("output_code", "code.txt", 8, "generated code", (compact_output_code,)),
+    _frame_by_frame("runtime_wrapper", "code.txt", 6, "text"),
+    Artifact("transformed_code", "code.txt", (BYTECODE,), _transformed_code, BYTECODE, 2, "text"),
     Artifact(
         "program",
         "py.txt",
@@ -133,6 +147,8 @@ CATALOGUE: tuple[Artifact, ...] = (
         ),
         build_program,
         BYTECODE,
+        stage=9,
+        reading="text",
         rules=(unmask_names,),  # it must parse as Python
         opt_in=True,  # it lays out the other artifacts again as one file
     ),
@@ -143,6 +159,8 @@ ARTIFACTS: dict[str, Artifact] = {a.name: a for a in CATALOGUE}
 ARTIFACT_EXTENSIONS: dict[str, str] = {a.name: a.extension for a in CATALOGUE}
 #: the artifacts each `FrameResult` holds.
 FRAME_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if a.per_frame)
+#: artifact names read as FX graphs: their ops and dataflow are behaviour.
+GRAPH_ARTIFACTS: tuple[str, ...] = tuple(a.name for a in CATALOGUE if a.reading == "graph")
 #: the artifacts a test without `artifacts=` snapshots (those produced, of these).
 DEFAULT_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if not a.opt_in)
 

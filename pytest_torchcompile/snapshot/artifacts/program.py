@@ -18,7 +18,7 @@ import functools
 from ..._torch.formats import AOT_KIND, COMPILED_CALL, COMPILED_FN_PREFIX
 from ...common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from .guards import PRELUDE, guard_function
-from .layout import bytecode_listing, depyf_source
+from .transformed import bytecode_listing, depyf_source
 
 HEADER = """\
 # What torch.compile runs for this case, as one Python file, in the order it runs

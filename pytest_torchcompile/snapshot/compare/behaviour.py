@@ -50,38 +50,28 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from ...common.counters import COUNTER_LABELS
+from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
 from ..artifacts.normalize import STATIC_RULES, Normalizer
+from ..artifacts.sections import GraphKey, split_sections
+from ..artifacts.summary import CaseSummary
 from .readers import (
     Graph,
-    GraphKey,
     Guard,
     Program,
-    Summary,
     global_state,
     parse_graph,
     parse_guards,
     parse_output_code,
-    parse_summary,
-    split_sections,
 )
 
 BEHAVIOUR = "behaviour changed"
 TEXT = "text only"
 UNCHANGED = "unchanged"
 
-#: artifacts read as FX graphs: their ops and dataflow are behaviour.
-GRAPH_ARTIFACTS = (
-    "dynamo_graph",
-    "aot_forward",
-    "aot_backward",
-    "aot_inference",
-    "post_grad_graph",
-)
-#: artifacts whose absence on one side is itself behaviour (a graph or program not produced).
-PRODUCED_ARTIFACTS = (*GRAPH_ARTIFACTS, "output_code")
 #: the counters of a case's row, in order.
-COUNTERS = ("graphs", "graph breaks", "recompiles", "kernels", "ops")
+COUNTERS = (*COUNTER_LABELS.values(), "ops")
 _SHOWN = 4
 #: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
 _NORMALIZE = Normalizer(STATIC_RULES)
@@ -156,7 +146,7 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
         for name in sorted(set(old) & set(new))
         if old[name] == new[name] and raw_old[name] != raw_new[name]
     ]
-    summaries = (parse_summary(old.get("summary", "")), parse_summary(new.get("summary", "")))
+    summaries = (summary.read(old.get("summary", "")), summary.read(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
         findings += _summary_findings(
@@ -211,21 +201,19 @@ def _compare_artifact(
 ) -> list[Finding]:
     if old == new:
         return []
+    known = ARTIFACTS.get(name)
+    reading = known.reading if known is not None else "text"
     if old is None or new is None:
         side = "NEW" if old is None else "OLD"
+        produced = reading in ("graph", "generated code")  # its absence is a program not produced
         return [
-            Finding(
-                name in PRODUCED_ARTIFACTS,
-                f"{name} only in {side.lower()}",
-                f"{name}: only in {side}",
-                (name,),
-            )
+            Finding(produced, f"{name} only in {side.lower()}", f"{name}: only in {side}", (name,))
         ]
-    if name in ("summary", "output_code"):  # read above, with the other side's counters and kernels
+    if reading in ("counters", "generated code"):  # read above, with the other side's facts
         return []
-    if name in GRAPH_ARTIFACTS:
+    if reading == "graph":
         return _compare_graphs(name, old, new, same_program)
-    if name == "guards":
+    if reading == "guards":
         return _compare_guards(old, new)
     return [Finding(False, "unread text", "text differs, not read for behaviour", (name,))]
 
@@ -233,29 +221,25 @@ def _compare_artifact(
 # ---------------------------------------------------------------- summary
 
 
-def _counters(old: Summary, new: Summary) -> dict[str, Counts]:
-    def ops(s: Summary) -> str | None:
+def _counters(old: CaseSummary, new: CaseSummary) -> dict[str, Counts]:
+    def ops(s: CaseSummary) -> str | None:
         per_graph = s.ops_per_graph()
         return None if per_graph is None else "+".join(map(str, per_graph))
 
-    def text(value: int | None) -> str | None:
+    def text(s: CaseSummary, name: str) -> str | None:
+        value = getattr(s, name)
         return None if value is None else str(value)
 
-    return {
-        "graphs": (text(old.graphs), text(new.graphs)),
-        "graph breaks": (text(old.graph_breaks), text(new.graph_breaks)),
-        "recompiles": (text(old.recompiles), text(new.recompiles)),
-        "kernels": (text(old.kernels), text(new.kernels)),
-        "ops": (ops(old), ops(new)),
-    }
+    found = {label: (text(old, name), text(new, name)) for name, label in COUNTER_LABELS.items()}
+    return {**found, "ops": (ops(old), ops(new))}
 
 
-def _without_kernel_names(summary: Summary) -> Summary:
-    return replace(summary, frames=tuple(replace(f, kernels=()) for f in summary.frames))
+def _without_kernel_names(s: CaseSummary) -> CaseSummary:
+    return replace(s, frames=tuple(replace(f, kernels=()) for f in s.frames))
 
 
 def _summary_findings(
-    old: Summary, new: Summary, counters: dict[str, Counts], has_code: bool
+    old: CaseSummary, new: CaseSummary, counters: dict[str, Counts], has_code: bool
 ) -> list[Finding]:
     found = [
         Finding(True, "counters", f"{name}: {o} -> {n}")

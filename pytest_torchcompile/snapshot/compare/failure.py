@@ -23,45 +23,19 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
 
-#: artifacts in the order the compiler produces them; the first changed one is shown in full
-PIPELINE = (
-    "dynamo_graph",
-    "guards",
-    "transformed_code",
-    "aot_forward",
-    "aot_inference",
-    "aot_backward",
-    "runtime_wrapper",
-    "post_grad_graph",
-    "output_code",
-    "program",
-)
+from ..artifacts import summary
+from ..artifacts.catalogue import ARTIFACTS
+from ..files.store import Outcome
+from .behaviour import compare_case
+
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
 MAX_STAGE_LINES = 120
-
-#: Classifies one case (its label, "" for a test with one case) from artifact name ->
-#: (stored text, this run's text) of its changed artifacts; returns the verdict line
-#: (`behaviour changed: ...`, `text only: ...`) or None.
-CaseVerdict = Callable[[str, Mapping[str, tuple[str, str]]], "str | None"]
-
-
-class OutcomeLike(Protocol):
-    """What `store.Outcome` carries (old and new text only for a changed file)."""
-
-    path: Path
-    status: str
-    message: str
-    old: str | None
-    new: str | None
-
-    @property
-    def failed(self) -> bool: ...
+#: after every artifact of the catalogue: one the catalogue does not name
+_LAST_STAGE = max(a.stage for a in ARTIFACTS.values()) + 1
 
 
 @dataclass(frozen=True)
@@ -91,24 +65,18 @@ class Change:
 
     @property
     def stage(self) -> int:
-        return PIPELINE.index(self.artifact) if self.artifact in PIPELINE else len(PIPELINE)
+        known = ARTIFACTS.get(self.artifact)
+        return known.stage if known is not None else _LAST_STAGE
 
 
-def compose(
-    outcomes: Sequence[OutcomeLike],
-    test_dir: Path,
-    shown_dir: str,
-    full: bool,
-    verdict: CaseVerdict | None = None,
-) -> str:
+def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
     """The failure text of one test whose snapshots did not all match.
 
-    `test_dir` is the test's snapshot folder (cases are its subfolders),
-    `shown_dir` the same folder as the message names it, `full` appends every
-    diff, `verdict` (see `CaseVerdict`) adds a line per case.
+    `shown_dir` is the test's snapshot folder as the message names it; `full`
+    appends every diff.
     """
     changes = [
-        _change(o, test_dir)
+        Change(o.case, o.artifact, o.path.name, o.old, o.new)
         for o in outcomes
         if o.status == "changed" and o.old is not None and o.new is not None
     ]
@@ -116,7 +84,7 @@ def compose(
     if not changes:
         return "\n\n".join([_missing_headline(outcomes), *other, UPDATE_HINT])
     lines = [headline(changes), f"changed artifacts in {shown_dir}:", *_table(changes)]
-    lines += _verdicts(changes, verdict)
+    lines += _verdicts(changes, outcomes)
     summaries = [c for c in changes if c.artifact == "summary"]
     lines += [line for c in summaries for line in _diff_block(c, shown_dir, None, limit=None)]
     if not summaries:
@@ -155,34 +123,13 @@ def headline(changes: Sequence[Change]) -> str:
     moved = []
     for c in changes:
         if c.artifact == "summary":
-            said = summary_moves(c.old, c.new) or "text changed"
+            said = summary.moves(c.old, c.new) or "text changed"
             moved.append(f"{'[' + c.case + '] ' if c.case else ''}summary: {said}")
     if moved:
         return "; ".join(moved)
     real = [c for c in changes if not c.names_only]
     named = ", ".join(dict.fromkeys(c.artifact for c in (real or changes)))
     return f"snapshot changed: {named} (summary unchanged{'; names only' if not real else ''})"
-
-
-_COUNTER = re.compile(r"^(graphs|graph breaks|recompiles|kernels): (\d+)$", re.MULTILINE)
-_FRAME_OPS = re.compile(r"^  - frame \d+ compile \d+: .*: (\d+) ops, \d+ kernels$", re.MULTILINE)
-
-
-def summary_counters(text: str) -> dict[str, int]:
-    """graphs, graph breaks, recompiles, kernels and ops (all frames) from a `summary` text."""
-    counters = {name: int(value) for name, value in _COUNTER.findall(text)}
-    counters["ops"] = sum(int(n) for n in _FRAME_OPS.findall(text))
-    return counters
-
-
-def summary_moves(old: str, new: str) -> str:
-    """`kernels 5 -> 7, ops 59 -> 105`; '' when no counter moved."""
-    before, after = summary_counters(old), summary_counters(new)
-    return ", ".join(
-        f"{k} {before.get(k, 0)} -> {after.get(k, 0)}"
-        for k in ("graphs", "graph breaks", "recompiles", "kernels", "ops")
-        if before.get(k) != after.get(k)
-    )
 
 
 _NUMBERED = re.compile(
@@ -214,21 +161,6 @@ def unified(
     return list(difflib.unified_diff(old.splitlines(), new.splitlines(), *names, lineterm="", n=n))
 
 
-def _change(outcome: OutcomeLike, test_dir: Path) -> Change:
-    path = Path(outcome.path)
-    try:
-        case = str(path.parent.relative_to(test_dir))
-    except ValueError:
-        case = path.parent.name
-    return Change(
-        "" if case == "." else case,
-        path.name.split(".", 1)[0],
-        path.name,
-        outcome.old or "",
-        outcome.new or "",
-    )
-
-
 def _table(changes: Sequence[Change]) -> list[str]:
     width = max(len(c.label) for c in changes)
     rows = []
@@ -241,14 +173,19 @@ def _table(changes: Sequence[Change]) -> list[str]:
     return [row.rstrip() for row in rows]
 
 
-def _verdicts(changes: Sequence[Change], verdict: CaseVerdict | None) -> list[str]:
-    if verdict is None:
-        return []
+def _verdicts(changes: Sequence[Change], outcomes: Sequence[Outcome]) -> list[str]:
+    """One verdict line per changed case: did its behaviour move, or only its text?
+
+    It reads whole cases: the artifacts that matched are the same on both
+    sides (an unchanged output code is what shows a reprinted graph is the
+    same program), the changed ones carry their stored and new texts.
+    """
     lines = []
     for case in dict.fromkeys(c.case for c in changes):
-        said = verdict(case, {c.artifact: (c.old, c.new) for c in changes if c.case == case})
-        if said:
-            lines.append(f"{'[' + case + '] ' if case else ''}verdict: {said}")
+        new = {o.artifact: o.new for o in outcomes if o.case == case and o.new is not None}
+        old = {**new, **{c.artifact: c.old for c in changes if c.case == case}}
+        said = compare_case(old, new).line()
+        lines.append(f"{'[' + case + '] ' if case else ''}verdict: {said}")
     return lines
 
 
@@ -260,7 +197,7 @@ def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | 
     return ["", *([title] if title else []), f"snapshot {shown_dir}/{change.label} differs:", *diff]
 
 
-def _missing_headline(outcomes: Sequence[OutcomeLike]) -> str:
+def _missing_headline(outcomes: Sequence[Outcome]) -> str:
     missing = [o for o in outcomes if o.status == "missing"]
     if missing:
         return f"snapshot missing: {len(missing)} file{'s' if len(missing) > 1 else ''} do{'es' if len(missing) == 1 else ''} not exist yet"

@@ -22,121 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-#: `# ===== frame 0 compile 1: forward ===== [2 of 2]`, the header artifacts.py writes per frame compile.
-_SECTION = re.compile(
-    r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$"
-)
-
-
-@dataclass(frozen=True, order=True)
-class GraphKey:
-    """One frame compile (a Dynamo graph), and which of its payloads (forward/backward)."""
-
-    frame: int
-    compile: int
-    part: int = 1
-
-    def label(self) -> str:
-        part = f" #{self.part}" if self.part > 1 else ""
-        return f"frame {self.frame}/{self.compile}{part}"
-
-
-def split_sections(text: str) -> dict[GraphKey, str]:
-    """The text of each frame compile; a text without headers is one section, frame 0/0."""
-    sections: dict[GraphKey, list[str]] = {}
-    current = GraphKey(0, 0)
-    for line in text.splitlines():
-        match = _SECTION.match(line)
-        if match:
-            current = GraphKey(int(match[1]), int(match[2]), int(match[4] or 1))
-            sections.setdefault(current, [])
-            continue
-        sections.setdefault(current, []).append(line)
-    return {
-        key: "\n".join(lines)
-        for key, lines in sections.items()
-        if any(line.strip() for line in lines)
-    }
-
-
-# ---------------------------------------------------------------- summary
-
-
-@dataclass(frozen=True)
-class FrameSummary:
-    """One `- frame F compile C: NAME: N ops, K kernels` entry and its kernel names."""
-
-    key: GraphKey
-    name: str
-    ops: int
-    kernels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The counters of a `summary` artifact; a field the text lacks is None."""
-
-    backend: str | None = None
-    graphs: int | None = None
-    graph_breaks: int | None = None
-    recompiles: int | None = None
-    kernels: int | None = None
-    break_reasons: tuple[str, ...] = ()
-    recompile_reasons: tuple[str, ...] = ()
-    frames: tuple[FrameSummary, ...] = ()
-
-    def ops_per_graph(self) -> tuple[int, ...] | None:
-        return tuple(f.ops for f in self.frames) if self.frames else None
-
-
-_FIELD = re.compile(r"^(backend|graphs|graph breaks|recompiles|kernels): *(.*)$")
-_FRAME = re.compile(r"^\s+- frame (\d+) compile (\d+): (.*): (\d+) ops, (\d+) kernels\s*$")
-_BULLET = re.compile(r"^  - (.*)$")
-_CONTINUED = re.compile(r"^    (\S.*)$")
-_KERNEL_LINE = re.compile(r"^\s{6,}(\w+)\s*$")
-
-
-def parse_summary(text: str) -> Summary:
-    """Counters, reasons and per-frame ops/kernels from the `summary` text."""
-    fields: dict[str, str] = {}
-    reasons: dict[str, list[str]] = {"graph breaks": [], "recompiles": []}
-    frames: list[FrameSummary] = []
-    section = ""
-    for line in text.splitlines():
-        if (match := _FIELD.match(line)) is not None:
-            section = match[1]
-            fields[section] = match[2].strip()
-        elif line.startswith("frames:"):
-            section = "frames"
-        elif section == "frames" and (match := _FRAME.match(line)) is not None:
-            key = GraphKey(int(match[1]), int(match[2]))
-            frames.append(FrameSummary(key, match[3], int(match[4]), ()))
-        elif section == "frames" and frames and (match := _KERNEL_LINE.match(line)) is not None:
-            last = frames[-1]
-            frames[-1] = FrameSummary(last.key, last.name, last.ops, (*last.kernels, match[1]))
-        elif section in reasons and (match := _BULLET.match(line)) is not None:
-            reasons[section].append(match[1].strip())
-        elif (
-            section in reasons
-            and reasons[section]
-            and (match := _CONTINUED.match(line)) is not None
-        ):
-            reasons[section][-1] += "\n" + match[1]
-    return Summary(
-        backend=fields.get("backend"),
-        graphs=_int(fields.get("graphs")),
-        graph_breaks=_int(fields.get("graph breaks")),
-        recompiles=_int(fields.get("recompiles")),
-        kernels=_int(fields.get("kernels")),
-        break_reasons=tuple(reasons["graph breaks"]),
-        recompile_reasons=tuple(reasons["recompiles"]),
-        frames=tuple(frames),
-    )
-
-
-def _int(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() else None
-
+from ..artifacts.sections import SECTION_HEADER
 
 # ---------------------------------------------------------------- FX graphs
 
@@ -361,7 +247,7 @@ def parse_guards(text: str) -> list[Guard]:
     guard per line, kind `line`, so that a changed line is still a changed
     check.
     """
-    lines = [line for line in text.splitlines() if line.strip() and not _SECTION.match(line)]
+    lines = [line for line in text.splitlines() if line.strip() and not SECTION_HEADER.match(line)]
     if any(_TREE_LINE.match(line) for line in lines):
         guards = _tree_guards(lines)
     else:

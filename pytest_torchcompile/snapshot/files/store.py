@@ -1,26 +1,19 @@
-"""Snapshot files: one plain-text file per artifact per case.
+"""Snapshot files: compare a test's artifact texts with the stored files, or write them.
 
-`TextSnapshotExtension` is a syrupy `SingleFileSnapshotExtension` in text mode
-that overrides three roles: reading (a file that is not UTF-8 becomes a clear
-message, never a crash), writing (a temp file renamed over the old one, so an
-interrupted update leaves each file old or new, never partial) and the diff
-(a unified diff with context, readable in a CI log).
-
-`SnapshotStore` compares and writes the files of the layout in `paths.py`,
-and keeps the bookkeeping syrupy's own session cannot do for nested case
-folders: which files a test used, and which are unused and may be deleted on
-update. It deletes only what the plugin writes (artifact file names and its
-own temp files) and never looks into a folder another test may own. A file
-system that refuses (a folder where a file should be, no permission, a
-symlink loop) gives an `Outcome` with a message, never an exception.
+`TextSnapshotExtension` is syrupy's single-file extension in text mode with
+two roles overridden: reading (not UTF-8 is a clear message) and writing
+(atomic, so an interrupted update leaves each file old or new). `SnapshotStore`
+compares and writes the layout of `paths.py`, remembers which files a test
+used, and deletes only the plugin's own files; a file system that refuses
+gives an `Outcome` with a message, never an exception.
 """
 
 from __future__ import annotations
 
-import difflib
 import errno
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,19 +28,14 @@ from .paths import (
     is_artifact_file,
     is_temp_file,
     segment,
-    test_folder,
 )
 
-__all__ = [
-    "Outcome",
-    "SnapshotStore",
-    "TextSnapshotExtension",
-    "artifact_filename",
-    "atomic_write_text",
-]
+#: how to write a snapshot that does not exist yet
+RECORD_HINT = "run `pytest --update-snapshots` to accept the new output"
 
-MAX_DIFF_LINES = 400
-UPDATE_HINT = "run `pytest --update-snapshots` to accept the new output"
+
+class FolderClash(ValueError):
+    """Two cases of one test whose snapshot folders would be one folder."""
 
 
 class UnreadableSnapshot(Exception):
@@ -55,7 +43,7 @@ class UnreadableSnapshot(Exception):
 
 
 class TextSnapshotExtension(SingleFileSnapshotExtension):
-    """Plain UTF-8 text files, written atomically, diffed as unified diffs."""
+    """Plain UTF-8 text files, written atomically."""
 
     _write_mode = WriteMode.TEXT
     file_extension = "txt"
@@ -85,16 +73,6 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
             raise TypeError(f"snapshot data must be str, got {type(data).__name__}")
         atomic_write_text(target, data)
 
-    def diff_lines(self, serialized_data: object, snapshot_data: object) -> Iterator[str]:
-        """`---` the stored snapshot, `+++` this run; three lines of context.
-
-        Lines split on `\\n` only (not `str.splitlines`, which also splits on form
-        feeds and other separators), so every difference shows.
-        """
-        old = str(snapshot_data).split("\n")
-        new = str(serialized_data).split("\n")
-        yield from difflib.unified_diff(old, new, "snapshot", "this run", lineterm="", n=3)
-
 
 def normalize_newlines(text: str) -> str:
     """CRLF as LF, and exactly one final newline where there was none: how files are compared."""
@@ -104,13 +82,20 @@ def normalize_newlines(text: str) -> str:
 
 @dataclass
 class Outcome:
-    """What comparing one artifact found; `message` is empty when it matched."""
+    """What comparing one artifact of one case found; `message` is empty when it matched.
+
+    `case` is the case's folder under the test's (empty for a test with one
+    case); `old` is the stored text of a changed file, `new` this run's text
+    of every compared file (a whole case feeds the verdict).
+    """
 
     path: Path
     status: str  # "matched", "written", "updated", "missing", "changed", "unreadable", "unwritable"
     message: str = ""
-    old: str | None = None  # stored text, for a changed file (failure.py)
-    new: str | None = None  # this run's text, for a compared file (a whole case feeds the verdict)
+    old: str | None = None
+    new: str | None = None
+    case: str = ""
+    artifact: str = ""
 
     @property
     def failed(self) -> bool:
@@ -134,21 +119,6 @@ class SnapshotStore:
     extension: TextSnapshotExtension = field(default_factory=TextSnapshotExtension)
     used: set[Path] = field(default_factory=set)
     known: set[Path] = field(default_factory=set)
-    owners: dict[Path, str] = field(default_factory=dict)
-
-    def test_dir(self, test_path: Path, test_name: str, classes: tuple[str, ...] = ()) -> Path:
-        """`<root>/<test file path without .py>/[<Class>/...]<test name>`."""
-        return test_folder(self.root, self.rootdir, test_path, classes, test_name)
-
-    def claim(self, test_dir: Path, owner: str) -> str | None:
-        """Record that `owner` (a node id) uses `test_dir`; a message if another test already did.
-
-        Where the file system folds case (macOS, Windows), folders that differ
-        only in case are one folder, and are claimed as one.
-        """
-        folds = folds_case(self.root)
-        other = self.owners.setdefault(Path(str(test_dir).casefold()) if folds else test_dir, owner)
-        return None if other == owner else self.sharing_message(test_dir, other, owner)
 
     def sharing_message(self, test_dir: Path, first: str, second: str) -> str:
         """Two tests whose snapshot folders are one folder (here)."""
@@ -163,60 +133,70 @@ class SnapshotStore:
         )
 
     def case_folders(self, test_dir: Path, names: list[str]) -> list[Path]:
-        """Each case's folder; ValueError naming both where two would be one folder."""
+        """Each case's folder; `FolderClash` naming both where two would be one folder."""
         folds = folds_case(self.root)
         seen: dict[str, str] = {}
         for name in names:
             key = segment(name).casefold() if folds else segment(name)
             if key in seen:  # distinct names always escape apart: only case folding gets here
-                raise ValueError(
+                raise FolderClash(
                     f"cases {seen[key]!r} and {name!r} would share one snapshot folder on this file system, "
                     "which does not tell upper from lower case; give them names that differ in more than case"
                 )
             seen[key] = name
         return [test_dir / segment(name) for name in names]
 
-    def check(self, path: Path, text: str) -> Outcome:
+    def check_test(
+        self, test_dir: Path, cases: Sequence[tuple[str, Mapping[str, str]]]
+    ) -> list[Outcome]:
+        """Compare every case's artifact texts (case name -> artifact -> text) with its files.
+
+        A test with one case keeps its files in `test_dir`, several cases each
+        in a folder of their own; `FolderClash` where two cases would share one.
+        """
+        if len(cases) == 1:
+            folders = {cases[0][0]: ("", test_dir)}
+        else:
+            paths = self.case_folders(test_dir, [name for name, _ in cases])
+            folders = {name: (path.name, path) for (name, _), path in zip(cases, paths)}
+        return [
+            self.check(folder / artifact_filename(artifact), text, label, artifact)
+            for name, texts in cases
+            for label, folder in [folders[name]]
+            for artifact, text in texts.items()
+        ]
+
+    def check(self, path: Path, text: str, case: str = "", artifact: str = "") -> Outcome:
         """Compare `text` with the file at `path`; write it only on update."""
         self.used.add(path)
+        outcome = functools.partial(Outcome, path, case=case, artifact=artifact)
         try:
             stored = self.extension.read_snapshot_data_from_location(
                 snapshot_location=str(path), snapshot_name=path.name, session_id=""
             )
-        except UnreadableSnapshot as exc:
-            return (
-                self._write(path, text, "updated")
-                if self.update
-                else Outcome(path, "unreadable", str(exc))
-            )
-        except OSError as exc:
-            return (
-                self._write(path, text, "updated")
-                if self.update
-                else Outcome(path, "unreadable", self._trouble(path, exc, "read"))
-            )
+        except (UnreadableSnapshot, OSError) as exc:
+            if self.update:
+                return self._write(outcome, text, "updated")
+            message = str(exc) if isinstance(exc, UnreadableSnapshot) else None
+            return outcome("unreadable", message or self._trouble(path, exc, "read"))
         if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
-            return Outcome(path, "matched", new=normalize_newlines(text))
+            return outcome("matched", new=normalize_newlines(text))
         if self.update:
-            return self._write(path, text, "written" if stored is None else "updated")
+            return self._write(outcome, text, "written" if stored is None else "updated")
         if stored is None:
-            return Outcome(
-                path,
-                "missing",
-                f"snapshot {self.show(path)} does not exist yet: {UPDATE_HINT}",
-                new=text,
-            )
-        old, new = normalize_newlines(stored), normalize_newlines(text)
-        return Outcome(path, "changed", self._diff_message(path, old, new), old, new)
+            message = f"snapshot {self.show(path)} does not exist yet: {RECORD_HINT}"
+            return outcome("missing", message, new=text)
+        return outcome("changed", old=normalize_newlines(stored), new=normalize_newlines(text))
 
-    def _write(self, path: Path, text: str, status: str) -> Outcome:
+    def _write(self, outcome: functools.partial[Outcome], text: str, status: str) -> Outcome:
+        path: Path = outcome.args[0]
         collection = SnapshotCollection(location=str(path))
         collection.add(Snapshot(name=path.name, data=text.replace("\r\n", "\n")))
         try:
             self.extension.write_snapshot_collection(snapshot_collection=collection)
         except OSError as exc:
-            return Outcome(path, "unwritable", self._trouble(path, exc, "write"))
-        return Outcome(path, status)
+            return outcome("unwritable", self._trouble(path, exc, "write"))
+        return outcome(status)
 
     def _trouble(self, path: Path, exc: OSError, doing: str) -> str:
         """What the file system refused, where, and what to do about it."""
@@ -242,18 +222,6 @@ class SnapshotStore:
         if exc.errno == errno.ENAMETOOLONG:
             return f"cannot {doing} snapshot {shown}: the path is too long for this file system; choose a shorter --torchcompile-snapshot-dir or test path"
         return f"cannot {doing} snapshot {shown}: {exc.strerror or exc}"
-
-    def _diff_message(self, path: Path, stored: str, text: str) -> str:
-        lines = list(self.extension.diff_lines(text, stored))
-        if not lines:  # cannot happen after normalizing; never show an empty diff
-            lines = [
-                f"(the files differ only in characters a diff does not show: {stored[:80]!r} ...)"
-            ]
-        if len(lines) > MAX_DIFF_LINES:
-            lines = lines[:MAX_DIFF_LINES] + [
-                f"... {len(lines) - MAX_DIFF_LINES} more diff lines not shown"
-            ]
-        return f"snapshot {self.show(path)} differs:\n" + "\n".join(lines)
 
     def show(self, path: Path) -> str:
         try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..._torch.formats import OP_OVERLOAD
 
 #: stage name -> the backend that runs the pipeline up to and including it.
-PIPELINE: tuple[tuple[str, str], ...] = (
+STAGES: tuple[tuple[str, str], ...] = (
     ("dynamo", "eager"),
     ("aot_autograd", "aot_eager"),
     ("decompositions", "aot_eager_decomp_partition"),
@@ -73,10 +73,10 @@ def stages_for(backend: str, is_name: bool) -> list[tuple[str, str]]:
     The stages nest only along torch's own pipeline; a custom or third-party
     backend is checked after Dynamo alone, since it may not use AOTAutograd.
     """
-    backends = [b for _, b in PIPELINE]
+    backends = [b for _, b in STAGES]
     if is_name and backend in backends:
-        return list(PIPELINE[: backends.index(backend) + 1])
-    return [PIPELINE[0], (backend, backend)]
+        return list(STAGES[: backends.index(backend) + 1])
+    return [STAGES[0], (backend, backend)]
 
 
 def attribute(backend: str, is_name: bool, replay: Replay) -> Attribution:

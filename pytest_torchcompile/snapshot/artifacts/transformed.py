@@ -1,12 +1,4 @@
-"""Lay out captured records as one text per artifact, before normalization.
-
-The builders the artifact catalogue (`catalogue.py`) names. Each artifact
-file holds every frame compile of the case, in (frame, compile) order, under
-a header line, so a graph break or a recompile shows up as a new section in
-the diff. The `summary` artifact holds the counters a reviewer reads first;
-`transformed_code` is Dynamo's rewritten bytecode as Python (depyf) where it
-can be decompiled.
-"""
+"""The `transformed_code` artifact: Dynamo's rewritten bytecode, as Python where depyf can."""
 
 from __future__ import annotations
 
@@ -14,33 +6,13 @@ import dis
 import functools
 import re
 import types
-from collections.abc import Iterable
 
 from ..._torch.formats import COUNTED_NAME
-from ...common.capture_log import BytecodeRecord, CaptureLog, FrameKey
-from ...common.counters import Counters
+from ...common.capture_log import BytecodeRecord, CaptureLog
+from .sections import frame_header
 
 #: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")
-
-
-def frame_header(key: FrameKey, code_name: str | None) -> str:
-    where = f": {code_name}" if code_name else ""
-    return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
-
-
-def record_artifact(log: CaptureLog, name: str) -> str:
-    """All payloads of one artifact, frame by frame; '' when none was produced."""
-    names = log.frame_names()
-    sections = []
-    for key in log.frames():
-        payloads = log.payloads(name, key)
-        for index, payload in enumerate(payloads):
-            suffix = f" [{index + 1} of {len(payloads)}]" if len(payloads) > 1 else ""
-            sections.append(
-                f"{frame_header(key, names.get(key))}{suffix}\n{payload.strip(chr(10))}\n"
-            )
-    return "\n".join(sections)
 
 
 def transformed_code(log: CaptureLog) -> str:
@@ -119,32 +91,3 @@ def bytecode_listing(code: types.CodeType) -> str:
         )
         lines.append(f"{ins.offset:>5} {ins.opname:<28} {arg}".rstrip())
     return "\n".join(lines)
-
-
-def summary(backend: str, c: Counters) -> str:
-    """The counters a reviewer reads first, one fact a line."""
-    lines = [
-        f"backend: {backend}",
-        f"graphs: {c.graph_count}",
-        f"graph breaks: {c.graph_break_count}",
-        *_bullets(c.break_reasons),
-        f"recompiles: {c.recompile_count}",
-        *_bullets(c.recompile_reasons),
-        f"kernels: {c.kernel_count}",
-        "frames:",
-    ]
-    for f in c.frames:
-        lines.append(
-            f"  - frame {f.key.frame_id} compile {f.key.compile_id}: {f.name}: {f.ops} ops, {len(f.kernels)} kernels"
-        )
-        lines.extend(f"      {k}" for k in f.kernels)
-    return "\n".join(lines) + "\n"
-
-
-def _bullets(items: Iterable[str]) -> list[str]:
-    lines = []
-    for item in items:
-        first, *rest = item.splitlines() or [""]
-        lines.append(f"  - {first}")
-        lines.extend(f"    {line}" for line in rest)
-    return lines
