@@ -57,10 +57,10 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
     fixture does, every artifact laid out and normalized once.
     """
     import torch
-    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     from pytest_torchcompile._torch import config
     from pytest_torchcompile.common.capture import CaptureLog, capturing
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     torch._dynamo.reset()
     started = time.perf_counter()
@@ -156,13 +156,13 @@ def zoo_walltime() -> None:
 
 def program_cost(rounds: int = 7) -> None:
     import torch
-    from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
-    from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
-    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     from fixtures import zoo
     from pytest_torchcompile.common.capture import CaptureLog, capturing
     from pytest_torchcompile.snapshot import program
+    from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
+    from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
     print(

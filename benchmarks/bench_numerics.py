@@ -33,12 +33,12 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def one_round(build: Callable[[], Any]) -> dict[str, float]:
     """One passing case, whole and in parts (the parts are the case's own steps)."""
     import torch
-    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
-    from pytest_torchcompile.snapshot.numerics.calls import observed_call
-    from pytest_torchcompile.snapshot.numerics.check import compare
 
     from pytest_torchcompile.common.copies import clone_inputs, copy_model
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
     from pytest_torchcompile.snapshot.case import CompileCase
+    from pytest_torchcompile.snapshot.numerics.calls import observed_call
+    from pytest_torchcompile.snapshot.numerics.check import compare
     from pytest_torchcompile.snapshot.spec import CompileSpec
 
     model, args, kwargs = build()

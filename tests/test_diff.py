@@ -33,13 +33,12 @@ from pytest_torchcompile.snapshot.compare.behaviour import (
     CaseDiff,
     compare_case,
 )
+from pytest_torchcompile.snapshot.artifacts.sections import GraphKey, split_sections
 from pytest_torchcompile.snapshot.compare.readers import (
-    GraphKey,
     Guard,
     guard_source,
     parse_graph,
     parse_guards,
-    split_sections,
 )
 from pytest_torchcompile.snapshot.compare.upgrade import compare_sets, read_case, render_text
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS

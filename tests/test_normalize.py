@@ -460,6 +460,7 @@ def _calls(name: str):
 def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
     """depyf wraps at a fixed width; Dynamo's counter sets the name's length."""
     import depyf
+
     from pytest_torchcompile.snapshot.artifacts.transformed import depyf_source
 
     early, late = _calls(f"__compiled_fn_7_{UUID}"), _calls(f"__compiled_fn_17_{UUID}")
@@ -467,14 +468,22 @@ def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
     assert NORMALIZE(depyf_source(early)[0]) == NORMALIZE(depyf_source(late)[0])
 
 
-# --- torch 2.11's guard text and GPU (Triton) output (normalize.py's VERSION_AND_GPU_RULES) ---
+# --- torch 2.11's guard text and GPU (Triton) output -----------------------------
 # Real cold/warm payloads from an H100 are checked in tests/test_gpu_text.py; these pin
 # each rule on one line, what it leaves alone, and idempotence on mixed text.
 
 from pytest_torchcompile.snapshot.artifacts.normalize import (  # noqa: E402  (this block's own imports)
-    VERSION_AND_GPU_RULES,
     drop_bare_guard_provenance,
     drop_code_object_addresses,
+    mask_backend_hash,
+    mask_device_properties,
+    unspace_sym_products,
+)
+
+#: the rules for torch 2.11's guard text and GPU output
+VERSION_AND_GPU_RULES = (
+    drop_code_object_addresses,
+    drop_bare_guard_provenance,
     mask_backend_hash,
     mask_device_properties,
     unspace_sym_products,

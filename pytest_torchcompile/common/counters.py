@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from .._torch.formats import BREAK_AT, BREAK_REASON, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
 from .capture_log import CaptureLog, FrameKey
 
-
 #: The four counters, each as its attribute (on `CompileResult`, `BenchmarkResult`
 #: and in JSON) and as its label (in the `summary` text and the tables).
 COUNTER_LABELS: dict[str, str] = {

@@ -33,37 +33,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..._torch.patterns.code import (
+    CPP_HEADER,
+    FX_BLANK_LINE,
+    FX_DEFINED,
+    INPUT_ASSERT,
+    KERNEL_BOILERPLATE,
+    OUTPUT_ALIAS,
+    OUTPUT_BOILERPLATE_BLOCK,
+    OUTPUT_BOILERPLATE_LINE,
+    OUTPUT_IMPORT,
+)
+from ..._torch.patterns.guards import BARE_KIND, DIMENSION_MARK, MANAGER_LINE, TREE_LINE_START
+from .sections import per_frame_section
+
 Rule = Callable[[str], str]
 
-_SECTION = re.compile(r"(?m)^(?=# ===== frame )")
-
-
-def per_frame_section(rule: Rule) -> Rule:
-    """Apply `rule` to each `# ===== frame F compile C` section of an artifact on its own.
-
-    Each section is one frame compile: its graph's names, its guards. A rule
-    that numbers things per section gives a recompile the same numbers as the
-    first compile, and a change in one frame does not renumber the next.
-    """
-
-    def apply(text: str) -> str:
-        return "".join(rule(section) for section in _SECTION.split(text))
-
-    apply.__name__ = getattr(rule, "__name__", "rule").lstrip("_")
-    apply.__doc__ = rule.__doc__
-    return apply
-
-
 # --- guards --------------------------------------------------------------------
-
-_TREE = re.compile(r"^[| ]*\+- ")
-_MANAGER = re.compile(
-    r"^(?:TREE_GUARD_MANAGER|RootGuardManager|GuardManager|DictGuardManager|KeyManager|ValueManager|KeyValueManager)\b"
-)
-_DIMENSION_MARK = re.compile(
-    r"^DIMENSION_DYNAMIC_MARKING_GUARD: hasattr\((.+), '(_dynamo_\w+)'\) == False$"
-)
-_BARE_KIND = re.compile(r"^[A-Z][A-Z_]+$")
 
 
 @per_frame_section
@@ -87,18 +73,20 @@ def compact_guards(section: str) -> str:
             marks = None
 
     for raw in section.splitlines():
-        if not _TREE.match(raw):  # headers, and anything not laid out as a tree, stay as they are
+        if not TREE_LINE_START.match(
+            raw
+        ):  # headers, and anything not laid out as a tree, stay as they are
             flush()
-            if not _MANAGER.match(raw):
+            if not MANAGER_LINE.match(raw):
                 out.append(raw)
             continue
         leaf = _leaf(raw)
-        if leaf is None or (_BARE_KIND.match(leaf) and leaf in kinds_with_code):
+        if leaf is None or (BARE_KIND.match(leaf) and leaf in kinds_with_code):
             continue  # a manager line, or a relational guard repeated under each value it relates
         code, comment = _split_comment(leaf)
         shown = "" if comment == last_comment else comment
         last_comment = comment or last_comment
-        mark = _DIMENSION_MARK.match(code)
+        mark = DIMENSION_MARK.match(code)
         if mark and marks is not None and marks[0] == mark.group(1):
             marks.append(mark.group(2))
             continue
@@ -113,8 +101,8 @@ def compact_guards(section: str) -> str:
 
 def _leaf(line: str) -> str | None:
     """The guard on a tree line, or None for a manager (structure) line."""
-    body = _TREE.sub("", line, count=1)
-    return None if _MANAGER.match(body) else body
+    body = TREE_LINE_START.sub("", line, count=1)
+    return None if MANAGER_LINE.match(body) else body
 
 
 def _split_comment(leaf: str) -> tuple[str, str]:
@@ -125,17 +113,15 @@ def _split_comment(leaf: str) -> tuple[str, str]:
 
 # --- FX graphs -----------------------------------------------------------------
 
-_DEFINED = re.compile(r"^[ \t]+([A-Za-z_]\w*)(?:: \"[^\"\n]*\")? = ", re.MULTILINE)
 _COUNTER = re.compile(r"^(.*?)(?:_(\d+))?$")
 #: a name in code, not an attribute (`aten.add`) or inside a string
 _NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
-_BLANK_IN_GRAPH = re.compile(r"\n[ \t]*\n(?=[ \t])")
 
 
 @per_frame_section
 def renumber_fx_names(section: str) -> str:
     """Body names of each graph renumbered in order of definition: `add`, `add_1`, ..."""
-    defined = list(dict.fromkeys(_DEFINED.findall(section)))
+    defined = list(dict.fromkeys(FX_DEFINED.findall(section)))
     families: dict[str, list[str]] = {}
     for name in defined:
         families.setdefault(_COUNTER.match(name).group(1) or name, []).append(name)  # type: ignore[union-attr]
@@ -176,34 +162,12 @@ def drop_fx_blank_lines(text: str) -> str:
     """No blank line inside a graph; sections stay apart."""
     previous = None
     while previous != text:
-        previous, text = text, _BLANK_IN_GRAPH.sub("\n", text)
+        previous, text = text, FX_BLANK_LINE.sub("\n", text)
     return text
 
 
 # --- output code ---------------------------------------------------------------
 
-_IMPORT = re.compile(r"^(?:from \S+ import .+|import \S+(?: as \w+)?)$")
-_ALIAS = re.compile(r"^\w+ = (?:torch\.[\w.]+|AsyncCompile\(\))$")
-_SINGLE = re.compile(
-    r"^(?:async_compile\.wait\(globals\(\)\)|del async_compile|class Runner:|runner = Runner\(.*\)|call = runner\.call"
-    r"|recursively_apply_fns = runner\.recursively_apply_fns)$"
-)
-_BLOCK = re.compile(
-    r"^(?:def get_args\(\):|def benchmark_compiled_module\(.*\):|if __name__ == \"__main__\":|    def __init__\(self, partitions\):|    def recursively_apply_fns\(self, fns\):)$"
-)
-#: `call`'s checks of its inputs: the graph's signature in aot_* says the same sizes and strides
-_INPUT_ASSERT = re.compile(r"^\s+assert_size_stride\(\w+, .*, 'input'\)$")
-#: lines every C++ kernel of this torch version opens and closes with (integer division checks)
-_KERNEL_BOILERPLATE = frozenset(
-    {
-        "#include <torch/csrc/inductor/cpp_prefix.h>",
-        "std::atomic<int> inductor_cpu_integer_div_error{0};",
-        "inductor_cpu_integer_div_error_flag = &inductor_cpu_integer_div_error;",
-        "inductor_cpu_integer_div_error_flag = nullptr;",
-        "inductor_cpu_throw_if_integer_div_error(inductor_cpu_integer_div_error);",
-    }
-)
-_CPP_HEADER = re.compile(r"^\s*(?:(?:for|if|while|switch)\s*\(.*\)|else|do)\s*$")
 _TRIPLE = re.compile(r"'''|\"\"\"")
 
 
@@ -214,9 +178,9 @@ def compact_output_code(text: str) -> str:
     block_indent: int | None = None
     for line in text.split("\n"):
         if in_string:
-            if line.strip() in _KERNEL_BOILERPLATE:
+            if line.strip() in KERNEL_BOILERPLATE:
                 continue
-            if line.strip() == "{" and out and _CPP_HEADER.match(out[-1]):
+            if line.strip() == "{" and out and CPP_HEADER.match(out[-1]):
                 out[-1] += " {"
                 continue
         else:
@@ -224,14 +188,14 @@ def compact_output_code(text: str) -> str:
                 if not line.strip() or _indent(line) > block_indent:
                     continue
                 block_indent = None
-            if _BLOCK.match(line):
+            if OUTPUT_BOILERPLATE_BLOCK.match(line):
                 block_indent = _indent(line)
                 continue
             if (
-                _IMPORT.match(line)
-                or _ALIAS.match(line)
-                or _SINGLE.match(line)
-                or _INPUT_ASSERT.match(line)
+                OUTPUT_IMPORT.match(line)
+                or OUTPUT_ALIAS.match(line)
+                or OUTPUT_BOILERPLATE_LINE.match(line)
+                or INPUT_ASSERT.match(line)
             ):
                 continue
             if not line.strip() and (not out or not out[-1].strip()):

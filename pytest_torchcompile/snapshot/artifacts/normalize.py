@@ -1,10 +1,9 @@
-"""Pure text rules that make compiler output stable across runs.
+"""Pure, idempotent text rules that make compiler output the same in every run.
 
 Each rule masks one thing that varies between processes, checkouts, hosts,
-caches or test order (DESIGN section 4) and leaves the code itself (ops,
-shapes, dtypes, strides, kernel bodies) intact. Every rule is idempotent:
-applying it to its own output changes nothing, which the tests check with
-hypothesis. Nothing here imports torch.
+caches or test order, and leaves the code itself (ops, shapes, dtypes,
+strides, kernel bodies) intact. `STATIC_RULES` gives their order, top to
+bottom; `Normalizer.for_paths` puts the checkout's path rule first.
 """
 
 from __future__ import annotations
@@ -15,47 +14,66 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..._torch.patterns.code import (
+    AOT_ID,
+    BACKEND_HASH,
+    DEVICE_PROPERTIES,
+    DEVICE_PROPERTY_NUMBER,
+    GRAPH_ID,
+    KERNEL_PATH,
+    SPACED_PRODUCT,
+    SYM_ANNOTATION,
+    SYMPY_OPERATOR,
+    TYPE_ANNOTATION,
+)
+from ..._torch.patterns.dynamo import (
+    BUILTINS_DICT,
+    COMPILED_FN,
+    GLOBAL_WITH_ID,
+    NONE_TRACE,
+    RESUME_FN,
+    RESUME_IN_AT,
+    TEMP,
+    USER_TRACEBACK,
+)
+from ..._torch.patterns.guards import (
+    BARE_PROVENANCE,
+    COMMENT_PATH,
+    GLOBAL_DICT_KEY,
+    GLOBALS_MANAGER,
+    GUARD_LATENCY,
+    NUM_THREADS,
+    OBJ_ID_VALUE,
+    PROVENANCE_TAIL,
+    TREE_PREFIX_OR_KEY,
+)
+from .sections import per_frame_section
+
 Rule = Callable[[str], str]
 
-_OBJ_ID = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )(?:\d+|<id>)(\))")
-_GRAPH_ID = re.compile(r"(# graph id: )\d+")
-_GUARD_LATENCY = re.compile(r"^\s*Guard latency = [^\n]*\n?", re.MULTILINE)
-_BUILTINS_DICT = re.compile(r"__builtins_dict___\d+")
-_COMPILED_FN = re.compile(
-    r"__compiled_fn_\d+(?:_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})?"
-)
-_AOT_ID = re.compile(r"(# AOT ID: \[')\d+(_\w+'\])")
 _LINE_REF = re.compile(r"(\.py):\d+\b")
 _LINE_WORD = re.compile(r"(, line )\d+\b")
-_RESUME_AT = re.compile(r"(resume_in_\w+?_at_)\d+\b")
-_RESUME_FN = re.compile(r"__resume_at_\d+_\d+")
-_TEMP = re.compile(r"__temp_\d+")
-_NUM_THREADS = re.compile(r'("num_threads":)\d+')
+_FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
-_USER_TRACEBACK = re.compile(
-    r"^User code traceback:[ \t]*\n(?:[ \t][^\n]*(?:\n|\Z)|\n)*?(?=\S|\Z)", re.MULTILINE
+_CODE_OBJECT_ADDRESS = re.compile(
+    r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )"
 )
-_NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
-_GUARD_COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
-_GUARD_PROVENANCE = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$", re.MULTILINE)
-_KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
+_ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
 
 
+# --- numbers the process hands out: object ids, counters ---------------------------
+
+
 def mask_object_ids(text: str) -> str:
     """`___check_obj_id(G['torch'], 1400...)` -> `___check_obj_id(G['torch'], <id>)`."""
-    return _OBJ_ID.sub(r"\1<id>\2", text)
+    return OBJ_ID_VALUE.sub(r"\1<id>\2", text)
 
 
 def mask_graph_ids(text: str) -> str:
     """`# graph id: 1398...` is an object address of the graph module."""
-    return _GRAPH_ID.sub(r"\1<id>", text)
-
-
-def drop_guard_latency(text: str) -> str:
-    """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
-    return _GUARD_LATENCY.sub("", text)
+    return GRAPH_ID.sub(r"\1<id>", text)
 
 
 def renumber_compiled_fns(text: str) -> str:
@@ -64,7 +82,7 @@ def renumber_compiled_fns(text: str) -> str:
     The counter is process-global and the suffix a uuid; renumbering keeps
     two different graphs apart while hiding both.
     """
-    return _renumber(_COMPILED_FN, "__compiled_fn_{}", text)
+    return _renumber(COMPILED_FN, "__compiled_fn_{}", text)
 
 
 def renumber_builtins_dicts(text: str) -> str:
@@ -73,30 +91,27 @@ def renumber_builtins_dicts(text: str) -> str:
     Dynamo names the builtins dict of each new globals scope with a
     process-global counter, so the number says what compiled earlier.
     """
-    return _renumber(_BUILTINS_DICT, "__builtins_dict___{}", text)
+    return _renumber(BUILTINS_DICT, "__builtins_dict___{}", text)
+
+
+def renumber_dynamo_globals(text: str) -> str:
+    """`___module_collections_1402..._c0` -> `___module_collections_obj0`, in order of first use.
+
+    The number is an object id and a compile counter that moves with every
+    compile earlier in the process; two distinct objects stay distinct.
+    """
+    return _renumber(GLOBAL_WITH_ID, "_obj{}", text)
 
 
 def mask_aot_ids(text: str) -> str:
     """`# AOT ID: ['3_inference']` keeps the kind and masks the global counter."""
-    return _AOT_ID.sub(r"\1<N>\2", text)
-
-
-def mask_line_numbers(text: str) -> str:
-    """`file.py:9`, `, line 9`, `resume_in_f_at_13`: a moved line is not a regression."""
-    text = _LINE_REF.sub(r"\1:<N>", text)
-    text = _LINE_WORD.sub(r"\1<N>", text)
-    return _RESUME_AT.sub(r"\1<N>", text)
+    return AOT_ID.sub(r"\1<N>\2", text)
 
 
 def mask_bytecode_counters(text: str) -> str:
     """`__resume_at_60_4` and `__temp_35` carry global counters of Dynamo."""
-    text = _RESUME_FN.sub("__resume_at_<N>", text)
-    return _renumber(_TEMP, "__temp_{}", text)
-
-
-def mask_num_threads(text: str) -> str:
-    """The GLOBAL_STATE guard records the host's thread count."""
-    return _NUM_THREADS.sub(r"\1<N>", text)
+    text = RESUME_FN.sub("__resume_at_<N>", text)
+    return _renumber(TEMP, "__temp_{}", text)
 
 
 def drop_addresses(text: str) -> str:
@@ -104,43 +119,13 @@ def drop_addresses(text: str) -> str:
     return _ADDRESS.sub("", text)
 
 
-def drop_user_traceback(text: str) -> str:
-    """Graph-break reasons end with a traceback through pytest's own frames."""
-    return _NONE_TRACE.sub("", _USER_TRACEBACK.sub("", text))
+def drop_code_object_addresses(text: str) -> str:
+    """`<code object silu at 0x7f8b..., file "f.py", line 9>` -> `<code object silu, file "f.py", line 9>`.
 
-
-def shorten_guard_comment_paths(text: str) -> str:
-    """Guard comments shorten paths relative to torch's install dir; keep the basename."""
-    return _GUARD_COMMENT_PATH.sub(r"\1\2", text)
-
-
-def drop_guard_provenance(text: str) -> str:
-    """A shape guard's comment ends with the torch function that installed it.
-
-    That is Inductor's codegen on a cache miss and AOTAutograd's cache check on
-    a hit (` and (_inductor/codegen/cpp.py:12 in need_use_acc_helper)`): the
-    same guard, found by a different path.
+    torch 2.11 prints an ID_MATCH guard's `type=` as the code object's repr,
+    where the address is followed by `, file`, not `>` (`drop_addresses`).
     """
-    return _GUARD_PROVENANCE.sub("", text)
-
-
-def mask_kernel_paths(text: str) -> str:
-    """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
-    return _KERNEL_PATH.sub(r"\1<cache>", text)
-
-
-def strip_trailing_space(text: str) -> str:
-    """Trailing blanks differ with padding of variable-width fields."""
-    return _TRAILING_SPACE.sub("", text)
-
-
-def unmask_names(text: str) -> str:
-    """`resume_in_f_at_<N>` -> `resume_in_f_at_N`: a masked name stays a Python name.
-
-    Only for artifacts that must parse as Python (`program`); elsewhere the
-    `<N>` reads better.
-    """
-    return _MASK_IN_NAME.sub(lambda m: "N" * (len(m.group(0)) // 3), text)
+    return _CODE_OBJECT_ADDRESS.sub(r"\1", text)
 
 
 def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
@@ -152,7 +137,22 @@ def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
     return pattern.sub(replace, text)
 
 
-_ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
+# --- the host, the checkout and the cache -----------------------------------------
+
+
+def mask_num_threads(text: str) -> str:
+    """The GLOBAL_STATE guard records the host's thread count."""
+    return NUM_THREADS.sub(r"\1<N>", text)
+
+
+def drop_guard_latency(text: str) -> str:
+    """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
+    return GUARD_LATENCY.sub("", text)
+
+
+def mask_kernel_paths(text: str) -> str:
+    """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
+    return KERNEL_PATH.sub(r"\1<cache>", text)
 
 
 @lru_cache(maxsize=8)
@@ -212,30 +212,44 @@ class PathRule:
         return parts[-1]
 
 
-# --- torch 2.11's guard text and GPU (Triton) output --------------------------------
-# Rules for text that torch versions other than 2.13, or CUDA devices, add.
-# Kept as one block (issue 10); STATIC_RULES takes them in one place.
-
-_CODE_OBJECT_ADDRESS = re.compile(
-    r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )"
-)
-_BARE_PROVENANCE = re.compile(
-    r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE
-)
-_BACKEND_HASH = re.compile(r"('backend_hash': ')[0-9A-Fa-f]+(?=')")
-_DEVICE_PROPERTIES = re.compile(r"DeviceProperties\([^()]*\)")
-_DEVICE_NUMBER = re.compile(r"\b(?!index=)(\w+=)-?\d+\b")
-_SYM_ANNOTATION = re.compile(r'"Sym\([^"\n]*\)"')
-_SPACED_PRODUCT = re.compile(r" ?(\*\*?) ?")
+def shorten_guard_comment_paths(text: str) -> str:
+    """Guard comments shorten paths relative to torch's install dir; keep the basename."""
+    return COMMENT_PATH.sub(r"\1\2", text)
 
 
-def drop_code_object_addresses(text: str) -> str:
-    """`<code object silu at 0x7f8b..., file "f.py", line 9>` -> `<code object silu, file "f.py", line 9>`.
+def mask_line_numbers(text: str) -> str:
+    """`file.py:9`, `, line 9`, `resume_in_f_at_13`: a moved line is not a regression."""
+    text = _LINE_REF.sub(r"\1:<N>", text)
+    text = _LINE_WORD.sub(r"\1<N>", text)
+    return RESUME_IN_AT.sub(r"\1<N>", text)
 
-    torch 2.11 prints an ID_MATCH guard's `type=` as the code object's repr,
-    where the address is followed by `, file`, not `>` (`drop_addresses`).
+
+def mask_frozen_line_numbers(text: str) -> str:
+    """`<frozen os>:677` is a line of the Python build, not of the model."""
+    return _FROZEN_LINE.sub(r"\1:<N>", text)
+
+
+def strip_trailing_space(text: str) -> str:
+    """Trailing blanks differ with padding of variable-width fields."""
+    return _TRAILING_SPACE.sub("", text)
+
+
+# --- one thing printed two ways ---------------------------------------------------
+
+
+def drop_user_traceback(text: str) -> str:
+    """Graph-break reasons end with a traceback through pytest's own frames."""
+    return NONE_TRACE.sub("", USER_TRACEBACK.sub("", text))
+
+
+def drop_guard_provenance(text: str) -> str:
+    """A shape guard's comment ends with the torch function that installed it.
+
+    That is Inductor's codegen on a cache miss and AOTAutograd's cache check on
+    a hit (` and (_inductor/codegen/cpp.py:12 in need_use_acc_helper)`): the
+    same guard, found by a different path.
     """
-    return _CODE_OBJECT_ADDRESS.sub(r"\1", text)
+    return PROVENANCE_TAIL.sub("", text)
 
 
 def drop_bare_guard_provenance(text: str) -> str:
@@ -248,12 +262,122 @@ def drop_bare_guard_provenance(text: str) -> str:
     `drop_guard_provenance` does for the ` and (...)` form, which dropping the
     bare comment can leave at the line's end: it goes too, so one pass is enough.
     """
-    return drop_guard_provenance(_BARE_PROVENANCE.sub("", text))
+    return drop_guard_provenance(BARE_PROVENANCE.sub("", text))
+
+
+def unspace_sym_products(text: str) -> str:
+    """`"Sym(s27 * s52)"` -> `"Sym(s27*s52)"`: the same symbolic size, printed two ways.
+
+    torch 2.11 prints a graph's symbolic-size annotation with sympy's `str`
+    (`s27*s52`) when it traces and spaced (`s27 * s52`) when it replays a
+    cached graph (dynamic Llama on an H100, cold vs warm). Only products in
+    `Sym(...)` annotations are touched; `+`, `-` and `//` print alike in both.
+    """
+    return SYM_ANNOTATION.sub(lambda m: SPACED_PRODUCT.sub(r"\1", m.group(0)), text)
+
+
+def canonical_sympy_spacing(text: str) -> str:
+    """`Sym(2 * s50)` -> `Sym(2*s50)`: sympy prints a product with spaces on a cache hit only.
+
+    Only inside FX type annotations (`"Sym(...)"`, `"f32[2*s50, 32]..."`).
+    """
+    return TYPE_ANNOTATION.sub(lambda m: '"' + SYMPY_OPERATOR.sub(r"\1", m.group(1)) + '"', text)
+
+
+def stable_global_dict_keys(text: str) -> str:
+    """Guards on a dict reached from a module global: by key, not by position.
+
+    Dynamo guards a dict key by key, by position: `list(dict.keys(D))[13] ==
+    "<class '...BartEncoder'>"`. When D is process-global state of a library
+    (transformers' `_CAN_RECORD_REGISTRY` gains a key for every model class
+    built in the process), the positions, and the keys before the one looked
+    up, say which models earlier tests built. So for a dict under `G[...]`:
+    a key the compile read (its value is guarded too) stays, written as
+    `K in dict.keys(D)` and `D[K]`; a key it only checked by position is left
+    out. Dicts reached from the frame's locals (`L[...]`) are untouched: their
+    order is the test's own. Nested dicts come out on the next pass.
+    """
+    for _ in range(4):
+        rewritten = _global_dict_keys_once(text)
+        if rewritten == text:
+            break
+        text = rewritten
+    return text
+
+
+def _global_dict_keys_once(text: str) -> str:
+    keys = {(m.group(1), m.group(2)): m.group(3) for m in GLOBAL_DICT_KEY.finditer(text)}
+    if not keys:
+        return text
+    read = set()
+    for (d, index), key in keys.items():
+        lookup = f"dict.__getitem__({d}, list(dict.keys({d}))[{index}])"
+        if lookup in text or f"{d}[{key}]" in text:
+            read.add((d, index))
+            text = text.replace(lookup, f"{d}[{key}]")
+    lines = []
+    for line in text.split("\n"):
+        found = [(d, i) for (d, i) in keys if f"list(dict.keys({d}))[{i}]" in line]
+        if found and not any(f in read for f in found) and _droppable_key_line(line):
+            continue
+        for d, index in found:
+            line = line.replace(
+                f"list(dict.keys({d}))[{index}] == {keys[(d, index)]}",
+                f"{keys[(d, index)]} in dict.keys({d})",
+            )
+            line = line.replace(f"list(dict.keys({d}))[{index}]", f"list(dict.keys({d}))[<key>]")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _droppable_key_line(line: str) -> bool:
+    """A tree or compact guard line, or a joined `and ...` line of the program."""
+    return bool(TREE_PREFIX_OR_KEY.match(line)) or line.lstrip().startswith(
+        ("and ", "EQUALS_MATCH:", "KeyManager:")
+    )
+
+
+def sort_global_guards(text: str) -> str:
+    """The guards on a frame's globals, one block per global, sorted by the block's text.
+
+    Dynamo installs guards sorted by the length of their name, and names it
+    numbered with a process-global counter (`G['__builtins_dict___17']`,
+    `G['_1402..._c7']`) grow with every compile earlier in the process, so the
+    order of these blocks says how many compiles came first. Guards are a
+    conjunction: the order is not part of what they check.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = GLOBALS_MANAGER.match(lines[i])
+        out.append(lines[i])
+        i += 1
+        if not match:
+            continue
+        child = len(match.group(1)) + 2  # children sit one `| ` deeper
+        blocks: list[list[str]] = []
+        while i < len(lines) and _tree_depth(lines[i]) >= child:
+            if _tree_depth(lines[i]) == child or not blocks:
+                blocks.append([])
+            blocks[-1].append(lines[i])
+            i += 1
+        out.extend(line for block in sorted(blocks, key=lambda b: b[0][child:]) for line in block)
+    return "\n".join(out)
+
+
+def _tree_depth(line: str) -> int:
+    """Characters before `+- ` on a guard tree line; -1 for any other line."""
+    index = line.find("+- ")
+    return index if index >= 0 and not line[:index].replace("| ", "").strip() else -1
+
+
+# --- the GPU model (the snapshot folder's {device} keys it instead) -----------------
 
 
 def mask_backend_hash(text: str) -> str:
     """`'backend_hash': '91D1...'` in a Triton kernel's metadata hashes the Triton build, not the kernel."""
-    return _BACKEND_HASH.sub(r"\1<hash>", text)
+    return BACKEND_HASH.sub(r"\1<hash>", text)
 
 
 def mask_device_properties(text: str) -> str:
@@ -266,31 +390,15 @@ def mask_device_properties(text: str) -> str:
     Inductor generates differently for them still shows in the kernel's code.
     The device type and index stay: they are where the user put the model.
     """
-    return _DEVICE_PROPERTIES.sub(lambda m: _DEVICE_NUMBER.sub(r"\1<N>", m.group(0)), text)
+    return DEVICE_PROPERTIES.sub(lambda m: DEVICE_PROPERTY_NUMBER.sub(r"\1<N>", m.group(0)), text)
 
 
-def unspace_sym_products(text: str) -> str:
-    """`"Sym(s27 * s52)"` -> `"Sym(s27*s52)"`: the same symbolic size, printed two ways.
+# --- the order ----------------------------------------------------------------------
 
-    torch 2.11 prints a graph's symbolic-size annotation with sympy's `str`
-    (`s27*s52`) when it traces and spaced (`s27 * s52`) when it replays a
-    cached graph (dynamic Llama on an H100, cold vs warm). Only products in
-    `Sym(...)` annotations are touched; `+`, `-` and `//` print alike in both.
-    """
-    return _SYM_ANNOTATION.sub(lambda m: _SPACED_PRODUCT.sub(r"\1", m.group(0)), text)
-
-
-VERSION_AND_GPU_RULES: tuple[Rule, ...] = (
-    drop_code_object_addresses,
-    drop_bare_guard_provenance,
-    mask_backend_hash,
-    mask_device_properties,
-    unspace_sym_products,
-)
-
-# --- end of the torch-version and GPU block ------------------------------------------
-
-
+#: Every rule, in the order it runs. Order matters where one rule's output is another's
+#: input: provenance comments go before guard comment paths are shortened (which would
+#: eat a bare provenance's `(`), and the per-frame renumberings run last, on text whose
+#: other counters are already masked.
 STATIC_RULES: tuple[Rule, ...] = (
     drop_user_traceback,
     mask_object_ids,
@@ -304,10 +412,20 @@ STATIC_RULES: tuple[Rule, ...] = (
     drop_addresses,
     mask_kernel_paths,
     drop_guard_provenance,
-    *VERSION_AND_GPU_RULES,  # before shorten_guard_comment_paths: it would eat a bare provenance's `(`
+    drop_code_object_addresses,
+    drop_bare_guard_provenance,
+    mask_backend_hash,
+    mask_device_properties,
+    unspace_sym_products,
     shorten_guard_comment_paths,
     mask_line_numbers,
     strip_trailing_space,
+    per_frame_section(renumber_dynamo_globals),
+    per_frame_section(renumber_builtins_dicts),
+    mask_frozen_line_numbers,
+    canonical_sympy_spacing,
+    stable_global_dict_keys,
+    sort_global_guards,
 )
 
 
@@ -335,153 +453,10 @@ class Normalizer:
         return text
 
 
-# =============================================================================
-# Real models (issue 9): process history and cold/warm printing.
-#
-# Found on HuggingFace models built from tiny configs (fixtures/real_models.py),
-# each rule proven on two runs that must agree (tests/test_committed_stability.py).
-# Appended here, apart from the rules above, and added to STATIC_RULES below.
-# =============================================================================
+def unmask_names(text: str) -> str:
+    """`resume_in_f_at_<N>` -> `resume_in_f_at_N`: a masked name stays a Python name.
 
-from .compact import per_frame_section  # noqa: E402
-
-#: `___module_collections_140256468386496_c0`, `G['_140256443150752_c2']`: Dynamo names a
-#: global it installs after `id(value)` and a process-global compile counter
-#: (`output_graph.py`: f"{prefix}_{id(value)}_c{compile_id}"; `___check_metadata_<id>_c0/0`).
-_DYNAMO_GLOBAL = re.compile(r"(?<=[A-Za-z_'])_\d{6,}_c\d+(?:/\d+)*(?![\w/])")
-_FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
-_SYMPY_ANNOTATION = re.compile(r'"((?:Sym\(|[a-z]\w*\[)[^"\n]*)"')
-_SYMPY_PRODUCT = re.compile(r"\s*(\*\*|\*|//|/)\s*")
-_KEY_AT = r"list\(dict\.keys\({d}\)\)\[(\d+)\]"
-_GLOBAL_DICT_KEY = re.compile(
-    r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')"
-)
-_TREE_PREFIX = re.compile(r"^[| ]*\+- (?:KeyManager: )?")
-
-
-def renumber_dynamo_globals(text: str) -> str:
-    """`___module_collections_1402..._c0` -> `___module_collections_obj0`, in order of first use.
-
-    The number is an object id and a compile counter that moves with every
-    compile earlier in the process; two distinct objects stay distinct.
+    Only for artifacts that must parse as Python (`program`); elsewhere the
+    `<N>` reads better.
     """
-    return _renumber(_DYNAMO_GLOBAL, "_obj{}", text)
-
-
-def mask_frozen_line_numbers(text: str) -> str:
-    """`<frozen os>:677` is a line of the Python build, not of the model."""
-    return _FROZEN_LINE.sub(r"\1:<N>", text)
-
-
-def canonical_sympy_spacing(text: str) -> str:
-    """`Sym(2 * s50)` -> `Sym(2*s50)`: sympy prints a product with spaces on a cache hit only.
-
-    Only inside FX type annotations (`"Sym(...)"`, `"f32[2*s50, 32]..."`).
-    """
-    return _SYMPY_ANNOTATION.sub(lambda m: '"' + _SYMPY_PRODUCT.sub(r"\1", m.group(1)) + '"', text)
-
-
-def stable_global_dict_keys(text: str) -> str:
-    """Guards on a dict reached from a module global: by key, not by position.
-
-    Dynamo guards a dict key by key, by position: `list(dict.keys(D))[13] ==
-    "<class '...BartEncoder'>"`. When D is process-global state of a library
-    (transformers' `_CAN_RECORD_REGISTRY` gains a key for every model class
-    built in the process), the positions, and the keys before the one looked
-    up, say which models earlier tests built. So for a dict under `G[...]`:
-    a key the compile read (its value is guarded too) stays, written as
-    `K in dict.keys(D)` and `D[K]`; a key it only checked by position is left
-    out. Dicts reached from the frame's locals (`L[...]`) are untouched: their
-    order is the test's own. Nested dicts come out on the next pass.
-    """
-    for _ in range(4):
-        rewritten = _global_dict_keys_once(text)
-        if rewritten == text:
-            break
-        text = rewritten
-    return text
-
-
-def _global_dict_keys_once(text: str) -> str:
-    keys = {(m.group(1), m.group(2)): m.group(3) for m in _GLOBAL_DICT_KEY.finditer(text)}
-    if not keys:
-        return text
-    read = set()
-    for (d, index), key in keys.items():
-        lookup = f"dict.__getitem__({d}, list(dict.keys({d}))[{index}])"
-        if lookup in text or f"{d}[{key}]" in text:
-            read.add((d, index))
-            text = text.replace(lookup, f"{d}[{key}]")
-    lines = []
-    for line in text.split("\n"):
-        found = [(d, i) for (d, i) in keys if f"list(dict.keys({d}))[{i}]" in line]
-        if found and not any(f in read for f in found) and _droppable_key_line(line):
-            continue
-        for d, index in found:
-            line = line.replace(
-                f"list(dict.keys({d}))[{index}] == {keys[(d, index)]}",
-                f"{keys[(d, index)]} in dict.keys({d})",
-            )
-            line = line.replace(f"list(dict.keys({d}))[{index}]", f"list(dict.keys({d}))[<key>]")
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _droppable_key_line(line: str) -> bool:
-    """A tree or compact guard line, or a joined `and ...` line of the program."""
-    return bool(_TREE_PREFIX.match(line)) or line.lstrip().startswith(
-        ("and ", "EQUALS_MATCH:", "KeyManager:")
-    )
-
-
-_GLOBALS_MANAGER = re.compile(
-    r"^((?:\| )*)\+- GuardManager: source=G, accessed_by=GlobalsGuardAccessor\b"
-)
-
-
-def sort_global_guards(text: str) -> str:
-    """The guards on a frame's globals, one block per global, sorted by the block's text.
-
-    Dynamo installs guards sorted by the length of their name, and names it
-    numbered with a process-global counter (`G['__builtins_dict___17']`,
-    `G['_1402..._c7']`) grow with every compile earlier in the process, so the
-    order of these blocks says how many compiles came first. Guards are a
-    conjunction: the order is not part of what they check.
-    """
-    lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        match = _GLOBALS_MANAGER.match(lines[i])
-        out.append(lines[i])
-        i += 1
-        if not match:
-            continue
-        child = len(match.group(1)) + 2  # children sit one `| ` deeper
-        blocks: list[list[str]] = []
-        while i < len(lines) and _tree_depth(lines[i]) >= child:
-            if _tree_depth(lines[i]) == child or not blocks:
-                blocks.append([])
-            blocks[-1].append(lines[i])
-            i += 1
-        out.extend(line for block in sorted(blocks, key=lambda b: b[0][child:]) for line in block)
-    return "\n".join(out)
-
-
-def _tree_depth(line: str) -> int:
-    """Characters before `+- ` on a guard tree line; -1 for any other line."""
-    index = line.find("+- ")
-    return index if index >= 0 and not line[:index].replace("| ", "").strip() else -1
-
-
-REAL_MODEL_RULES: tuple[Rule, ...] = (
-    per_frame_section(renumber_dynamo_globals),
-    per_frame_section(renumber_builtins_dicts),
-    mask_frozen_line_numbers,
-    canonical_sympy_spacing,
-    stable_global_dict_keys,
-    sort_global_guards,
-)
-
-# Rebound, not edited above: Normalizer.for_paths reads STATIC_RULES when called.
-STATIC_RULES = STATIC_RULES + REAL_MODEL_RULES
+    return _MASK_IN_NAME.sub(lambda m: "N" * (len(m.group(0)) // 3), text)

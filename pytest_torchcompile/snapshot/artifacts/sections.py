@@ -8,6 +8,7 @@ a diff, and a comparison can pair sections by frame compile.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...common.capture_log import CaptureLog, FrameKey
@@ -16,6 +17,8 @@ from ...common.capture_log import CaptureLog, FrameKey
 SECTION_HEADER = re.compile(
     r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$"
 )
+#: where each section starts (a zero-width split point)
+_SECTION_START = re.compile(r"(?m)^(?=# ===== frame )")
 
 
 def frame_header(key: FrameKey, code_name: str | None) -> str:
@@ -66,3 +69,19 @@ def split_sections(text: str) -> dict[GraphKey, str]:
         for key, lines in sections.items()
         if any(line.strip() for line in lines)
     }
+
+
+def per_frame_section(rule: Callable[[str], str]) -> Callable[[str], str]:
+    """Apply `rule` to each `# ===== frame F compile C` section of an artifact on its own.
+
+    Each section is one frame compile: its graph's names, its guards. A rule
+    that numbers things per section gives a recompile the same numbers as the
+    first compile, and a change in one frame does not renumber the next.
+    """
+
+    def apply(text: str) -> str:
+        return "".join(rule(section) for section in _SECTION_START.split(text))
+
+    apply.__name__ = getattr(rule, "__name__", "rule").lstrip("_")
+    apply.__doc__ = rule.__doc__
+    return apply

@@ -22,6 +22,29 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..._torch.patterns.code import (
+    FUSED_NAME,
+    FX_DEF,
+    FX_DELETIONS,
+    FX_NODE,
+    FX_PARAM,
+    FX_TORCH_OP,
+    KERNEL_BODY_END,
+    KERNEL_NAME_DEF,
+    SYMBOL,
+    WRAPPER_CALL,
+)
+from ..._torch.patterns.guards import (
+    COMMENT_TAIL,
+    DIMENSION_KIND,
+    LEAF_LINE,
+    MANAGER_LINE,
+    MANAGER_SOURCE,
+    NO_ATTRS,
+    SOURCE_START,
+    TREE_LINE,
+    TYPE_NOTE,
+)
 from ..artifacts.sections import SECTION_HEADER
 
 # ---------------------------------------------------------------- FX graphs
@@ -46,14 +69,8 @@ class Graph:
     nodes: Counter[tuple[str, str]]
 
 
-_DEF = re.compile(r"^\s*def forward\(")
-_PARAM = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*:\s*\"([^\"]*)\"")
-_NODE = re.compile(r"^\s+([A-Za-z_]\w*)(?:\s*:\s*\"([^\"]*)\")?\s*=\s*(.+?)\s*$")
-_DELETIONS = re.compile(r";\s+(?:[A-Za-z_]\w*\s*=\s*)+None\s*$")
 _IDENT = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)")
-_TORCH_OP = re.compile(r"^torch\.ops\.(\w+\.\w+(?:\.\w+)?)\(")
 _CALLEE = re.compile(r"^([A-Za-z_][\w.]*)\(")
-_SYMBOL = re.compile(r"\b([suz])\d+\b")
 _RETURN = re.compile(r"^\s+return\b(.*)$")
 _COMMENT = re.compile(r"\s+#.*$")
 _SPACES = re.compile(r"\s+")
@@ -69,11 +86,11 @@ def parse_graph(text: str) -> Graph:
     inputs = 0
     lines = iter(text.splitlines())
     for line in lines:
-        if _DEF.match(line):
+        if FX_DEF.match(line):
             header = line
             while not header.rstrip().endswith(":") and (more := next(lines, None)) is not None:
                 header += " " + _COMMENT.sub("", more)
-            for name, annotation in _PARAM.findall(header.split("(", 1)[1]):
+            for name, annotation in FX_PARAM.findall(header.split("(", 1)[1]):
                 prints[name] = _hash(f"input {inputs} {annotation}")
                 inputs += 1
             continue
@@ -84,10 +101,10 @@ def parse_graph(text: str) -> Graph:
             out = _SPACES.sub("", _with_refs(_COMMENT.sub("", body), prints)[0]).replace(",)", ")")
             dataflow[_hash("return " + out)] += 1
             continue
-        match = _NODE.match(line)
+        match = FX_NODE.match(line)
         if match is None or line.lstrip().startswith("#"):
             continue
-        name, annotation, expr = match[1], match[2] or "", _DELETIONS.sub("", match[3])
+        name, annotation, expr = match[1], match[2] or "", FX_DELETIONS.sub("", match[3])
         if expr in prints and not annotation:  # `l_x_ = L_x_`: a rename, not a node
             prints[name] = prints[expr]
             continue
@@ -108,7 +125,7 @@ def _with_refs(expr: str, prints: dict[str, str]) -> tuple[str, str]:
 
 def _operator(expr: str, prints: dict[str, str]) -> str:
     """`aten.add.Tensor` for a torch op; the callee (`torch.tanh`, `.sum`) or the expression's shape otherwise."""
-    if (match := _TORCH_OP.match(expr)) is not None:
+    if (match := FX_TORCH_OP.match(expr)) is not None:
         return match[1]
     if (match := _CALLEE.match(expr)) is not None:
         head, _, method = match[1].partition(".")
@@ -123,7 +140,7 @@ def _canonical_symbols(text: str) -> str:
     def rename(match: re.Match[str]) -> str:
         return seen.setdefault(match[0], f"{match[1]}{len([k for k in seen if k[0] == match[1]])}")
 
-    return _SYMBOL.sub(rename, text)
+    return SYMBOL.sub(rename, text)
 
 
 def _hash(text: str) -> str:
@@ -143,7 +160,7 @@ class Kernel:
     @property
     def fused(self) -> str:
         """The fused ops the name lists: `cpp_fused_add_relu_3` -> `add_relu`."""
-        return _FUSED.sub("", self.name)
+        return FUSED_NAME.sub("", self.name)
 
 
 @dataclass(frozen=True)
@@ -158,14 +175,6 @@ class Program:
         return Counter(c for c in self.calls if c not in names)
 
 
-_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(")
-_BODY_END = re.compile(r"^\s*'''")
-_FUSED = re.compile(r"^(?:cpp|triton_\w+?|cuda|halide)_fused_|_\d+$")
-_CALL = re.compile(
-    r"(?<![\w.])(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|aten\.\w+(?:\.\w+)?|[A-Za-z_]\w*)(?:\.run)?\("
-)
-
-
 def parse_output_code(text: str) -> Program:
     """Kernels (bodies with their own name masked) and the wrapper's calls to kernels and extern ops."""
     kernels: list[Kernel] = []
@@ -173,14 +182,14 @@ def parse_output_code(text: str) -> Program:
     lines = text.splitlines()
     index = 0
     while index < len(lines):
-        match = _KERNEL_DEF.match(lines[index])
+        match = KERNEL_NAME_DEF.match(lines[index])
         if match is None:
             outside.append(lines[index])
             index += 1
             continue
         start = index
         index += 1
-        while index < len(lines) and not _BODY_END.match(lines[index]):
+        while index < len(lines) and not KERNEL_BODY_END.match(lines[index]):
             index += 1
         body = "\n".join(lines[start : index + 1]).replace(match[1], "<kernel>")
         kernels.append(Kernel(match[1], body.split(" = ", 1)[1]))
@@ -190,7 +199,7 @@ def parse_output_code(text: str) -> Program:
         callee
         for line in outside
         if not line.lstrip().startswith("#")
-        for callee in _CALL.findall(line)
+        for callee in WRAPPER_CALL.findall(line)
         if callee in names or "." in callee
     )
     return Program(tuple(kernels), calls)
@@ -216,20 +225,9 @@ class Guard:
     check: str
 
 
-_TREE_LINE = re.compile(r"^((?:\| )*)\+- (.*)$")
-_MANAGER = re.compile(r"^(?:\w*GuardManager)(?:: source=(.*?), accessed_by=.*)?$")
-_STRUCTURE = re.compile(r"^(?:\w*GuardManager|KeyManager|ValueManager|KeyValueManager)\b")
-_LEAF = re.compile(r"^([A-Z][A-Z0-9_]*)(?::\s*(.*))?$")
-_PROVENANCE = re.compile(r"\s+#\s.*$")
-_TYPE_NOTE = re.compile(r"^(___check_(?:obj|type)_id\(.*?\)), type=.*$")
 _PLACEHOLDER = re.compile(
     r"(?<=[:\[,])(<\w+>)(?=[,}\]])"
 )  # `"num_threads":<N>`, masked by normalize, is not JSON
-#: the compact form's one line for a tensor's five `hasattr(X, '_dynamo_...') == False` guards
-_NO_ATTRS = re.compile(r"^(.+) has no (_dynamo_\w+(?:, _dynamo_\w+)*)$")
-_DIMENSION = "DIMENSION_DYNAMIC_MARKING_GUARD"
-#: `L['x']`, `G['torch'].nn`: where Dynamo's sources start (a frame's locals, its globals)
-_SOURCE_START = re.compile(r"(?<![\w.])[LG]\[")
 _ATTRIBUTE = re.compile(r"\.[A-Za-z_]\w*")
 
 
@@ -248,7 +246,7 @@ def parse_guards(text: str) -> list[Guard]:
     check.
     """
     lines = [line for line in text.splitlines() if line.strip() and not SECTION_HEADER.match(line)]
-    if any(_TREE_LINE.match(line) for line in lines):
+    if any(TREE_LINE.match(line) for line in lines):
         guards = _tree_guards(lines)
     else:
         guards = _compact_guards(lines)
@@ -262,17 +260,17 @@ def _tree_guards(lines: list[str]) -> list[Guard]:
     guards: list[Guard] = []
     sources: dict[int, str] = {}
     for line in lines:
-        match = _TREE_LINE.match(line)
+        match = TREE_LINE.match(line)
         if match is None:
             continue
         depth = len(match[1]) // 2
         item = match[2].strip()
-        manager = _MANAGER.match(item)
+        manager = MANAGER_SOURCE.match(item)
         if manager is not None:
             sources[depth] = manager[1] or ""
             continue
-        leaf = _LEAF.match(item)
-        if leaf is None or _STRUCTURE.match(item):
+        leaf = LEAF_LINE.match(item)
+        if leaf is None or MANAGER_LINE.match(item):
             continue
         check = _check(leaf[2] or "")
         place = next((sources[d] for d in range(depth - 1, -1, -1) if d in sources), "")
@@ -283,18 +281,18 @@ def _tree_guards(lines: list[str]) -> list[Guard]:
 def _compact_guards(lines: list[str]) -> list[Guard]:
     guards: list[Guard] = []
     for line in lines:
-        leaf = _LEAF.match(line.strip())
-        if leaf is None or _STRUCTURE.match(line.strip()):
+        leaf = LEAF_LINE.match(line.strip())
+        if leaf is None or MANAGER_LINE.match(line.strip()):
             check = _check(line)
             guards += (
                 [Guard("line", "", check)] if check and not line.lstrip().startswith("#") else []
             )
             continue
         check = _check(leaf[2] or "")
-        marks = _NO_ATTRS.match(check) if leaf[1] == _DIMENSION else None
+        marks = NO_ATTRS.match(check) if leaf[1] == DIMENSION_KIND else None
         if marks is not None:  # the tree's form, one guard per attribute
             guards += [
-                Guard(_DIMENSION, marks[1], f"hasattr({marks[1]}, '{a}') == False")
+                Guard(DIMENSION_KIND, marks[1], f"hasattr({marks[1]}, '{a}') == False")
                 for a in marks[2].split(", ")
             ]
             continue
@@ -315,7 +313,7 @@ def guard_source(check: str) -> str:
     `utils_device.CURRENT_DEVICE == None`) has none: Dynamo puts those on
     the root of the tree, whose source is empty too.
     """
-    match = _SOURCE_START.search(check)
+    match = SOURCE_START.search(check)
     if match is None:
         return ""
     end = match.end() - 1  # at the `[`
@@ -356,8 +354,8 @@ def _closing(text: str, start: int) -> int:
 
 
 def _check(code: str) -> str:
-    code = _PROVENANCE.sub("", code).strip()
-    code = _TYPE_NOTE.sub(r"\1", code)
+    code = COMMENT_TAIL.sub("", code).strip()
+    code = TYPE_NOTE.sub(r"\1", code)
     return _SPACES.sub(" ", code)
 
 
