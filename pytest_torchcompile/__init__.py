@@ -10,8 +10,9 @@ from typing import Any
 
 from .common.options import SpecError
 from .perf.gate import GateSettings, Verdict
+from .snapshot.artifacts.case_artifacts import FrameResult
 from .snapshot.case_table import CaseRow
-from .snapshot.result import CompileResult, FrameResult
+from .snapshot.result import CompileResult
 from .snapshot.spec import ARTIFACT_EXTENSIONS, CompileSpec
 
 __all__ = [

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+#: the repository's root, and the tests' recorded data
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Import torch's compiler stack once, before any test runs.

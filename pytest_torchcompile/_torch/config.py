@@ -15,7 +15,7 @@ import torch._inductor.config as inductor_config
 
 #: Inductor settings that make generated C++ independent of the host: no
 #: OpenMP blocks whatever the thread count, and 256-bit vectors on AVX2 and
-#: AVX-512 machines alike (DESIGN section 3).
+#: AVX-512 machines alike.
 HOST_PINNED_CONFIG: dict[str, Any] = {"cpp.threads": 1, "cpp.simdlen": 256}
 #: compiled code calls eager's random ops, so dropout draws what eager draws.
 FALLBACK_RANDOM: dict[str, Any] = {"fallback_random": True}

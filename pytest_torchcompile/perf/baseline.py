@@ -6,7 +6,7 @@ per case, keyed by `<test node id>::<case name>`:
     {
       "cases": {
         "tests/test_perf.py::test_chain::case_0": {
-          "counters": {"graph_breaks": 0, "graphs": 1, "kernels": 1, "recompiles": 0},
+          "counters": {"graph_break_count": 0, "graph_count": 1, "kernel_count": 1, "recompile_count": 0},
           "metrics": {
             "speedup": {"ci_high": 2.4132, "ci_low": 2.3098, "median": 2.361, "min": 0.39885, "n": 12445, "q1": 2.0027, "q3": 2.9219},
             ...
@@ -127,6 +127,7 @@ class BaselineStore:
     machine: Machine
     problems: list[str] = field(default_factory=list)
     _files: list[BaselineFile] | None = None
+    _found: dict[str, Baseline | None] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -153,7 +154,12 @@ class BaselineStore:
             return None
 
     def lookup(self, case: str) -> Baseline | None:
-        """This machine's record of `case`, else the closest other machine's."""
+        """This machine's record of `case`, else the closest other machine's (read once)."""
+        if case not in self._found:
+            self._found[case] = self._lookup(case)
+        return self._found[case]
+
+    def _lookup(self, case: str) -> Baseline | None:
         holders = [f for f in self.files() if case in f.cases]
         if not holders:
             return None

@@ -150,12 +150,7 @@ class BenchmarkCase:
         self.first_call_seconds = time.perf_counter() - started
         self.compile_seconds = spent.seconds
         counted = counters(log)
-        self.counters = {
-            "graphs": counted.graph_count,
-            "graph_breaks": counted.graph_break_count,
-            "recompiles": counted.recompile_count,
-            "kernels": counted.kernel_count,
-        }
+        self.counters = counted.as_dict()
         self.output_code = "\n".join(log.payloads("output_code"))
         if gpu:
             settle_compile_workers()
@@ -227,10 +222,7 @@ class BenchmarkCase:
             threads=self.threads,
             rounds=self.paired.rounds,
             iterations=self.passes[0].iterations,
-            graph_count=self.counters["graphs"],
-            graph_break_count=self.counters["graph_breaks"],
-            recompile_count=self.counters["recompiles"],
-            kernel_count=self.counters["kernels"],
+            **self.counters,
             gpu={
                 name: summary for name, summary in record.metrics.items() if name.startswith("gpu_")
             },

@@ -1,32 +1,20 @@
 """The perf gate: this run's records against the baseline, PASS, FAIL or INCONCLUSIVE.
 
-Pure functions over plain data (`CaseRecord`, `GateSettings`): no pytest, no
-torch, no files, so every verdict rule is unit-tested with synthetic numbers.
+Pure functions over plain data (`CaseRecord`, `GateSettings`): no pytest,
+torch or files, so every verdict rule is unit-tested with synthetic numbers.
 
-The rules (DESIGN section 5):
-- counters (graphs, graph breaks, recompiles, kernels) must equal the
-  baseline's exactly; they are deterministic and need no statistics;
-- so must exact metrics (peak GPU memory in bytes), on the baseline's own
-  machine: equal is PASS (0 == 0 included), different is FAIL with the
-  difference shown; no interval, so no [-inf, +inf] for a zero;
-- a statistical metric compares medians. The change is now/baseline - 1 with
-  a confidence interval from both measurements' intervals combined in log
-  space. It FAILs when the change is worse than the threshold *and* the
-  interval excludes no change; it PASSes when the change is within the
-  threshold and the interval excludes a regression of twice the threshold;
-  it is INCONCLUSIVE otherwise (possibly noise, or too noisy to tell);
-- ratios (speedup, measured interleaved) are gated whatever the machine;
-  absolute times only when the baseline's machine fingerprint is this one,
-  CPU wall times only when asked as well; the rest is reported;
-- GPU kernel times (`record.GPU_TIMES`) are compared only when measured by
-  the same method as the baseline's (CUDA-graph replay or per-call events:
-  they measure different things). Per-call event times are not gated when
-  the case is launch-bound (they time the CPU's launch path: 2-4x between
-  processes on an H100) or when Inductor runs its own CUDA graphs
-  (`mode="reduce-overhead"`: they cannot be captured again; the interleaved
-  wall-time `speedup` judges what they buy);
+- counters and exact metrics (peak GPU bytes, on the baseline's machine)
+  must equal the baseline's;
+- a statistical metric compares medians: the change now/baseline - 1 with an
+  interval combined in log space FAILs when it is worse than the threshold
+  and excludes no change, PASSes when within the threshold and excluding a
+  regression of twice the threshold, and is INCONCLUSIVE otherwise;
+- ratios (measured interleaved) are gated on any machine, absolute times
+  only on the baseline's machine fingerprint (CPU wall times when asked too);
+- GPU kernel times only against a baseline measured by the same method, and
+  per-call times not when launch-bound or under Inductor's own CUDA graphs;
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
-  with `strict` on any INCONCLUSIVE too.
+  with `strict` on any INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -37,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
 from .record import (
     COUNTERS,
@@ -191,7 +180,7 @@ def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> R
     """Counters must match exactly; the change names each one that moved."""
     names = [name for name in COUNTERS if name in now or name in base]
     moved = [
-        f"{name} {now.get(name, 0) - base.get(name, 0):+d}"
+        f"{COUNTER_LABELS[name]} {now.get(name, 0) - base.get(name, 0):+d}"
         for name in names
         if now.get(name) != base.get(name)
     ]
@@ -203,7 +192,7 @@ def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> R
     note = ", ".join(moved)
     return Row(
         case,
-        f"{COUNTER_METRIC} ({'/'.join(names)})",
+        f"{COUNTER_METRIC} ({'/'.join(COUNTER_LABELS[name] for name in names)})",
         "",
         shown[1],
         shown[0],

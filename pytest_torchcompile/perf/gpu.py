@@ -1,38 +1,13 @@
 """GPU timings: kernel time (CUDA-graph replay or per-call events), per-kernel time, peak memory.
 
-Per-call time on a GPU measures the CPU's launch path as much as the
-kernels. Measured on an H100 (samples/h100-torch2.11/timing-probe.txt, 5
-fresh processes): on a launch-bound model (6 x Linear(64, 64) on 4x64)
-per-call CUDA events after an L2 flush moved 33-109 us (eager) and 75-201 us
-(compiled) between processes, while CUDA-graph replay
-(`triton.testing.do_bench_cudagraph`) moved 12.6-13.0 us; on a
-bandwidth-bound chain they agree within 10%. So, per pass:
-
-- per-call events: eager and compiled alternate call by call, CUDA events
-  around each call after warm-up, the L2 cache flushed (a 256 MiB buffer
-  zeroed) before every call, as `triton.testing.do_bench`;
-- CUDA-graph replay: each side is captured in a CUDA graph of n calls on a
-  side stream and replayed, as `triton.testing.do_bench_cudagraph` (triton
-  3.6), the two graphs alternating (ABBA). When both sides can be captured,
-  the replay times are the case's kernel times (`gpu_eager_s`,
-  `gpu_compiled_s`, their per-pair ratio `gpu_speedup`; method `REPLAY`) and
-  the per-call event times are reported as `gpu_*_call_s`; otherwise the
-  event times are the kernel times (method `EVENTS`). Inductor's own CUDA
-  graphs (`mode="reduce-overhead"`) are never captured again;
-- launch-bound: a side whose per-call event time is `LAUNCH_BOUND_RATIO`
-  times its replay time or more (see there) marks the case launch-bound;
-- per kernel (first pass): each Triton kernel Inductor generated with its
-  `benchmark_kernel` harness (`get_args()`, `call(args)`), timed as
-  Inductor's `wrapper_benchmark.benchmark_all_kernels` does;
-- peak memory (first pass): `torch.cuda.max_memory_allocated` over one call
-  of each, minus what was allocated before it, in whole bytes (exact).
-
-A baseline takes 5 passes, a gate 1 (and 2 more to re-measure), pooled like
-the CPU rounds, with the spread between passes kept as noise.
-
-NOT run on a GPU by this module's author (written on a CPU-only machine; its
-arithmetic is tested on the H100 sample numbers): every part records a note
-instead of failing the test when it cannot run.
+Per pass: eager and compiled alternate call by call under CUDA events after
+an L2 flush (as `triton.testing.do_bench`), and, where both sides can be
+captured, replay as CUDA graphs of n calls (as `do_bench_cudagraph`), which
+then gives the kernel times (`REPLAY`; else `EVENTS`). A side whose per-call
+time is `LAUNCH_BOUND_RATIO` times its replay time or more marks the case
+launch-bound. The first pass also times each Triton kernel with Inductor's
+own harness and the peak memory of one call of each side. A part that
+cannot run records a note instead of failing the test.
 """
 
 from __future__ import annotations

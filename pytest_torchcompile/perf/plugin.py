@@ -28,8 +28,7 @@ from ..common.files import atomic_write_text
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from ..common.tables import align
-from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
-from .record import CaseRecord
+from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
 from .report import (
     GATE_HEADER,
     RESULT_HEADER,
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
     from .baseline import BaselineStore
     from .fixture import CompileBenchmark
 
-BENCH_PROPERTY = "torchcompile_benchmark"
 INTERNAL_PROPERTY = "torchcompile_perf_internal_error"
 XDIST_SKIP = (
     "compile_benchmark does not run in pytest-xdist workers (benchmarks running in parallel measure each other): "
@@ -372,23 +370,19 @@ class PerfSession:
     def _attach_cases(
         self, report: pytest.TestReport, item: pytest.Item, benchmark: CompileBenchmark
     ) -> None:
+        """The test's measured cases and verdicts, straight into the session.
+
+        Benchmarks never run in an xdist worker (the fixture skips there), so
+        the process that measured a case is the one that reports it.
+        """
         for key, case in benchmark.finished():
-            verdict = case.verdict
-            data = {
-                "key": key,
-                "nodeid": item.nodeid,
-                "record": case.final.record.to_json() if case.final else None,
-                "verdict": None
-                if verdict is None
-                else {
-                    "rows": [r.to_json() for r in verdict.rows],
-                    "remeasured": verdict.remeasured,
-                },
-            }
-            report.user_properties.append((BENCH_PROPERTY, json.dumps(data)))
+            if case.final is not None:
+                self.cases.append(MeasuredCase(key, item.nodeid, case.final.record))
+            if case.verdict is not None:
+                self.verdicts.append(case.verdict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect cases here so the xdist controller would see its workers' too."""
+        """Count the benchmarks xdist workers skipped; collect the plugin's own crashes."""
         self.internal_errors.extend(reported_errors(report, INTERNAL_PROPERTY))
         with guarded("pytest_runtest_logreport", self.internal_errors):
             self._collect(report)
@@ -396,16 +390,6 @@ class PerfSession:
     def _collect(self, report: pytest.TestReport) -> None:
         if report.skipped and XDIST_SKIP in str(report.longrepr):
             self.skipped_in_workers += 1
-        for name, value in report.user_properties:
-            if name != BENCH_PROPERTY:
-                continue
-            data = json.loads(str(value))
-            self.cases.append(
-                MeasuredCase(data["key"], data["nodeid"], CaseRecord.from_json(data["record"]))
-            )
-            if data["verdict"] is not None:
-                rows = tuple(Row.from_json(r) for r in data["verdict"]["rows"])
-                self.verdicts.append(CaseVerdict(data["key"], rows, data["verdict"]["remeasured"]))
 
     @property
     def run_verdict(self) -> Verdict | None:

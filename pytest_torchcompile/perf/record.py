@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.counters import COUNTER_LABELS
 from .stats import FieldError, Summary
 
 
@@ -63,8 +64,15 @@ REPLAY = "cudagraph"
 EVENTS = "events"
 TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
 
-#: deterministic counters, compared exactly (never with statistics).
-COUNTERS = ("graphs", "graph_breaks", "recompiles", "kernels")
+#: deterministic counters, compared exactly (never with statistics), by attribute name.
+COUNTERS = tuple(COUNTER_LABELS)
+#: the names baselines recorded before the counters had one spelling everywhere.
+_LEGACY_COUNTERS = {
+    "graphs": "graph_count",
+    "graph_breaks": "graph_break_count",
+    "recompiles": "recompile_count",
+    "kernels": "kernel_count",
+}
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,7 @@ class CaseRecord:
         return cls(
             metrics=_summaries(data, "metrics", required=True),
             counters={
-                name: _count(f"counters.{name}", v)
+                _LEGACY_COUNTERS.get(name, name): _count(f"counters.{name}", v)
                 for name, v in _section(data, "counters", required=True).items()
             },
             settings=dict(settings),

@@ -1,15 +1,10 @@
-"""Time eager against compiled, interleaved in one process (DESIGN section 5).
+"""Time eager against compiled, interleaved in one process.
 
-Absolute times on a shared machine move 6-120% between runs; the ratio of
-two calls timed back to back moves ~2.5%, because a slow phase (a neighbour's
-compile, a frequency change) slows both sides of a round alike. So each round
-times a block of eager calls and a block of compiled calls, in alternating
-order (ABBA...) so a drift within a round does not favour one side, and the
-per-round ratio eager/compiled is the quantity the gate uses.
-
+Each round times a block of eager calls and a block of compiled calls, in
+alternating order (ABBA...), so a slow phase slows both sides alike and the
+per-round ratio eager/compiled, the quantity the gate uses, stays steady.
 The loop is plain Python over two callables and a `sync` (a no-op on CPU,
-`torch.cuda.synchronize` on GPU): it does not import torch and is unit-tested
-with sleeping functions.
+`torch.cuda.synchronize` on GPU): no torch import.
 """
 
 from __future__ import annotations

@@ -7,18 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .artifacts.case_artifacts import FrameResult
+
 if TYPE_CHECKING:
     from .numerics.precompile import PrecompileReport
-
-
-@dataclass(frozen=True)
-class FrameResult:
-    """One Dynamo frame compile and the artifacts it produced (normalized)."""
-
-    frame_id: int
-    compile_id: int
-    name: str
-    artifacts: Mapping[str, str]
 
 
 @dataclass

@@ -11,12 +11,22 @@ so an earlier `CompileResult` keeps showing its own call's artifacts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from ...common.capture_log import CaptureLog
 from ...common.counters import Counters
-from ..result import FrameResult
 from .catalogue import ARTIFACTS, DEFAULT_ARTIFACTS, FRAME_ARTIFACTS, Artifact
 from .normalize import Normalizer
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """One Dynamo frame compile and the artifacts it produced (normalized)."""
+
+    frame_id: int
+    compile_id: int
+    name: str
+    artifacts: Mapping[str, str]
 
 
 class CaseArtifacts(Mapping[str, str]):

@@ -1,31 +1,20 @@
 """The stored form of the large artifacts: every fact once, no renumbering noise.
 
-Pure text functions, applied to one artifact's normalized text (see
-the rules each artifact names in `catalogue.py`), each idempotent. What they drop is the same for
-every compile or is structure that the kept lines already say; what they keep
-is everything a reviewer reads: every guard, every op with its shape, dtype
-and stride, every kernel body, the wrapper's calls.
+Pure, idempotent text functions over one artifact's normalized text (each
+artifact names its own in `catalogue.py`). What they drop is the same in
+every compile or said by the lines they keep; every guard, op with its
+shape, dtype and stride, kernel body and wrapper call stays.
 
-- `compact_guards`: Dynamo's guard tree as one leaf guard per line, in
-  Dynamo's check order. The accessor tree (`GuardManager: source=...,
-  accessed_by=...`) is how Dynamo fetches each value, not a check, and was
-  half the lines; a guard's comment (the user line that installed it) is
-  written once for a run of guards from the same line; the five
-  `DIMENSION_DYNAMIC_MARKING_GUARD`s of a tensor are one line.
-- `renumber_fx_names`: FX names a node after its op and a counter that also
-  counts nodes traced and then removed, so an unrelated change upstream turns
-  `add_9` into `add_7`. Names defined in a graph body are renumbered in order
-  of definition (`add`, `add_1`, ...), so a graph with the same ops and edges
-  reads the same; the graph's inputs keep their names.
-- `drop_fx_blank_lines`: FX separates source lines with a blank line; each
-  group already starts with its `# File:` comment.
+- `compact_guards`: one leaf guard per line in Dynamo's check order, without
+  the accessor tree; a comment once for a run of guards from one user line;
+  a tensor's five `DIMENSION_DYNAMIC_MARKING_GUARD`s as one line.
+- `renumber_fx_names`: names defined in a graph body renumbered in order of
+  definition (`add`, `add_1`, ...), so the same ops and edges read the same.
+- `drop_fx_blank_lines`: each group of a graph already starts with its
+  `# File:` comment.
 - `compact_output_code`: Inductor's output code without its module
-  boilerplate (imports, aliases, the `Runner` scaffolding, `get_args`,
-  `benchmark_compiled_module`, `__main__`), without `call`'s size checks of
-  its inputs (the AOT graph's signature states them) and without the five
-  integer-division-check lines every C++ kernel opens and closes with; a C++
-  `{` that opens a `for`/`if` body sits on that line. Every kernel, every
-  statement of every kernel and of `call` stays.
+  boilerplate, `call`'s size checks of its inputs and the integer-division
+  checks every C++ kernel opens and closes with.
 """
 
 from __future__ import annotations

@@ -159,9 +159,9 @@ def mask_kernel_paths(text: str) -> str:
 def _at_path_start(folder: str) -> re.Pattern[str]:
     """`folder/` where a path starts, not inside a longer one.
 
-    Found in CI: with the rootdir `/work/main`, a cache filled by a checkout at
-    `/check/work/main` replays `/check/work/main/fixtures/zoo.py`; a plain
-    replace made that `/checkfixtures/zoo.py`, whose only local name was `zoo.py`.
+    With the rootdir `/work/main`, a cache filled by a checkout at
+    `/check/work/main` replays `/check/work/main/fixtures/zoo.py`, which must
+    not become `/checkfixtures/zoo.py`.
     """
     return re.compile(
         r"(?<![\w<>.~+@%/-])" + re.escape(folder.rstrip("/") + "/")
@@ -258,7 +258,7 @@ def drop_bare_guard_provenance(text: str) -> str:
     `LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647  # (_inductor/codegen/simd.py:1877
     in can_use_32bit_indexing)` on an Inductor cache miss is the same guard as
     `... # (_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards)` on a
-    hit (measured on an H100, torch 2.11). The guard stays; the comment goes, as
+    hit (torch 2.11 on a GPU). The guard stays; the comment goes, as
     `drop_guard_provenance` does for the ` and (...)` form, which dropping the
     bare comment can leave at the line's end: it goes too, so one pass is enough.
     """

@@ -1,46 +1,20 @@
 """Did the compiler's behaviour move between two snapshots of one case, or only its text?
 
-`compare_case(old, new)` takes the artifact texts of one case on each side
-(`{"summary": ..., "guards": ..., ...}`, as stored or as captured) and returns
-a `CaseDiff`: a verdict, the counters old -> new, and what moved, each
-finding marked behaviour or text. Pure: no files, no torch, no pytest; the
-upgrade report (`python -m pytest_torchcompile diff`) and a failing snapshot
-test both call it.
+`compare_case(old, new)` takes one case's artifact texts on each side (artifact
+name -> text, stored or captured) and returns a `CaseDiff`: the verdict
+(`behaviour changed`, `text only`, `unchanged`), the counters old -> new and
+each finding, marked behaviour or text. Pure: no files, torch or pytest.
 
-What counts as behaviour (what the compiled program does, and when it is
-reused), everything else being text (how the same thing is printed):
-
-- the counters: graphs, graph breaks, recompiles, kernels, ops per graph,
-  the backend; graph-break and recompile reasons;
-- per graph, the multiset of ops an FX graph calls (Dynamo, AOT and
-  post-grad graphs); a graph produced on one side only;
-- per graph, its dataflow (ops, constant arguments, result types and edges)
-  when the ops are the same, *unless* the graph's generated code (kernels
-  and wrapper calls) is present on both sides and the same: then the graphs
-  differ only on the way to the same program (`sum(x, [-1])` printed
-  `sum(x, [1])` for a 2-D `x`), which is reported as text;
-- generated kernels whose source differs beyond their own name (fused
-  differently, added, removed, or the same fusion with other code), and
-  the extern ops and kernels the wrapper calls, in order;
-- guards, compared by their check (the code, without provenance comments),
-  then by kind and source: a check added or removed, or a check on the same
-  kind and source that changed (a tensor's dtype, shape or stride), is
-  behaviour. A check that only changed kind or place in the tree
-  (`LAMBDA_GUARD: G['F'] is G[...].F` becoming `OBJECT_ALIASING` on `G['F']`)
-  is text, and so is a `GLOBAL_STATE` guard whose only change is a switch
-  that one torch does not know (`cuda_matmul_precision` on 2.15): the
-  switches both know are compared by value.
-
-Text: renumbering and renaming (`add_9` -> `add_7`, kernel names with the
-same body), comments, formatting, wrapper code that calls the same kernels
-(`assert_size_stride` grouped), artifacts without a semantic reading
-(`transformed_code`, `program`, `runtime_wrapper`), and a guards, summary or
-wrapper artifact that only one side recorded (another torch no longer emits
-`runtime_wrapper`; a marker dropped `guards` from its artifacts), and an
-artifact that differs only in how an earlier version of this plugin stored
-it: both sides are first brought to the current stored form (`stored_form`),
-so a set recorded with guards as Dynamo's tree compares with one recorded in
-the compact form by guard, not by layout.
+Behaviour is what the compiled program does and when it is reused: the
+counters and break/recompile reasons; the ops of each FX graph and, with the
+same ops, its dataflow (unless the generated code on both sides is the
+same); kernels fused differently, added, removed or with other code, and the
+calls the wrapper makes; guards added, removed or checking other values.
+Text is everything else: renumbering, renamed kernels with the same body,
+comments and layout, a guard moved in the tree, artifacts with no reading
+(`transformed_code`, `program`, `runtime_wrapper`), an artifact one side
+did not record, and the stored form of an older version of this plugin
+(`stored_form` brings both sides to today's first).
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """Compare compiled results with eager ones, element by element, with paths.
 
-A call's *observation* is everything a user could see change: the outputs,
-the gradients of inputs and parameters after backward, the module's buffers
-(batch-norm statistics a forward updates in place) and tensor inputs after
-the call (in-place updates). `observe` flattens it into `path -> leaf`, with
-paths a reader can find in the model: `output['logits']`, `output[1].hidden`,
-`grad of fc1.weight`, `buffer bn.running_mean`, `input x after the call`.
-Containers are dicts and other mappings (HuggingFace `ModelOutput` included),
-lists, tuples, `NamedTuple`s, dataclasses and plain objects without an
-`__eq__` of their own (a KV cache, say), nested.
-
-Tensors are compared with the dtype-aware defaults of
-`torch.testing.assert_close` unless the marker sets `rtol`/`atol`; integer
-and bool tensors exactly; NaN and inf in the same places are equal; shape,
-dtype, device and layout differences are reported as such, strides when asked. Sparse
-tensors are compared densified, meta tensors (which hold no values) by their
-metadata alone, NumPy arrays and scalars as tensors. A leaf that cannot be
-compared at all is reported as that, never as a divergence. For low-precision
-results an fp64 reference decides what tolerances cannot: compiled may be
-off from an fp64 run of the model by at most `multiplier` times eager's own
-error (the rule of Dynamo's own accuracy check, `same()`). Mismatches are described,
-not raised, so one failure can hold all of them.
+`observe` flattens everything a user could see change after a call (outputs,
+gradients of inputs and parameters, buffers, tensor inputs after the call)
+into `path -> leaf`, with paths a reader finds in the model
+(`output['logits']`, `grad of fc1.weight`, `buffer bn.running_mean`),
+through mappings, sequences, NamedTuples, dataclasses and plain objects.
+`compare` checks tensors with `torch.testing.assert_close`'s dtype-aware
+defaults (or the marker's), other leaves by equality, and describes each
+mismatch instead of raising; a leaf that cannot be compared is said to be
+so, never reported as a divergence. For low-precision results an fp64
+reference decides (`tolerate_with_fp64`: the rule of Dynamo's `same()`).
 """
 
 from __future__ import annotations

@@ -6,11 +6,9 @@ gradients of every parameter, or on the nested outputs of a real model.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
 
 BF16_BLOCK = f"""
 import sys

@@ -4,7 +4,7 @@
 model with backend eager (guards do not depend on the backend), asks both
 `CompileResult.check_guards` and the first frame compile's cache entry
 (`guard_manager.check`) about the same new inputs, and prints JSON.
-`tests/test_program.py` runs it in a fresh process: compiling here advances
+`tests/snapshot/artifacts/test_program.py` runs it in a fresh process: compiling here advances
 Dynamo's process-global name counter (`__builtins_dict___N`, not masked), and
 the zoo's snapshots checked later in the same pytest worker would change.
 """
@@ -27,7 +27,8 @@ from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 from pytest_torchcompile.snapshot.case import CompileCase
 from pytest_torchcompile.snapshot.spec import CompileSpec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
+
 NO_GRAD = {"convbn_inference", "transformer_block", "buffer_mutation", "nested_outputs"}
 ZOO = [
     "mlp_training",

@@ -3,7 +3,7 @@
 Which method timed the kernels (CUDA-graph replay or per-call events), a
 launch-bound case, Inductor's own CUDA graphs (reduce-overhead), passes
 pooled with their noise. The same rules on the recorded H100 numbers are in
-tests/test_gate_gpu_samples.py; the GPU paths themselves in tests/test_bench_gpu.py.
+tests/perf/test_gate_h100_samples.py; the GPU paths themselves in tests/perf/test_gpu_figures.py.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from pytest_torchcompile.snapshot.files.store import (
     UnreadableSnapshot,
     atomic_write_text,
 )
+from tests.conftest import REPO
 
 NO_CRASH = ["INTERNALERROR", "Traceback", "pytest_torchcompile/"]
 
@@ -623,9 +624,7 @@ for i in range(25):
 def test_concurrent_baseline_updates_keep_both_runs_cases(tmp_path: Path) -> None:
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
-        ),
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
     runs = [
         subprocess.Popen([sys.executable, "-c", BASELINE_WRITER, str(tmp_path), tag], env=env)

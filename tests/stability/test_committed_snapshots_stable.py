@@ -24,10 +24,8 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor
-from tests.conftest import tree_digest
+from tests.conftest import REPO, tree_digest
 from tests.test_stability import REVERSE_CONFTEST as VARIATIONS_CONFTEST
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)

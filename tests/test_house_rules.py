@@ -2,7 +2,8 @@
 
 `_torch/` (the torch adapter) imports nothing of the plugin; `common/` (the
 shared floor) imports neither wing; the snapshot wing and the perf wing never
-import each other; no module imports itself back through others (no loop).
+import each other; inside a wing, each room imports only the rooms below it;
+no module imports itself back through others (no loop).
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pytest_torchcompile"
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "pytest_torchcompile"
 
 
 def _module(path: Path) -> str:
@@ -93,3 +98,62 @@ def test_the_graph_is_read() -> None:
     """The rules above hold because the imports were found, not because none were."""
     assert "pytest_torchcompile.common.capture" in GRAPH["pytest_torchcompile.snapshot.fixture"]
     assert "pytest_torchcompile._torch.trace" in GRAPH["pytest_torchcompile.common.capture"]
+
+
+#: each wing's rooms from the bottom up: a room imports only rooms below it (or itself).
+LAYERS = {
+    "snapshot": (
+        ("artifacts",),
+        ("spec",),
+        ("files",),
+        ("compare",),
+        ("numerics",),
+        ("result", "case_table"),
+        ("case",),
+        ("fixture",),
+        ("plugin",),
+    ),
+    "perf": (
+        ("stats",),
+        ("record",),
+        ("timing", "gate"),
+        ("gpu",),
+        ("spec",),
+        ("result", "report", "baseline"),
+        ("case",),
+        ("fixture",),
+        ("plugin",),
+    ),
+}
+
+
+def _room(wing: str, module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == wing else None
+
+
+@pytest.mark.parametrize("wing", sorted(LAYERS))
+def test_each_wing_imports_only_downwards(wing: str) -> None:
+    rank = {room: n for n, rooms in enumerate(LAYERS[wing]) for room in rooms}
+    rooms = {_room(wing, m) for m in GRAPH} - {None, "__init__"}
+    assert rooms == set(rank), "every room of the wing has a layer"
+    upward = [
+        f"{m} -> {i}"
+        for m, imported in GRAPH.items()
+        if (source := _room(wing, m)) is not None
+        for i in imported
+        if (target := _room(wing, i)) is not None
+        and target != source
+        and rank[target] >= rank[source]
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_folder_is_a_hall() -> None:
+    """A folder holds at most about a dozen modules (a newcomer reads its list at a glance)."""
+    sizes = {
+        str(folder.relative_to(PACKAGE.parent)): len(list(folder.glob("*.py")))
+        for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]
+        if folder.name != "__pycache__"
+    }
+    assert max(sizes.values()) <= 14, sizes

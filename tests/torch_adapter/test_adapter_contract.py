@@ -1,6 +1,6 @@
 """The torch adapter (`pytest_torchcompile/_torch/`): its contract, and that it is the only one.
 
-The parts that compile run in a fresh process (`tests/adapter_contract.py`):
+The parts that compile run in a fresh process (`tests/torch_adapter/adapter_contract.py`):
 compiling here would move Dynamo's process-global counters under the zoo
 snapshots checked later by the same worker. The parts that do not compile
 run here. The last tests hold the rule of the house: outside `_torch/`, no
@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from pytest_torchcompile._torch import config, dynamo, errors, formats, kernels, tensors
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "pytest_torchcompile"
 ADAPTER = PACKAGE / "_torch"
 #: `torch._x`, `torch.utils._x`, `torch.testing._x`, `from torch.x import _y`; not public dunders (`torch.__version__`).
@@ -34,7 +34,7 @@ def test_contract_holds_on_a_real_compile() -> None:
             sys.executable,
             "-m",
             "pytest",
-            "tests/adapter_contract.py",
+            "tests/torch_adapter/adapter_contract.py",
             "-q",
             "-p",
             "no:cacheprovider",

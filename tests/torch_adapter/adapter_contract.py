@@ -10,7 +10,7 @@ loads and names the guard that rejects an input. Compiling moves Dynamo's
 process-global counters, so this file is never collected with the rest of
 the suite (its name does not start with `test_`).
 
-    python -m pytest tests/adapter_contract.py
+    python -m pytest tests/torch_adapter/adapter_contract.py
 """
 
 from __future__ import annotations

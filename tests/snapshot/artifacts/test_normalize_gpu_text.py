@@ -21,7 +21,6 @@ import json
 import lzma
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +34,8 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
     normalize_artifact,
 )
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
+from tests.conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.
 NORMALIZE = Normalizer.for_paths(
     "/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch"

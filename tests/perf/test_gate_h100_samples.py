@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +33,9 @@ from pytest_torchcompile.perf.gate import (
 from pytest_torchcompile.perf.gpu import GpuMeasurement, GpuPass, inductor_cudagraphs, launch_ratio
 from pytest_torchcompile.perf.record import COUNTERS, EVENTS, GPU_TIMES, CaseRecord
 from pytest_torchcompile.perf.stats import Summary, log_se, z_value
+from tests.conftest import DATA
 
-DATA = json.loads((Path(__file__).parent / "data" / "h100_gate_samples.json").read_text())
+DATA = json.loads((DATA / "h100_gate_samples.json").read_text())
 CONFIDENCE = 0.95
 CHAIN, LAUNCH, MLP = (
     f"cases_bench.py::test_{name}_cuda::case_0" for name in ("chain", "launch_bound", "mlp_bf16")
@@ -208,7 +208,7 @@ def planted_break(record: CaseRecord, gpu_speedup_change: float = -0.869) -> Cas
         metrics[name] = Summary(
             *(v * scale for v in (s.median, s.min, s.q1, s.q3, s.ci_low, s.ci_high)), s.n
         )
-    counters = {**record.counters, "graphs": 2, "graph_breaks": 1, "kernels": 2}
+    counters = {**record.counters, "graph_count": 2, "graph_break_count": 1, "kernel_count": 2}
     return CaseRecord(metrics, counters, record.settings)
 
 
@@ -218,7 +218,7 @@ def test_a_planted_graph_break_still_fails() -> None:
     assert verdict.verdict is Verdict.FAIL
     assert (
         by_metric["counters"].verdict is Verdict.FAIL
-        and by_metric["counters"].note == "graphs +1, graph_breaks +1, kernels +1"
+        and by_metric["counters"].note == "graphs +1, graph breaks +1, kernels +1"
     )
     assert by_metric["gpu_speedup"].verdict is Verdict.FAIL and by_metric[
         "gpu_speedup"

@@ -469,7 +469,7 @@ def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
 
 
 # --- torch 2.11's guard text and GPU (Triton) output -----------------------------
-# Real cold/warm payloads from an H100 are checked in tests/test_gpu_text.py; these pin
+# Real cold/warm payloads from an H100 are checked in tests/snapshot/artifacts/test_normalize_gpu_text.py; these pin
 # each rule on one line, what it leaves alone, and idempotence on mixed text.
 
 from pytest_torchcompile.snapshot.artifacts.normalize import (  # noqa: E402  (this block's own imports)

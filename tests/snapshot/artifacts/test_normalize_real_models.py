@@ -1,6 +1,6 @@
 """The rules found on real models, and the compact stored form, without running torch.
 
-Two halves, as for the zoo's rules (tests/test_normalize.py): what varied with
+Two halves, as for the zoo's rules (tests/snapshot/artifacts/test_normalize.py): what varied with
 process history or the cache now reads the same (on synthetic text and on real
 H100 payloads of transformers models, cold and warm), and nothing a reviewer
 needs is masked: a new guard, a changed dtype, shape, op or kernel still shows.
@@ -8,10 +8,9 @@ needs is masked: a new guard, a changed dtype, shape, op or kernel still shows.
 
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import re
-from pathlib import Path
 
 import pytest
 
@@ -31,8 +30,10 @@ from pytest_torchcompile.snapshot.artifacts.normalize import (
     sort_global_guards,
     stable_global_dict_keys,
 )
+from tests.conftest import DATA
 
-SAMPLES = Path("/work/shared/samples/h100-torch2.11")
+#: real H100 payloads (torch 2.11) of tiny transformers models, cold and warm (tests/data)
+HF_SAMPLES = DATA / "h100-torch2.11-raw-hf.json.xz"
 NORMALIZE = Normalizer.for_paths(
     "/home/ci/proj", "/opt/torch/.venv/lib/python3.12/site-packages/torch"
 )
@@ -459,17 +460,14 @@ def test_triton_kernel_sources_keep_their_imports() -> None:
 
 
 def sample_payloads(kind: str) -> dict[tuple[str, str, int, int], list[str]]:
-    data = json.loads(gzip.open(SAMPLES / f"raw-hf-{kind}.json.gz").read())
+    with lzma.open(HF_SAMPLES, "rt") as handle:
+        data = json.load(handle)
     out: dict[tuple[str, str, int, int], list[str]] = {}
-    for case, records in data["cases"].items():
+    for case, records in data[kind].items():
         for r in records:
             out.setdefault((case, r["name"], r["frame"], r["compile"]), []).append(r["payload"])
     return out
 
-
-needs_samples = pytest.mark.skipif(
-    not (SAMPLES / "raw-hf-cold.json.gz").exists(), reason="shared H100 samples not on this machine"
-)
 
 #: torch 2.11 prints code objects with their address, and a shape guard's provenance that differs on
 #: a cache hit; their rules belong to the 2.11/GPU rules (another issue), so this test masks them itself
@@ -481,7 +479,6 @@ def foreign_masked(text: str) -> str:
     return _PROVENANCE.sub("", _CODE_OBJECT.sub(r"<code object \1", text))
 
 
-@needs_samples
 def test_transformers_payloads_cold_and_warm_agree() -> None:
     """Real H100 payloads of tiny transformers models (GPT-2, Llama bf16, BERT training, dynamic Llama)."""
     cold, warm = sample_payloads("cold"), sample_payloads("warm")
@@ -497,7 +494,6 @@ def test_transformers_payloads_cold_and_warm_agree() -> None:
     assert raw_differ >= 5  # the samples do differ before normalization
 
 
-@needs_samples
 def test_new_rules_idempotent_on_real_payloads() -> None:
     for (_, name, _, _), payloads in sample_payloads("cold").items():
         for payload in payloads:

@@ -2,7 +2,7 @@
 
 The program must parse for every zoo model, show a change to the model as a
 diff, and its guard functions must say what Dynamo's own guards say: the
-agreement matrix (tests/guard_matrix.py, in a fresh process) compiles each
+agreement matrix (tests/snapshot/artifacts/guard_matrix.py, in a fresh process) compiles each
 zoo model and asks both on the same inputs.
 """
 
@@ -13,7 +13,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +22,9 @@ from pytest_torchcompile._torch.formats import split_comment
 from pytest_torchcompile.common.capture import FrameKey
 from pytest_torchcompile.snapshot.artifacts.guards import GuardRow, guard_function
 from pytest_torchcompile.snapshot.files.placeholders import torch_minor
-from tests.conftest import model_test
+from tests.conftest import REPO, model_test
 from tests.guard_matrix import ZOO
 
-REPO = Path(__file__).resolve().parents[1]
 #: the zoo's committed set for this torch (pyproject: torchcompile_snapshot_dir = "snapshots/{torch}/{device}")
 ZOO_SNAPSHOTS = REPO / "snapshots" / torch_minor(torch.__version__) / "cpu/fixtures/test_zoo"
 
@@ -91,7 +89,7 @@ def test_zoo_programs_show_breaks_recompiles_and_kernels() -> None:
 
 @pytest.fixture(scope="module")
 def guard_report() -> dict[str, Any]:
-    """tests/guard_matrix.py in a fresh process (compiling here would shift the
+    """tests/snapshot/artifacts/guard_matrix.py in a fresh process (compiling here would shift the
     process-global names in zoo snapshots checked later by the same worker)."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.guard_matrix"],

@@ -118,7 +118,7 @@ def test_pooled_timings_keep_pairs() -> None:
 def record(speedup: float) -> CaseRecord:
     return CaseRecord(
         {"speedup": Summary.exact(speedup)},
-        {"graphs": 1},
+        {"graph_count": 1},
         {"iterations": 8},
         samples={"eager_s": (1.0,)},
     )

@@ -26,6 +26,7 @@ import pytest
 
 import pytest_torchcompile
 from pytest_torchcompile.snapshot.artifacts.compact import compact_guards
+from pytest_torchcompile.snapshot.artifacts.sections import GraphKey, split_sections
 from pytest_torchcompile.snapshot.compare.behaviour import (
     BEHAVIOUR,
     TEXT,
@@ -33,7 +34,6 @@ from pytest_torchcompile.snapshot.compare.behaviour import (
     CaseDiff,
     compare_case,
 )
-from pytest_torchcompile.snapshot.artifacts.sections import GraphKey, split_sections
 from pytest_torchcompile.snapshot.compare.readers import (
     Guard,
     guard_source,
@@ -42,18 +42,17 @@ from pytest_torchcompile.snapshot.compare.readers import (
 )
 from pytest_torchcompile.snapshot.compare.upgrade import compare_sets, read_case, render_text
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
+from tests.conftest import DATA, REPO, model_test
 
-from .conftest import model_test
-
-ZOO = Path(__file__).parents[1] / "snapshots" / "2.13" / "cpu" / "fixtures" / "test_zoo"
+ZOO = REPO / "snapshots" / "2.13" / "cpu" / "fixtures" / "test_zoo"
 #: the guards of the same zoo on the same torch, as stored before the compact form (Dynamo's tree)
-TREE_GUARDS = Path(__file__).parent / "data" / "guards_tree_2.13"
+TREE_GUARDS = DATA / "guards_tree_2.13"
 FORMATS = ("compact", "tree")
 PACKAGE_ROOT = Path(pytest_torchcompile.__file__).parents[1]
 #: runs the command with `import torch` failing, and fails if anything imported a torch module anyway.
 NO_TORCH = (
     "import sys; sys.modules['torch'] = None\n"
-    "from pytest_torchcompile.__main__ import main\n"
+    "from pytest_torchcompile.diff_command import main\n"
     "rc = main()\n"
     "leaked = [m for m, v in sys.modules.items() if m.split('.')[0] == 'torch' and v is not None]\n"
     "assert not leaked, leaked\n"

@@ -8,7 +8,7 @@ failed capture leaves a note, reduce-overhead is never re-captured), not
 CUDA. Every stand-in replaces an attribute that exists in the real
 `torch.cuda` (monkeypatch refuses missing ones), and the methods the code
 calls on its objects are checked to exist on torch's own classes. How well
-it measures is for tests/test_bench_gpu.py and benchmarks/gate_quality.py --gpu
+it measures is for tests/perf/test_gpu_figures.py and benchmarks/gate_quality.py --gpu
 on a GPU.
 """
 
@@ -23,6 +23,7 @@ import pytest
 
 from pytest_torchcompile.perf import gpu
 from pytest_torchcompile.perf.record import EVENTS, REPLAY
+from tests.conftest import REPO
 
 torch = pytest.importorskip("torch")
 
@@ -192,11 +193,10 @@ def test_inductor_cuda_graphs_are_never_captured_again(device: Device) -> None:
 def test_gate_quality_gpu_mode_says_it_needs_cuda() -> None:
     import subprocess
     import sys
-    from pathlib import Path
 
     if torch.cuda.is_available():
         pytest.skip("checks the message on a machine without CUDA")
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality.py"
+    script = REPO / "benchmarks" / "gate_quality.py"
     done = subprocess.run(
         [sys.executable, str(script), "--gpu"], capture_output=True, text=True, timeout=120
     )

@@ -20,7 +20,7 @@ from pytest_torchcompile.perf.stats import (
 )
 from pytest_torchcompile.snapshot.spec import SpecError
 
-COUNTERS = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
+COUNTERS = {"graph_count": 1, "graph_break_count": 0, "recompile_count": 0, "kernel_count": 1}
 
 
 def metric(median: float, spread: float = 0.02, n: int = 100) -> Summary:
@@ -119,12 +119,12 @@ def test_noisy_measurement_is_inconclusive_not_fail() -> None:
 
 
 def test_counters_are_exact_and_name_what_moved() -> None:
-    now = record(counters={"graphs": 2, "graph_breaks": 1, "recompiles": 0, "kernels": 2})
+    now = record(counters={"graph_count": 2, "graph_break_count": 1, "recompile_count": 0, "kernel_count": 2})
     verdict = gate(record()).judge("t", now)
     row = rows_by_metric(verdict)["counters"]
     assert row.verdict is Verdict.FAIL
     assert row.baseline == "1/0/0/1" and row.now == "2/1/0/2"
-    assert row.note == "graphs +1, graph_breaks +1, kernels +1"
+    assert row.note == "graphs +1, graph breaks +1, kernels +1"
     assert not verdict.needs_remeasure  # deterministic: measuring again cannot change it
 
 
@@ -307,3 +307,11 @@ def test_exact_bytes_stay_whole_in_baseline_files() -> None:
     data = record(gpu_peak_eager_bytes=exact(67108864)).to_json()
     assert data["metrics"]["gpu_peak_eager_bytes"]["median"] == 67108864
     assert isinstance(CaseRecord.from_json(data).metrics["gpu_peak_eager_bytes"].median, int)
+
+
+def test_a_baseline_recorded_with_the_old_counter_names_still_reads() -> None:
+    """Baselines written before the counters had one spelling (`graph_breaks`) gate the same."""
+    old = CaseRecord.from_json(
+        {"metrics": {}, "counters": {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}}
+    )
+    assert old.counters == COUNTERS

@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tree_digest
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO, tree_digest
 
 SUBSET = """
 import os
