@@ -119,7 +119,9 @@ def test_noisy_measurement_is_inconclusive_not_fail() -> None:
 
 
 def test_counters_are_exact_and_name_what_moved() -> None:
-    now = record(counters={"graph_count": 2, "graph_break_count": 1, "recompile_count": 0, "kernel_count": 2})
+    now = record(
+        counters={"graph_count": 2, "graph_break_count": 1, "recompile_count": 0, "kernel_count": 2}
+    )
     verdict = gate(record()).judge("t", now)
     row = rows_by_metric(verdict)["counters"]
     assert row.verdict is Verdict.FAIL
