@@ -103,8 +103,18 @@ class BenchmarkCase:
 
     @property
     def paired(self) -> PairedTiming:
-        """All passes' rounds pooled."""
-        return functools.reduce(PairedTiming.merged, self.passes)
+        """The rounds of the passes the figures come from (`timed_passes`), pooled."""
+        return functools.reduce(PairedTiming.merged, self.timed_passes())
+
+    def timed_passes(self) -> list[PairedTiming]:
+        """The passes timed without CPU contention where there are any, else all.
+
+        A contended pass may have moved the ratio (see `contention.py`).
+        Passes are chosen by that signal, never by their figures, so the
+        choice does not bias them.
+        """
+        quiet = [p for p in self.passes if not p.contention.reasons()]
+        return quiet or self.passes
 
     def measure(self, passes: int) -> None:
         """Time `passes` more passes of interleaved rounds, each with its GPU pass on GPU.
@@ -162,8 +172,9 @@ class BenchmarkCase:
         own = self.own_noise()
         # the baseline's (5 passes) is the better estimate; a re-measure's 3 passes vary too much
         noise = self.noise_hint or own
+        timed = len(self.timed_passes())
         metrics = {
-            name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
+            name: widen(summary, noise.get(name, 0.0) / math.sqrt(timed), confidence)
             for name, summary in paired.summaries(confidence).items()
         }
         metrics.update(
@@ -183,14 +194,21 @@ class BenchmarkCase:
             metrics,
             dict(self.counters),
             settings,
-            tuple(self.notes + gpu.notes),
+            tuple(self.notes + gpu.notes + self._contention_notes()),
             dict(gpu.kernels),
             samples,
+            paired.contention,
         )
+
+    def _contention_notes(self) -> list[str]:
+        left_out = len(self.passes) - len(self.timed_passes())
+        if not left_out:
+            return []
+        return [f"timing: {left_out} of {len(self.passes)} passes left out (CPU contention)"]
 
     def own_noise(self) -> dict[str, float]:
         """Per metric, the spread between this case's passes (needs 3 or more)."""
-        series = [p.series() for p in self.passes]
+        series = [p.series() for p in self.timed_passes()]
         noise = {name: pass_noise([s[name] for s in series]) for name in series[0]}
         noise.update(self.gpu.noise() if self.gpu else {})
         return {name: value for name, value in noise.items() if value is not None}

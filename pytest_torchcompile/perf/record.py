@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.counters import COUNTER_LABELS
+from .contention import Contention
 from .stats import FieldError, Summary
 
 
@@ -60,6 +61,8 @@ METRICS: dict[str, MetricInfo] = {
 #: (CUDA events around each call, after an L2 flush, as `triton.testing.do_bench`).
 #: With `REPLAY`, the per-call event times are kept as `gpu_*_call_s`, reported.
 GPU_TIMES = ("gpu_eager_s", "gpu_compiled_s", "gpu_speedup")
+#: figures timed by the CPU's clock in the interleaved loop: what CPU contention can move.
+CPU_TIMES = ("speedup", "eager_s", "compiled_s")
 REPLAY = "cudagraph"
 EVENTS = "events"
 TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
@@ -86,6 +89,8 @@ class CaseRecord:
     `kernels` holds per-Triton-kernel times (name -> Summary) on GPU.
     `samples` holds the raw per-round seconds of `eager_s` and `compiled_s`
     for reports; baseline files leave them out (`to_json(samples=False)`).
+    `contention` is what the machine was doing while the CPU figures were
+    timed (None in records from before it was measured).
     """
 
     metrics: Mapping[str, Summary]
@@ -94,6 +99,7 @@ class CaseRecord:
     notes: tuple[str, ...] = ()
     kernels: Mapping[str, Summary] = field(default_factory=dict)
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    contention: Contention | None = None
 
     def to_json(self, samples: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -107,6 +113,8 @@ class CaseRecord:
             data["notes"] = list(self.notes)
         if samples and self.samples:
             data["samples"] = {name: list(values) for name, values in self.samples.items()}
+        if self.contention is not None:
+            data["contention"] = self.contention.to_json()
         return data
 
     def gpu_timing(self) -> str | None:
@@ -137,6 +145,9 @@ class CaseRecord:
                 name: tuple(_sequence(data["samples"], name, "samples."))
                 for name in _section(data, "samples", required=False)
             },
+            contention=Contention.from_json(_section(data, "contention", required=False))
+            if "contention" in data
+            else None,
         )
 
 

@@ -4,7 +4,8 @@ Each round times a block of eager calls and a block of compiled calls, in
 alternating order (ABBA...), so a slow phase slows both sides alike and the
 per-round ratio eager/compiled, the quantity the gate uses, stays steady.
 The loop is plain Python over two callables and a `sync` (a no-op on CPU,
-`torch.cuda.synchronize` on GPU): no torch import.
+`torch.cuda.synchronize` on GPU): no torch import. Each pass carries the
+contention its window saw (`contention.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..common.options import check_number
+from .contention import Contention, Probe, worst
 from .stats import Summary, summarize
 
 #: rounds between checks of the stopping rule (it sorts all ratios so far).
@@ -53,11 +55,13 @@ class TimingSettings:
 
 @dataclass(frozen=True)
 class PairedTiming:
-    """Seconds per call of each side, one sample per round, paired by round."""
+    """Seconds per call of each side, one sample per round, paired by round,
+    and the contention while they were timed (the worst of pooled passes)."""
 
     eager: tuple[float, ...]
     compiled: tuple[float, ...]
     iterations: int
+    contention: Contention = Contention()
 
     @property
     def rounds(self) -> int:
@@ -73,6 +77,7 @@ class PairedTiming:
             self.eager + other.eager,
             self.compiled + other.compiled,
             max(self.iterations, other.iterations),
+            worst([self.contention, other.contention]),
         )
 
     def series(self) -> dict[str, tuple[float, ...]]:
@@ -114,13 +119,14 @@ def interleave(
     iterations = choose_iterations(fastest, settings.block_time, iterations)
     eager_times: list[float] = []
     compiled_times: list[float] = []
-    with _gc_paused():
+    # a GPU pass sleeps in `sync`: its thread's CPU time says nothing of contention
+    with _gc_paused(), Probe(thread_time=sync is no_sync) as probe:
         started = clock()
         while not _done(eager_times, compiled_times, clock() - started, settings):
             sides = ((eager, eager_times), (compiled, compiled_times))
             for fn, times in sides if len(eager_times) % 2 == 0 else reversed(sides):
                 times.append(_block(fn, iterations, sync, clock) / iterations)
-    return PairedTiming(tuple(eager_times), tuple(compiled_times), iterations)
+    return PairedTiming(tuple(eager_times), tuple(compiled_times), iterations, probe.result)
 
 
 def choose_iterations(fastest: float, block_time: float, hint: int | None = None) -> int:
