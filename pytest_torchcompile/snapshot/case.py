@@ -16,7 +16,7 @@ from typing import Any
 from .._torch import config
 from ..common.capture import reset_dynamo
 from ..common.capture_log import CaptureLog
-from ..common.compiling import compile_with, compiling, eager_failed
+from ..common.compiling import MODEL_ERRORS, compile_with, compiling, eager_failed, unusable_output
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
 from ..common.named_cases import CaseFailure, fail_test_on_case_failure
@@ -84,9 +84,13 @@ class CompileCase:
 
     def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
-            return observed_call(self.eager_model, self.eager_model, inputs, self.spec.grads)
-        except Exception as exc:
+            observed = observed_call(self.eager_model, self.eager_model, inputs, self.spec.grads)
+        except MODEL_ERRORS as exc:
             raise eager_failed(exc) from exc
+        unusable = unusable_output(observed[0])
+        if unusable is not None:
+            raise unusable
+        return observed
 
     def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         random = config.FALLBACK_RANDOM if self.spec.fallback_random else None

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..common.crashes import guarded, guarded_report, internal_error, reported_errors
+from ..common.files import unwritable
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
 from .files.housekeeping import Housekeeping
+from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
     case_device,
@@ -30,6 +32,7 @@ from .files.placeholders import (
     placeholders,
     resolve,
     resolve_some,
+    sets_glob,
     torch_minor,
 )
 from .files.store import FolderClash, SnapshotStore
@@ -169,19 +172,19 @@ class TorchCompileSession:
         version = installed_torch_minor()
         if version is not None:
             folder = resolve_some(folder, torch=version)
-        root = _snapshot_root(setting, rootdir / resolve_some(folder, device="cpu"))
+        root = _snapshot_root(
+            setting,
+            rootdir / resolve(folder, torch=version or "{torch}", device="cpu"),
+            rootdir,
+            update,
+        )
         store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
         full_diff = (
             bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
         )
-        return cls(
-            folder,
-            store,
-            rootdir,
-            hasattr(config, "workerinput"),
-            Housekeeping.from_config(config, store),
-            full_diff,
-        )
+        housekeeping = Housekeeping.from_config(config, store)
+        housekeeping.sets = sets_glob(rootdir, folder, version) if version else None
+        return cls(folder, store, rootdir, hasattr(config, "workerinput"), housekeeping, full_diff)
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -198,6 +201,11 @@ class TorchCompileSession:
         )
         root = self.rootdir / folder
         if root not in self.stores:
+            problem = root_problem(root, self.rootdir)
+            if problem is not None:
+                pytest.fail(
+                    f"usage error: the snapshot folder {root} of {nodeid} {problem}", pytrace=False
+                )
             self.stores[root] = SnapshotStore(
                 root=root,
                 rootdir=self.rootdir,
@@ -241,10 +249,13 @@ class TorchCompileSession:
         try:
             store = self.store_for(pyfuncitem.nodeid, model.finished())
             test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-            clash = self.housekeeping.shared_folder(pyfuncitem, store)
+            texts = model.snapshot_texts()
+            clash = self.housekeeping.shared_folder(
+                pyfuncitem, store
+            ) or self.housekeeping.case_clash(pyfuncitem, store, [name for name, _ in texts])
             if clash:
                 pytest.fail(f"usage error: {clash}", pytrace=False)
-            outcomes = store.check_test(test_dir, model.snapshot_texts())
+            outcomes = store.check_test(test_dir, texts)
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
             pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
             if any(o.failed for o in outcomes):
@@ -321,9 +332,8 @@ class TorchCompileSession:
         if self.rows:
             self._write_tables(terminalreporter)
         if self.store.update:
-            deleted = sum(
-                line.startswith(("deleted: ", "removed stale: "))
-                for line in self.housekeeping.lines
+            deleted = self.housekeeping.removed + sum(
+                line.startswith("deleted: ") for line in self.housekeeping.lines
             )
             counts = ", ".join(
                 f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items()
@@ -355,8 +365,9 @@ def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:
     )
 
 
-def _snapshot_root(setting: str, root: Path) -> Path:
-    """The snapshot folder; a usage error when it (or a folder above it) is a file."""
+def _snapshot_root(setting: str, root: Path, rootdir: Path, update: bool) -> Path:
+    """The snapshot folder; a usage error when it (or a folder above it) is a file, when
+    `ownership.root_problem` refuses it, or when an update could not write there."""
     for path in (root, *root.parents):
         if path.exists():
             if not path.is_dir():
@@ -364,6 +375,14 @@ def _snapshot_root(setting: str, root: Path) -> Path:
                     f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file"
                 )
             break
+    problem = root_problem(root, rootdir)
+    if problem is not None:
+        raise pytest.UsageError(f"{setting}: the snapshot folder {root} {problem}")
+    problem = unwritable(root) if update else None
+    if problem is not None:
+        raise pytest.UsageError(
+            f"{setting}: --update-snapshots cannot write the snapshot folder {root}: {problem}; nothing was written"
+        )
     return root
 
 

@@ -81,8 +81,10 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
         if o.status == "changed" and o.old is not None and o.new is not None
     ]
     other = [o.message for o in outcomes if o.failed and o.status != "changed"]
+    # an update that could not write is not fixed by updating again: its messages say what is
+    hint = [] if all(o.status == "unwritable" for o in outcomes if o.failed) else [UPDATE_HINT]
     if not changes:
-        return "\n\n".join([_missing_headline(outcomes), *other, UPDATE_HINT])
+        return "\n\n".join([_missing_headline(outcomes), *other, *hint])
     lines = [headline(changes), f"changed artifacts in {shown_dir}:", *_table(changes)]
     lines += _verdicts(changes, outcomes)
     summaries = [c for c in changes if c.artifact == "summary"]
@@ -201,4 +203,7 @@ def _missing_headline(outcomes: Sequence[Outcome]) -> str:
     missing = [o for o in outcomes if o.status == "missing"]
     if missing:
         return f"snapshot missing: {len(missing)} file{'s' if len(missing) > 1 else ''} do{'es' if len(missing) == 1 else ''} not exist yet"
+    unwritten = [o for o in outcomes if o.status == "unwritable"]
+    if unwritten:
+        return f"snapshot not written: {len(unwritten)} file{'s' if len(unwritten) > 1 else ''} could not be written"
     return "snapshot unreadable"
