@@ -23,7 +23,13 @@ from .._torch.kernels import settle_compile_workers
 from .._torch.tensors import tree_leaves
 from ..common.capture import reset_dynamo
 from ..common.capture_log import CaptureLog
-from ..common.compiling import compile_with, compiling, eager_failed
+from ..common.compiling import (
+    MODEL_ERRORS,
+    compile_with,
+    compiling,
+    eager_failed,
+    unusable_output,
+)
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
 from ..common.diagnose import describe, user_frame
@@ -143,10 +149,13 @@ class BenchmarkCase:
 
     def _run_eager_once(self) -> None:
         try:
-            self.eager()
+            output = self.eager()
             self.sync()
-        except Exception as exc:
+        except MODEL_ERRORS as exc:
             raise eager_failed(exc) from exc
+        unusable = unusable_output(output)
+        if unusable is not None:
+            raise unusable
 
     def _first_call(self, gpu: bool) -> None:
         """Compile by calling once: first-call latency, compile time, counters, output code."""

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..common.crashes import guarded, guarded_report, reported_errors
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, unwritable
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from ..common.tables import align
+from .baseline import BaselineWriteError
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
 from .report import (
     GATE_HEADER,
@@ -153,6 +154,9 @@ class PerfSettings:
     threads: int
     report: Path | None
     benchmark_json: Path | None
+    baseline_setting: str = (
+        "ini torchcompile_perf_baseline"  # how the folder was named, for messages
+    )
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PerfSettings:
@@ -170,9 +174,8 @@ class PerfSettings:
                 confidence=gate.confidence,
             )
             threads = _ini_threads(config)
-            baseline_dir = config.getoption("perf_baseline_dir") or _ini_folder(
-                config, "torchcompile_perf_baseline"
-            )
+            flag = config.getoption("perf_baseline_dir")
+            baseline_dir = flag or _ini_folder(config, "torchcompile_perf_baseline")
         except ValueError as exc:
             raise pytest.UsageError(f"pytest-torchcompile ini option: {exc}") from None
         report, bench_json = (
@@ -187,6 +190,25 @@ class PerfSettings:
             threads=threads,
             report=Path(report) if report else None,
             benchmark_json=Path(bench_json) if bench_json else None,
+            baseline_setting=f"--perf-baseline-dir={flag}"
+            if flag
+            else f"ini torchcompile_perf_baseline = {baseline_dir!r}",
+        )
+
+
+def _check_baseline_folder(settings: PerfSettings) -> None:
+    """Before any test runs: a baseline folder an update could not write is a usage error."""
+    folder = settings.baseline_dir
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise pytest.UsageError(
+            f"{settings.baseline_setting} names {folder}, but {blocker} is a file: name a folder"
+        )
+    problem = unwritable(folder)
+    if problem is not None:
+        raise pytest.UsageError(
+            f"--perf-update-baseline cannot write the baseline folder {folder} ({settings.baseline_setting}): "
+            f"{problem}; nothing was run or written"
         )
 
 
@@ -295,6 +317,8 @@ class PerfSession:
                 "--perf-gate and --perf-update-baseline need benchmarks to run, and compile_benchmark does not run "
                 "in pytest-xdist workers: run them with -n 0 (or -p no:xdist)"
             )
+        if settings.update and not worker:
+            _check_baseline_folder(settings)
         return cls(settings, Path(config.rootpath), worker)
 
     def store(self) -> BaselineStore:
@@ -303,7 +327,9 @@ class PerfSession:
             from .baseline import BaselineStore, Machine
 
             self._store = BaselineStore(
-                self.settings.baseline_dir, Machine.current(self.settings.threads)
+                self.settings.baseline_dir,
+                Machine.current(self.settings.threads),
+                self.settings.baseline_setting,
             )
         return self._store
 
@@ -422,6 +448,9 @@ class PerfSession:
         ):
             try:
                 write()
+            except BaselineWriteError as exc:  # names the file, the setting and the fix
+                self.messages.append(f"error: {exc}")
+                failed = True
             except (
                 OSError,
                 ValueError,
