@@ -254,6 +254,50 @@ class BaselineStore:
         return dict(found.cases)
 
 
+def merge_runs(base: Path, runs: list[Path]) -> list[str]:
+    """Fold the baseline folders of several runners (each updated one group of a split suite)
+    into `base`, the folder they all started from; what was merged, one line per file.
+
+    Per machine file, a case takes the record of the run that changed it (or added it);
+    a case two runs changed differently raises `BaselineWriteError` naming it, and
+    nothing is written for that file. Files are replaced atomically.
+    """
+    names = sorted({p.name for run in runs for p in run.glob("*.json")})
+    return [_merge_file(base / name, [run / name for run in runs]) for name in names]
+
+
+def _merge_file(target: Path, versions: list[Path]) -> str:
+    start = _readable(target).cases if target.exists() else {}
+    merged, changed_by = dict(start), {}
+    machine = None
+    for version in (v for v in versions if v.exists()):
+        found = _readable(version)
+        machine = machine or found.machine
+        for case, record in found.cases.items():
+            if start.get(case) == record:
+                continue
+            if case in changed_by and merged[case] != record:
+                raise BaselineWriteError(
+                    f"{case} was re-recorded by two runs ({changed_by[case]} and {version.parent}) "
+                    f"with different figures: nothing was written to {target}; run each test in one group"
+                )
+            merged[case], changed_by[case] = record, version.parent
+    if machine is None or not changed_by:
+        return f"{target.name}: unchanged"
+    data = {"cases": merged, "format": FORMAT, "machine": machine.to_json()}
+    atomic_write_text(target, dumps(data) + "\n")
+    return f"{target.name}: {len(changed_by)} case(s) from {len(set(changed_by.values()))} run(s)"
+
+
+def _readable(path: Path) -> BaselineFile:
+    try:
+        return read_file(path)
+    except DAMAGE as exc:
+        raise BaselineWriteError(
+            f"{path} cannot be read ({damage(exc)}): nothing was merged into it"
+        ) from None
+
+
 def read_file(path: Path) -> BaselineFile:
     """One baseline file; raises one of `DAMAGE` when it is not one."""
     data = json.loads(path.read_text(encoding="utf-8"))

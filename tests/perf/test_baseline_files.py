@@ -187,21 +187,57 @@ def test_p(compile_benchmark, i):
 """
 
 
-def test_a_sharded_baseline_update_keeps_the_other_groups_records(
-    pytester: pytest.Pytester,
+def merge_baselines(*args: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest_torchcompile", "merge-baselines", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_a_split_suites_runners_each_keep_the_others_records_and_merge(
+    pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
-    """pytest-split's `--splits 2 --group K`: each group's update keeps the other's cases."""
+    """pytest-split's `--splits 2 --group K` on two runners from one checkout, then one folder."""
     pytester.makeini(FAST)
     pytester.makepyfile(test_p=SHARDED)
-    for group in ("1", "2"):
+    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=4)
+    folder = pytester.path / "perf-baselines"
+    (path,) = folder.glob("*.json")
+    checkout = path.read_bytes()
+    start = json.loads(checkout)["cases"]
+    runs = []
+    for group in ("1", "2"):  # each runner starts from the checkout
+        path.write_bytes(checkout)
         result = pytester.runpytest("--perf-update-baseline", "--splits", "2", "--group", group)
         result.assert_outcomes(passed=2)
-    (path,) = (pytester.path / "perf-baselines").glob("*.json")
-    first = json.loads(path.read_text())["cases"]
-    assert set(first) == {f"test_p.py::test_p[{i}]::case_0" for i in range(4)}
-    pytester.runpytest("--perf-update-baseline", "--splits", "2", "--group", "1")
-    again = json.loads(path.read_text())["cases"]
-    assert set(again) == set(first)
-    ran = [key for key in first if again[key] != first[key]]
-    kept = [key for key in first if again[key] == first[key]]
-    assert len(ran) == 2 and len(kept) == 2  # group 2's records byte-identical
+        runs.append(shutil.copytree(folder, tmp_path / f"runner-{group}"))
+        cases = json.loads(path.read_text())["cases"]
+        assert set(cases) == set(start)
+        assert sum(cases[key] == start[key] for key in start) == 2  # the other group's, untouched
+    path.write_bytes(checkout)
+    done = merge_baselines(folder, *runs)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{path.name}: 4 case(s) from 2 run(s)\n"
+    merged = json.loads(path.read_text())["cases"]
+    by_run = [json.loads((run / path.name).read_text())["cases"] for run in runs]
+    for key in start:
+        assert merged[key] != start[key]
+        assert merged[key] in (by_run[0][key], by_run[1][key])
+
+
+def test_merging_two_runs_that_changed_one_case_differently_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from pytest_torchcompile.perf.baseline import BaselineStore, Machine
+    from tests.perf.test_timing_baselines_reports import record
+
+    machine = Machine("cpu", "Some CPU", "2.13.0", None, None, 1)
+    base, one, two = (tmp_path / name for name in ("base", "one", "two"))
+    for folder, speedup in ((base, 2.0), (one, 2.5), (two, 3.0)):
+        BaselineStore(folder, machine).write({"t::case_0": record(speedup)})
+    before = (base / machine.filename()).read_bytes()
+    done = merge_baselines(base, one, two)
+    assert done.returncode == 2
+    assert "t::case_0 was re-recorded by two runs" in done.stderr
+    assert (base / machine.filename()).read_bytes() == before
+    (one / machine.filename()).write_text("{")
+    done = merge_baselines(base, one)
+    assert done.returncode == 2 and "cannot be read (not JSON" in done.stderr
