@@ -63,6 +63,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -463,7 +464,7 @@ def summarize_noisy(outcomes: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| phase | variant | case | runs | FAIL / INCONCL. / PASS | of which INCONCL. for contention | "
         "speedup change: median (range) | load avg before: median (range) | CPU pressure before, % | "
-        "timing thread's CPU share: median (min) |",
+        "waited for a CPU: median (max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -479,13 +480,13 @@ def summarize_noisy(outcomes: list[dict[str, Any]]) -> list[str]:
         for case in CASES:
             gate = Counter(r["gate"][case] for r in runs)
             contended = sum(r["notes"][case].startswith("CPU contention") for r in runs)
-            shares = [r["contention"][case].get("cpu_share") for r in runs]
+            shares = [r["contention"][case].get("waiting") for r in runs]
             shares = [s for s in shares if s is not None]
             lines.append(
                 f"| {phase} | {variant} | {case} | {len(runs)} | {gate['FAIL']} / {gate['INCONCLUSIVE']} / {gate['PASS']} | "
                 f"{contended} | {_changes([r['ratio'][case][2] for r in runs])} | {_spread(loads, '.1f')} | "
                 f"{_spread(pressures, '.0f')} | "
-                f"{f'{statistics.median(shares):.2f} ({min(shares):.2f})' if shares else '-'} |"
+                f"{f'{statistics.median(shares):.0%} ({max(shares):.0%})' if shares else '-'} |"
             )
     return lines
 
@@ -612,6 +613,8 @@ def main() -> None:
 
 
 def noisy_main(args: argparse.Namespace) -> None:
+    # SIGTERM unwinds like Ctrl-C, so the neighbours are stopped (`running`'s finally)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     unknown = [kind for kind in args.neighbours if kind not in KINDS]
     if unknown:
         sys.exit(f"--neighbours: unknown {', '.join(unknown)}; known: {', '.join(KINDS)}")

@@ -7,9 +7,10 @@ the core in the middle of blocks, and the interleaved ratio itself moves
 exactly the window a pass was timed in, the signals Linux gives without
 hardware counters:
 
-- `cpu_share`: the timing thread's CPU time over the wall time (below 1: it
-  was runnable but another task had the core; not read on GPU, where
-  synchronising sleeps);
+- `waiting`: the largest share of the window any thread of this process
+  spent runnable but waiting for a CPU (the run-queue delay of
+  `/proc/self/task/*/schedstat`; a thread that sleeps, in I/O or in a GPU
+  synchronise, is not waiting);
 - `pressure`: `/proc/pressure/cpu` "some": the share of the window in which
   any task on the machine waited for a CPU;
 - `preemptions_per_s`: the process's involuntary context switches
@@ -38,8 +39,8 @@ from typing import Any
 
 from .stats import round_sig
 
-#: the timing thread ran less than this share of the wall time
-MIN_CPU_SHARE = 0.90
+#: a thread of this process waited for a CPU more than this share of the window
+MAX_WAITING = 0.10
 #: some task waited for a CPU more than this share of the window
 MAX_PRESSURE = 0.20
 #: preempted more often than this per second
@@ -50,6 +51,7 @@ MAX_STEAL = 0.10
 MAX_CALIBRATION_SLOWDOWN = 1.25
 
 PRESSURE_FILE = "/proc/pressure/cpu"
+TASKS = "/proc/self/task"
 STAT_FILE = "/proc/stat"
 CALIBRATION_REPEATS = 3
 
@@ -58,7 +60,7 @@ CALIBRATION_REPEATS = 3
 class Contention:
     """The contention signals of one timed window (or the worst of several)."""
 
-    cpu_share: float | None = None
+    waiting: float | None = None
     pressure: float | None = None
     preemptions_per_s: float | None = None
     steal: float | None = None
@@ -68,8 +70,8 @@ class Contention:
     def reasons(self) -> list[str]:
         """Each signal past its threshold, worded for the gate table; empty when quiet."""
         found = []
-        if self.cpu_share is not None and self.cpu_share < MIN_CPU_SHARE:
-            found.append(f"the timing thread ran {self.cpu_share:.0%} of the time")
+        if self.waiting is not None and self.waiting > MAX_WAITING:
+            found.append(f"waited for a CPU {self.waiting:.0%} of the time")
         if self.pressure is not None and self.pressure > MAX_PRESSURE:
             found.append(f"CPU pressure {self.pressure:.0%}")
         if self.preemptions_per_s is not None and self.preemptions_per_s > MAX_PREEMPTIONS_PER_S:
@@ -100,7 +102,7 @@ def worst(windows: Iterable[Contention]) -> Contention:
     merged = Contention()
     for window in windows:
         merged = Contention(
-            _pick(min, merged.cpu_share, window.cpu_share),
+            _pick(max, merged.waiting, window.waiting),
             _pick(max, merged.pressure, window.pressure),
             _pick(max, merged.preemptions_per_s, window.preemptions_per_s),
             _pick(max, merged.steal, window.steal),
@@ -124,15 +126,11 @@ def describe(now: Contention | None, baseline: Contention | None, same_machine: 
 
 
 class Probe:
-    """Reads the signals at the start and end of a timed window (`with Probe() as probe:`).
+    """Reads the signals at the start and end of a timed window (`with Probe() as probe:`)."""
 
-    `thread_time=False` leaves out `cpu_share` (a GPU pass sleeps in `synchronize`).
-    """
-
-    def __init__(self, thread_time: bool = True) -> None:
-        self.thread_time = thread_time
+    def __init__(self) -> None:
         self.result = Contention()
-        self._start: tuple[float, float, int, int | None, tuple[int, int] | None] | None = None
+        self._start: _Counters | None = None
         self._calibration: list[float] = []
 
     def __enter__(self) -> Probe:
@@ -144,7 +142,7 @@ class Probe:
         end = _counters()
         self._calibration.append(calibrate())
         assert self._start is not None
-        self.result = _between(self._start, end, self.thread_time, min(self._calibration))
+        self.result = _between(self._start, end, min(self._calibration))
 
 
 def calibrate() -> float:
@@ -157,32 +155,57 @@ def calibrate() -> float:
     return best
 
 
-def _counters() -> tuple[float, float, int, int | None, tuple[int, int] | None]:
+@dataclass(frozen=True)
+class _Counters:
+    wall: float
+    waits: dict[str, int] | None  # thread id -> nanoseconds spent waiting on a run queue
+    preemptions: int
+    pressure: int | None
+    cpu_times: tuple[int, int] | None
+
+
+def _counters() -> _Counters:
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return time.perf_counter(), time.thread_time(), usage.ru_nivcsw, _pressure(), _cpu_times()
+    return _Counters(time.perf_counter(), _waits(), usage.ru_nivcsw, _pressure(), _cpu_times())
 
 
-def _between(
-    start: tuple[float, float, int, int | None, tuple[int, int] | None],
-    end: tuple[float, float, int, int | None, tuple[int, int] | None],
-    thread_time: bool,
-    calibration: float,
-) -> Contention:
-    wall = max(end[0] - start[0], 1e-9)
-    pressure = None if start[3] is None or end[3] is None else (end[3] - start[3]) / 1e6 / wall
+def _between(start: _Counters, end: _Counters, calibration: float) -> Contention:
+    wall = max(end.wall - start.wall, 1e-9)
+    waiting = None
+    if start.waits is not None and end.waits is not None:
+        shared = start.waits.keys() & end.waits.keys()
+        waiting = max((end.waits[t] - start.waits[t] for t in shared), default=0) / 1e9 / wall
+    pressure = None
+    if start.pressure is not None and end.pressure is not None:
+        pressure = (end.pressure - start.pressure) / 1e6 / wall
     steal = None
-    if start[4] is not None and end[4] is not None:
-        total = end[4][0] - start[4][0]
-        steal = (end[4][1] - start[4][1]) / total if total > 0 else 0.0
-    cpus = os.cpu_count() or 1
+    if start.cpu_times is not None and end.cpu_times is not None:
+        total = end.cpu_times[0] - start.cpu_times[0]
+        steal = (end.cpu_times[1] - start.cpu_times[1]) / total if total > 0 else 0.0
     return Contention(
-        cpu_share=min((end[1] - start[1]) / wall, 1.0) if thread_time else None,
+        waiting=None if waiting is None else min(max(waiting, 0.0), 1.0),
         pressure=None if pressure is None else min(max(pressure, 0.0), 1.0),
-        preemptions_per_s=(end[2] - start[2]) / wall,
+        preemptions_per_s=(end.preemptions - start.preemptions) / wall,
         steal=steal,
-        load=os.getloadavg()[0] / cpus if hasattr(os, "getloadavg") else None,
+        load=os.getloadavg()[0] / (os.cpu_count() or 1) if hasattr(os, "getloadavg") else None,
         calibration_s=calibration,
     )
+
+
+def _waits() -> dict[str, int] | None:
+    """Each thread's run-queue delay so far (ns); None where schedstat is not kept (not Linux)."""
+    try:
+        threads = os.listdir(TASKS)
+    except OSError:
+        return None
+    waits = {}
+    for thread in threads:
+        try:
+            with open(f"{TASKS}/{thread}/schedstat", encoding="ascii") as handle:
+                waits[thread] = int(handle.read().split()[1])
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+            continue
+    return waits or None
 
 
 def _pressure() -> int | None:

@@ -65,12 +65,15 @@ class GateSettings:
     10% lower, or a time 10% longer); `confidence` is that of the intervals.
     `strict` also fails on INCONCLUSIVE (a missing baseline included).
     `gate_cpu_times` gates CPU wall times per call on the same machine too.
+    `ignore_contention` judges as if the machine had been quiet (for a
+    dedicated machine whose own signals the user distrusts).
     """
 
     threshold: float = 0.10
     confidence: float = 0.95
     strict: bool = False
     gate_cpu_times: bool = False
+    ignore_contention: bool = False
 
     def __post_init__(self) -> None:
         check_number("threshold", self.threshold, 0.0, 1.0, "a fraction, e.g. 0.1 for 10%")
@@ -179,7 +182,7 @@ class Gate:
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
         contention = describe(record.contention, baseline.record.contention, baseline.same_machine)
-        if contention:
+        if contention and not self.settings.ignore_contention:
             rows = [under_contention(row, contention) for row in rows]
         return CaseVerdict(case, tuple(rows), remeasured)
 

@@ -53,6 +53,7 @@ XDIST_SKIP = (
     "skipped; run benchmarks in a separate run without -n"
 )
 GATE_MODES = ("on", "strict")
+CONTENTION_MODES = ("inconclusive", "ignore")
 #: passes a baseline is measured in: its noise counts less, and the spread
 #: between passes is recorded as the case's noise for later gates.
 BASELINE_PASSES = 5
@@ -122,6 +123,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torchcompile_perf_threads", default="1", help="intra-op threads benchmarks are pinned to"
     )
     parser.addini(
+        "torchcompile_perf_contention",
+        default=CONTENTION_MODES[0],
+        help="inconclusive (default): a regression measured under CPU contention is INCONCLUSIVE, "
+        "not FAIL; ignore: judge as if the machine had been quiet",
+    )
+    parser.addini(
         "torchcompile_perf_gate_cpu_times",
         type="bool",
         default=False,
@@ -168,6 +175,7 @@ class PerfSettings:
                 confidence=_ini_number(config, "torchcompile_perf_confidence", float),
                 strict=mode == "strict",
                 gate_cpu_times=_ini_bool(config, "torchcompile_perf_gate_cpu_times"),
+                ignore_contention=_ini_contention(config) == "ignore",
             )
             timing = TimingSettings(
                 max_time=_ini_number(config, "torchcompile_perf_max_time", float),
@@ -229,6 +237,15 @@ def _ini_bool(config: pytest.Config, name: str) -> bool:
         pytest.UsageError,
     ) as exc:  # pytest 9 raises UsageError, older ones ValueError
         raise ValueError(f"{name}: {exc} (use true or false)") from None
+
+
+def _ini_contention(config: pytest.Config) -> str:
+    value = str(config.getini("torchcompile_perf_contention")).strip()
+    if value not in CONTENTION_MODES:
+        raise ValueError(
+            f"torchcompile_perf_contention = {value!r}: use {' or '.join(CONTENTION_MODES)}"
+        )
+    return value
 
 
 def _ini_threads(config: pytest.Config) -> int:

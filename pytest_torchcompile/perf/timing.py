@@ -119,8 +119,7 @@ def interleave(
     iterations = choose_iterations(fastest, settings.block_time, iterations)
     eager_times: list[float] = []
     compiled_times: list[float] = []
-    # a GPU pass sleeps in `sync`: its thread's CPU time says nothing of contention
-    with _gc_paused(), Probe(thread_time=sync is no_sync) as probe:
+    with _gc_paused(), Probe() as probe:
         started = clock()
         while not _done(eager_times, compiled_times, clock() - started, settings):
             sides = ((eager, eager_times), (compiled, compiled_times))

@@ -27,8 +27,8 @@ from pytest_torchcompile.perf.spec import BenchmarkSpec
 from pytest_torchcompile.perf.timing import PairedTiming, TimingSettings
 from tests.perf.test_gate_rules import record, rows_by_metric
 
-QUIET = Contention(cpu_share=0.99, pressure=0.01, preemptions_per_s=2.0, steal=0.0, load=0.4)
-BUSY = Contention(cpu_share=0.42, pressure=0.98, preemptions_per_s=140.0, steal=0.0, load=3.1)
+QUIET = Contention(waiting=0.01, pressure=0.01, preemptions_per_s=2.0, steal=0.0, load=0.4)
+BUSY = Contention(waiting=0.58, pressure=0.98, preemptions_per_s=140.0, steal=0.0, load=3.1)
 
 
 def judged(now: CaseRecord, base: CaseRecord, same_machine: bool = True) -> dict[str, object]:
@@ -46,7 +46,7 @@ def test_a_regression_measured_under_contention_is_inconclusive_with_the_reason(
     speedup = rows["speedup"]
     assert speedup.verdict is Verdict.INCONCLUSIVE
     assert speedup.note == (
-        "CPU contention: the timing thread ran 42% of the time, CPU pressure 98%, "
+        "CPU contention: waited for a CPU 58% of the time, CPU pressure 98%, "
         "140 preemptions/s, load 3.1 per CPU"
     )
 
@@ -88,15 +88,15 @@ def test_records_without_contention_are_judged_as_before() -> None:
 def test_contention_round_trips_and_ignores_damage() -> None:
     stored = replace(record(3.0), contention=BUSY).to_json(samples=False)
     assert CaseRecord.from_json(json.loads(json.dumps(stored))).contention == Contention(
-        0.42, 0.98, 140.0, 0.0, 3.1
+        0.58, 0.98, 140.0, 0.0, 3.1
     )
-    damaged = Contention.from_json({"cpu_share": "x", "pressure": -1, "load": float("nan")})
+    damaged = Contention.from_json({"waiting": "x", "pressure": -1, "load": float("nan")})
     assert damaged == Contention() and damaged.reasons() == []
 
 
 def test_worst_keeps_the_most_contended_value_of_each_signal() -> None:
     merged = worst([QUIET, BUSY, Contention(pressure=None, steal=0.2)])
-    assert (merged.cpu_share, merged.pressure, merged.steal) == (0.42, 0.98, 0.2)
+    assert (merged.waiting, merged.pressure, merged.steal) == (0.58, 0.98, 0.2)
     assert "hypervisor steal 20%" in merged.reasons()
 
 
@@ -138,6 +138,22 @@ def test_the_probe_sees_spinning_neighbours() -> None:
     assert probe.result.calibration_s is not None and probe.result.calibration_s > 0
 
 
+def test_a_model_that_sleeps_is_not_waiting_for_a_cpu() -> None:
+    """Sleeping (I/O, a GPU synchronise) is not contention: only run-queue delay is."""
+    with Probe() as probe:
+        time.sleep(0.5)
+    assert probe.result.waiting is not None and probe.result.waiting < 0.1, probe.result
+
+
+def test_contention_can_be_ignored_on_a_machine_the_user_trusts() -> None:
+    baseline = Baseline(replace(record(3.0), contention=QUIET), True, "machine.json")
+    settings = GateSettings(ignore_contention=True)
+    rows = rows_by_metric(
+        Gate(settings, lambda case: baseline).judge("c", replace(record(1.2), contention=BUSY))
+    )
+    assert rows["speedup"].verdict is Verdict.FAIL
+
+
 SLOW_TEST = """
 import os, subprocess, sys, pytest, torch
 
@@ -170,7 +186,7 @@ def test_a_planted_slowdown_beside_spinning_neighbours_is_never_a_pass_nor_a_fai
     pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=1)
     (baseline,) = (pytester.path / "perf-baselines").glob("*.json")
     stored = json.loads(baseline.read_text())["cases"]["test_slow.py::test_chain::case_0"]
-    assert set(stored["contention"]) >= {"calibration_s", "cpu_share", "preemptions_per_s"}
+    assert set(stored["contention"]) >= {"calibration_s", "waiting", "preemptions_per_s"}
     monkeypatch.setenv("SLOW", "1")
     monkeypatch.setenv("SPIN", str(os.cpu_count() or 1))
     pytester.runpytest("--perf-gate", "--perf-report=report.json")

@@ -47,6 +47,13 @@ def test_a_groups_update_keeps_the_other_groups_snapshots(
     result.stdout.fnmatch_lines(["torch.compile snapshots: 0 written, 2 updated, 0 deleted"])
     after = tree_digest(root)
     changed = sorted(path for path in before if after.get(path) != before[path])
-    assert changed == ["test_m/test_s[0]/dynamo_graph.fx.txt", "test_m/test_s[1]/dynamo_graph.fx.txt"]
-    assert "test_m/test_gone/summary.txt" in files_under(root)  # stale, but not this group's to remove
-    result.stdout.fnmatch_lines(["stale: snapshots/test_m/test_gone/ (no test in test_m.py has this name)"])
+    assert changed == [
+        "test_m/test_s[0]/dynamo_graph.fx.txt",
+        "test_m/test_s[1]/dynamo_graph.fx.txt",
+    ]
+    assert "test_m/test_gone/summary.txt" in files_under(
+        root
+    )  # stale, but not this group's to remove
+    result.stdout.fnmatch_lines(
+        ["stale: snapshots/test_m/test_gone/ (no test in test_m.py has this name)"]
+    )
