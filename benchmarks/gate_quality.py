@@ -44,7 +44,7 @@ launch-bound, and the changes of `gpu_speedup` and `speedup`.
 `--noisy` measures the gate beside noisy neighbours (`neighbours.py`): the
 baseline is recorded quiet (after waiting for CPU pressure to drop), then
 the chain and matmul cases are gated unchanged and with a planted slowdown
-(`slow`: two more sins in the chain's compiled kernel only, ~2.5x slower
+(`slow`: two more sins in the chain's compiled kernel only, ~2.5-2.9x slower
 compiled) on a quiet machine, beside the synthetic neighbour (per CPU a
 spinner, a torch matmul loop on all CPUs and a cold Inductor compile loop)
 and beside the replayed one (the zoo suite running again and again). Every
@@ -136,7 +136,7 @@ VARIANTS = {
         "planted": "    if torch.compiler.is_compiling():\n        y = y / (y * y + 1.0)\n        y = y / (y * y + 1.0)\n"
     },
 }
-#: two more sins in the fused chain, in the compiled graph only: ~2.5x slower compiled
+#: two more sins in the fused chain, in the compiled graph only: ~2.5-2.9x slower compiled
 SLOW = {
     "planted": "    if torch.compiler.is_compiling():\n"
     + "        y = torch.sin(y) * 0.5 + 0.5\n" * 2

@@ -58,7 +58,8 @@ def _read_regular_file(path: Path) -> bytes | None:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
         if not stat.S_ISREG(mode):
-            raise NotAFile("a FIFO" if stat.S_ISFIFO(mode) else "not a regular file")
+            kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+            raise NotAFile(next((kind for test, kind in kinds if test(mode)), "a device"))
         return handle.read()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.common.files import TEMP_NAME, atomic_write_text, temp_target
+from pytest_torchcompile.common.files import atomic_write_text
 from tests.conftest import tree_digest
 from tests.snapshot.files.test_hostile_disk import assert_no_crash, files_under
 
@@ -150,6 +150,8 @@ def test_temp_files_are_recognised_by_the_exact_name_the_plugin_writes(
 
 
 def test_the_temp_name_pattern_is_the_one_the_writer_uses(tmp_path: Path) -> None:
+    from pytest_torchcompile.common.files import TEMP_NAME, temp_target
+
     seen: list[str] = []
     original = os.replace
 
