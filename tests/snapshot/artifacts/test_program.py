@@ -92,7 +92,7 @@ def guard_report() -> dict[str, Any]:
     """tests/snapshot/artifacts/guard_matrix.py in a fresh process (compiling here would shift the
     process-global names in zoo snapshots checked later by the same worker)."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.guard_matrix"],
+        [sys.executable, "-m", "tests.snapshot.artifacts.guard_matrix"],
         cwd=REPO,
         capture_output=True,
         text=True,
