@@ -199,7 +199,7 @@ def _summary(key: tuple[str, ...], mine: dict[str, list[Fact]]) -> str:
         seen = f", most often on {common[0][0]} ({common[0][1]} cases)" if common else ""
         return f"guards {key[1]}: {sign}{key[3]}{detail}{per_case}{seen}"
     if key[0] == "ops":
-        return f"{key[1]}: {key[2]}{per_case} ({key[3]})"
+        return f"{key[1]}: {key[2]} in {key[3]}{per_case}"
     message, artifact = key[2], key[3]
     named = not artifact or message.startswith(artifact)
     return (message if named else f"{message} ({artifact})") + per_case
