@@ -75,13 +75,14 @@ def speedup_chart(verdicts: Sequence[CaseVerdict], default_threshold: float) -> 
             "(pip install 'pytest-torchcompile[html]')</p>"
         )
     title = "perf gate: speedup of each case against its baseline"
-    return f'<div class="ptc-perf-chart" title="{escape(title)}">{svg}</div>'
+    return f'<div class="ptc-perf-chart" style="display: inline-block" title="{escape(title)}">{svg}</div>'
 
 
 def _svg(drawn: Sequence[Bar]) -> str:
     from matplotlib.figure import Figure  # not pyplot: no backend, no global state touched
 
-    figure = Figure(figsize=(9, 1.2 + 0.45 * len(drawn)))
+    height = 1.5 + 0.45 * len(drawn)
+    figure = Figure(figsize=(10, height))
     axes = figure.subplots()
     for y, bar in enumerate(reversed(drawn)):
         colour = COLOURS[bar.verdict]
@@ -89,7 +90,7 @@ def _svg(drawn: Sequence[Bar]) -> str:
         axes.plot([low, high], [y, y], color=colour, linewidth=4, solid_capstyle="butt")
         axes.plot([100 * bar.change], [y], "o", color="black", markersize=5)
         axes.plot([-100 * bar.threshold] * 2, [y - 0.35, y + 0.35], color="#6c757d", linewidth=2)
-        label = f"{bar.verdict.value}  {bar.baseline:.3g}x -> {bar.now:.3g}x"
+        label = f"{bar.verdict.value}  speedup {bar.baseline:.3g}x -> {bar.now:.3g}x"
         axes.annotate(
             label, (1.01, y), xycoords=("axes fraction", "data"), va="center", color=colour
         )
@@ -99,7 +100,8 @@ def _svg(drawn: Sequence[Bar]) -> str:
     axes.set_xlabel(
         "speedup change vs baseline, % (bar: confidence interval; grey mark: threshold)"
     )
-    figure.subplots_adjust(left=0.38, right=0.78)
+    figure.subplots_adjust(left=0.34, right=0.7, bottom=0.7 / height, top=1 - 0.2 / height)
     out = io.StringIO()
     figure.savefig(out, format="svg", metadata={"Date": None})
-    return out.getvalue().split("?>", 1)[-1]  # without the XML declaration: inline in HTML
+    svg = out.getvalue()
+    return svg[svg.index("<svg") :]  # without the XML declaration and DOCTYPE: inline in HTML

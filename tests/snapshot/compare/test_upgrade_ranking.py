@@ -8,6 +8,7 @@ suite) recorded with the plugin under torch 2.13 and 2.15, kept compressed in
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import re
 import tarfile
@@ -18,6 +19,7 @@ import pytest
 from pytest_torchcompile.diff_command import main
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, CaseDiff, Finding
 from pytest_torchcompile.snapshot.compare.ranking import TIERS, fold, tier
+from tests.browser import opened
 from tests.conftest import DATA
 
 SETS = DATA / "upgrade_models"
@@ -164,3 +166,41 @@ def test_fusion_and_counters_are_never_folded_and_weigh_most() -> None:
     assert tier(moved) == 0
     guards_only = _diff(_guards(2, "ID_MATCH", "G['a'], G['b']"))
     assert TIERS[tier(guards_only)] == "guards only"
+
+
+# ---------------------------------------------------------------- the same as one page, in a browser
+
+
+def test_the_html_page_shows_causes_ranked_cases_and_diffs_in_chromium(
+    upgrade: tuple[Path, Path], tmp_path: Path
+) -> None:
+    page_file = tmp_path / "diff.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["diff", *map(str, upgrade), "--html", str(page_file)]) == 0
+    html = page_file.read_text()
+    assert "<script" not in html and "http://" not in html and "https://" not in html  # offline
+    with opened(page_file, height=1300) as seen:
+        page = seen.page
+        assert page.locator("p.totals").inner_text() == (
+            "12 cases: 12 behaviour changed, 0 text only, 0 unchanged"
+        )
+        causes = page.locator("ul.causes li").all_inner_texts()
+        assert causes[0].startswith("12 of 12: guards frame 0/0: +DICT_CONTAINS")
+        rows = page.locator("table.cases tr").all_inner_texts()[1:]
+        assert len(rows) == 12 and rows[0].split("\t")[:2] == [
+            "test_models/test_falcon",
+            "counters moved",
+        ]
+        badge = page.locator("table.cases .verdict.behaviour").first
+        assert badge.is_visible() and badge.evaluate(
+            "e => getComputedStyle(e).backgroundColor"
+        ) == ("rgb(248, 215, 218)")
+        falcon = page.locator("#case-test-models-test-falcon")
+        assert falcon.is_visible()
+        assert page.locator("table.diff").count() >= 12
+        assert (
+            page.locator("table.diff .diff_sub").count()
+            and page.locator("table.diff .diff_add").count()
+        )
+        assert seen.errors == []
+        seen.screenshot("diff-page.png", tmp_path)

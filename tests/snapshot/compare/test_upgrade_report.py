@@ -714,8 +714,7 @@ def test_text_every_changed_case_shares_is_said_once_artifact_by_artifact(tmp_pa
     assert (
         "shared by several cases (said once here, not under each case):\n"
         "  2 of 2: text differs, not read for behaviour (transformed_code)\n"
-        "a: text only: text differs, not read for behaviour (program)\n2 cases:"
-        in text
+        "a: text only: text differs, not read for behaviour (program)\n2 cases:" in text
     ), text
 
 
