@@ -39,27 +39,20 @@ def bars(verdicts: Sequence[CaseVerdict], default_threshold: float) -> list[Bar]
     found = []
     for v in verdicts:
         row = next((r for r in v.rows if r.metric == METRIC), None)
-        if row is None or not _drawable(row):
-            continue
         threshold = v.threshold if v.threshold is not None else default_threshold
-        assert row.ci is not None and row.change is not None  # _drawable
-        found.append(
-            Bar(
-                v.case,
-                float(row.baseline),
-                float(row.now),
-                row.change,
-                row.ci,
-                threshold,
-                row.verdict,
-            )  # type: ignore[arg-type]
-        )
+        bar = _bar(v.case, row, threshold) if row is not None else None
+        if bar is not None:
+            found.append(bar)
     return found
 
 
-def _drawable(row: Row) -> bool:
-    numbers = isinstance(row.baseline, (int, float)) and isinstance(row.now, (int, float))
-    return numbers and row.change is not None and row.ci is not None and row.verdict in COLOURS
+def _bar(case: str, row: Row, threshold: float) -> Bar | None:
+    base, now, change, ci = row.baseline, row.now, row.change, row.ci
+    if not (isinstance(base, (int, float)) and isinstance(now, (int, float))):
+        return None
+    if change is None or ci is None or row.verdict not in COLOURS:
+        return None
+    return Bar(case, float(base), float(now), change, ci, threshold, row.verdict)
 
 
 def speedup_chart(verdicts: Sequence[CaseVerdict], default_threshold: float) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .behaviour import BEHAVIOUR, TEXT, CaseDiff, Finding
@@ -223,10 +223,10 @@ def _rejoined(findings: Sequence[Finding], kept: list[Fact]) -> list[str]:
     return lines
 
 
-def _text_lines(kept: object) -> list[str]:
+def _text_lines(kept: Iterable[Fact]) -> list[str]:
     """Text facts merged back by message: one line naming every artifact it was found in."""
     merged: dict[tuple[str, str], list[str]] = {}
-    for fact in kept:  # type: ignore[attr-defined]
+    for fact in kept:
         artifact = fact.key[3]
         merged.setdefault((fact.key[1], fact.text), []).extend([artifact] if artifact else [])
     return [Finding(False, t, m, tuple(a)).render() for (t, m), a in merged.items()]
