@@ -118,11 +118,12 @@ class Row:
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """All rows of one case and whether it was re-measured before they stood."""
+    """All rows of one case, whether it was re-measured before they stood, and the threshold it was judged by."""
 
     case: str
     rows: tuple[Row, ...]
     remeasured: bool = False
+    threshold: float | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -177,14 +178,14 @@ class Gate:
                 Verdict.INCONCLUSIVE,
                 "no baseline: record one with pytest --perf-update-baseline",
             )
-            return CaseVerdict(case, (missing,), remeasured)
+            return CaseVerdict(case, (missing,), remeasured, self.settings.threshold)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
         contention = describe(record.contention, baseline.record.contention, baseline.same_machine)
         if contention and not self.settings.ignore_contention:
             rows = [under_contention(row, contention) for row in rows]
-        return CaseVerdict(case, tuple(rows), remeasured)
+        return CaseVerdict(case, tuple(rows), remeasured, self.settings.threshold)
 
 
 def under_contention(row: Row, reason: str) -> Row:
