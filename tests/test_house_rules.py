@@ -115,7 +115,6 @@ LAYERS = {
     ),
     "perf": (
         ("stats",),
-        ("contention",),
         ("record",),
         ("timing", "gate"),
         ("gpu",),

@@ -115,7 +115,7 @@ class BenchmarkCase:
     def timed_passes(self) -> list[PairedTiming]:
         """The passes timed without CPU contention where there are any, else all.
 
-        A contended pass may have moved the ratio (see `contention.py`).
+        A contended pass may have moved the ratio (see `timing.py`).
         Passes are chosen by that signal, never by their figures, so the
         choice does not bias them.
         """

@@ -30,7 +30,6 @@ from typing import Any
 
 from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
-from .contention import describe
 from .record import (
     COUNTERS,
     CPU_TIMES,
@@ -41,6 +40,7 @@ from .record import (
     CaseRecord,
     Kind,
     MetricInfo,
+    describe_contention,
 )
 from .stats import Summary, log_se, round_sig, z_value
 
@@ -182,7 +182,9 @@ class Gate:
         rows = [counter_row(case, record.counters, baseline.record.counters)]
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
-        contention = describe(record.contention, baseline.record.contention, baseline.same_machine)
+        contention = describe_contention(
+            record.contention, baseline.record.contention, baseline.same_machine
+        )
         if contention and not self.settings.ignore_contention:
             rows = [under_contention(row, contention) for row in rows]
         return CaseVerdict(case, tuple(rows), remeasured, self.settings.threshold)
