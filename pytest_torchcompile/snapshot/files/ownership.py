@@ -4,8 +4,8 @@ The plugin deletes or overwrites only files it can show it wrote: its own
 file names (artifact files, and temp files of the exact name
 `common/files.py` writes), in folders of its own collected tests, under a
 snapshot root inside the rootdir, never through a symbolic link out of the
-root, and never in a folder it shares with files it does not know (such a
-folder is left whole: its files are reported, not deleted).
+root; and it deletes nothing in a folder it shares with files it does not
+know (such a folder is left whole: its files are reported, not deleted).
 
 `root_problem` refuses, when pytest starts, a root that could break the rule
 (outside the rootdir, the rootdir itself, a link out of it, one holding test
