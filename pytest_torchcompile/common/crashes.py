@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .report_data import attach, attached
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 REPORT = (
@@ -52,14 +54,15 @@ def guarded(where: str, errors: list[str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def guarded_report(where: str, report: Any, key: str) -> Iterator[None]:
-    """`guarded` for `pytest_runtest_makereport`: the line travels in `report.user_properties`
-    under `key`, so an xdist controller sees its workers' errors (read them back in logreport)."""
+    """`guarded` for `pytest_runtest_makereport`: the line travels on the report under `key`
+    (`report_data`), so an xdist controller sees its workers' errors (read them back in logreport)."""
     errors: list[str] = []
     with guarded(where, errors):
         yield
-    report.user_properties.extend((key, error) for error in errors)
+    for error in errors:
+        attach(report, key, error)
 
 
 def reported_errors(report: Any, key: str) -> list[str]:
     """The internal errors `guarded_report` attached to `report` under `key`."""
-    return [str(value) for name, value in report.user_properties if name == key]
+    return attached(report, key)

@@ -112,7 +112,12 @@ def _show(value: str | None) -> str:
 
 
 def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
-    """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
+    """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring.
+
+    Keys are artifact names (`summary`, `guards`); a file name of an artifact
+    (`summary.txt`) or sides that hold no artifact at all raise ValueError.
+    """
+    _check_names(old, new)
     raw_old, raw_new = old, new
     old, new = stored_form(old), stored_form(new)
     findings: list[Finding] = [
@@ -150,6 +155,21 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     else:
         verdict = UNCHANGED
     return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+def _check_names(*sides: Mapping[str, str]) -> None:
+    """Artifact names as keys: a file name would compare as an unknown text and say `text only`."""
+    filenames = {a.filename: a.name for a in ARTIFACTS.values()}
+    for name in (n for side in sides for n in side):
+        if name in filenames:
+            raise ValueError(
+                f"compare_case takes artifact names as keys, not file names: {name!r} is artifact {filenames[name]!r}"
+            )
+    if not any(name in ARTIFACTS for side in sides for name in side):
+        found = sorted({n for side in sides for n in side})
+        raise ValueError(
+            f"compare_case found no artifact name among the keys {found}: use {', '.join(ARTIFACTS)}"
+        )
 
 
 def stored_form(texts: Mapping[str, str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ...common.report_data import attached, keep
 from ..spec import MARKER
 from .paths import folds_case, module_folder, test_folder
 from .stale import Inventory, StaleFolder, find_stale
@@ -134,15 +135,12 @@ class Housekeeping:
             for p in unused
         ]
         if lines:
-            item.user_properties.append((UNUSED_PROPERTY, json.dumps(lines)))
+            keep(item, UNUSED_PROPERTY, json.dumps(lines))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The call report carries the lines (the teardown report repeats the item's properties)."""
-        if report.when != "call":
-            return
-        for name, value in report.user_properties:
-            if name == UNUSED_PROPERTY:
-                self.lines.extend(json.loads(str(value)))
+        """The call report carries the lines."""
+        for value in attached(report, UNUSED_PROPERTY):
+            self.lines.extend(json.loads(value))
 
     # --- end of run ------------------------------------------------------------
 
