@@ -7,7 +7,7 @@ import pytest
 CASES = """
 import time
 import pytest, torch
-from pytest_torchcompile.snapshot import catalogue
+from pytest_torchcompile.snapshot.artifacts import catalogue
 
 def slow_backend(gm, example_inputs):
     def run(*args):

@@ -44,8 +44,35 @@ BEHAVIOUR = "behaviour changed"
 TEXT = "text only"
 UNCHANGED = "unchanged"
 
-#: the counters of a case's row, in order.
-COUNTERS = (*COUNTER_LABELS.values(), "ops")
+#: the counters of a case's row, in order; `op count` is the summary's ops per graph.
+OP_COUNT = "op count"
+COUNTERS = (*COUNTER_LABELS.values(), OP_COUNT)
+#: what moved, most important first: the order in which a failure's first line names it.
+#: One word per thing, the same in the headline, the verdict and the upgrade report.
+TOPICS = (
+    "graphs",
+    "graph breaks",
+    "recompiles",
+    "break reasons",
+    "recompile reasons",
+    "ops",
+    "fusion",
+    "kernels",
+    "frames",
+    "guards",
+    "backend",
+    "kernel code",
+    "extern calls",
+    "call order",
+    "graph dataflow",
+    "generated code",
+    "kernel names",
+    OP_COUNT,
+)
+#: the topics read from the `summary` artifact.
+_FROM_SUMMARY = (*COUNTERS, "backend", "break reasons", "recompile reasons", "kernel names")
+#: facts a failure's first line names at most (the rest: `(+N more)`).
+HEADLINE_FACTS = 3
 _SHOWN = 4
 #: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
 _NORMALIZE = Normalizer(STATIC_RULES)
@@ -53,12 +80,19 @@ _NORMALIZE = Normalizer(STATIC_RULES)
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing that moved. `topic` is the short name the one-line verdict lists."""
+    """One thing that moved.
+
+    `topic` is its word in the one-line verdict (`TOPICS` ranks them);
+    `message` the full sentence of the report; `fact` the short phrase a
+    failure's first line names (`ops: relu -> silu`), '' when the topic says
+    enough.
+    """
 
     behaviour: bool
     topic: str
     message: str
     artifacts: tuple[str, ...] = ()
+    fact: str = ""
 
     def render(self) -> str:
         """The message, naming the artifacts it was found in unless it starts with the one it names."""
@@ -90,16 +124,69 @@ class CaseDiff:
         ]
 
     def line(self) -> str:
-        """`behaviour changed: kernels 5 -> 7, ops 59 -> 105`, or `text only: ...`, or `unchanged`."""
+        """`behaviour changed: kernels 5 -> 7, op count 59 -> 105, fusion`, or `text only: ...`, or `unchanged`."""
         if self.verdict == UNCHANGED:
             return UNCHANGED
         wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
         parts = self.moved() if self.verdict == BEHAVIOUR else []
-        topics = list(dict.fromkeys(f.topic for f in wanted if f.topic != "counters"))
+        topics = list(dict.fromkeys(f.topic for f in _ranked(wanted) if f.topic not in COUNTERS))
         parts += topics[:_SHOWN] + (
             [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
         )
         return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
+
+    def headline(self) -> str:
+        """The most important facts, for a failure's first line: `ops: relu -> silu; kernels fused
+        differently: cpp_fused_relu_0 -> cpp_fused_silu_0`; for text only, what kind of text moved."""
+        if self.verdict != BEHAVIOUR:
+            return "text changed" if self.line() == TEXT else self.line()
+        facts = list(dict.fromkeys(_facts(_ranked(f for f in self.findings if f.behaviour))))
+        shown = "; ".join(facts[:HEADLINE_FACTS])
+        return shown + (f" (+{len(facts) - HEADLINE_FACTS} more)" if len(facts) > HEADLINE_FACTS else "")
+
+
+def _ranked(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings in the order of `TOPICS` (an unknown topic last), then by pipeline stage."""
+    rank = {topic: n for n, topic in enumerate(TOPICS)}
+
+    def stage(f: Finding) -> int:
+        known = [ARTIFACTS[a].stage for a in f.artifacts if a in ARTIFACTS]
+        return min(known, default=len(ARTIFACTS))
+
+    return sorted(findings, key=lambda f: (rank.get(f.topic, len(TOPICS)), stage(f)))
+
+
+def _facts(findings: list[Finding]) -> list[str]:
+    """Each finding's short phrase, in order. Ops are said as the earliest graph that shows
+    them moving says them (the later graphs show their decompositions); findings of one
+    topic that list names fold into one fact naming at most `_NAMED` of them."""
+    facts: list[str] = []
+    folded: dict[str, list[str]] = {}
+    said_ops = False
+    for f in findings:
+        if f.topic == "ops":
+            if said_ops:
+                continue
+            said_ops = True
+        head, sep, names = (f.fact or f.message).partition(": ")
+        if sep and f.topic in _FOLDED:
+            if head not in folded:
+                folded[head] = []
+                facts.append(head)
+            folded[head].extend(n for n in names.split(", ") if n not in folded[head])
+        else:
+            facts.append(f.fact or f.message)
+    return [f"{fact}: {_named(folded[fact])}" if fact in folded else fact for fact in facts]
+
+
+def _named(names: list[str]) -> str:
+    shown = ", ".join(names[:_NAMED])
+    return shown + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
+
+
+#: topics whose facts read `<what>: <names>`: several findings fold into one fact.
+_FOLDED = ("fusion", "guards", "kernel code", "break reasons", "recompile reasons")
+_NAMED = 2
 
 
 def _moved(old: str | None, new: str | None) -> bool:
@@ -139,6 +226,8 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
         findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
     findings = _merged(findings)
     named = {a for f in findings for a in f.artifacts}
+    if any(f.topic in _FROM_SUMMARY for f in findings):
+        named.add("summary")  # its counters or reasons moved: the findings say how
     if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(
         summaries[1]
     ):
@@ -225,7 +314,7 @@ def _counters(old: CaseSummary, new: CaseSummary) -> dict[str, Counts]:
         return None if value is None else str(value)
 
     found = {label: (text(old, name), text(new, name)) for name, label in COUNTER_LABELS.items()}
-    return {**found, "ops": (ops(old), ops(new))}
+    return {**found, OP_COUNT: (ops(old), ops(new))}
 
 
 def _without_kernel_names(s: CaseSummary) -> CaseSummary:
@@ -236,7 +325,7 @@ def _summary_findings(
     old: CaseSummary, new: CaseSummary, counters: dict[str, Counts], has_code: bool
 ) -> list[Finding]:
     found = [
-        Finding(True, "counters", f"{name}: {o} -> {n}")
+        Finding(True, name, f"{name}: {o} -> {n}", fact=f"{name} {o} -> {n}")
         for name, (o, n) in counters.items()
         if _moved(o, n)
     ]
@@ -260,8 +349,18 @@ def _multiset_findings(
     what: str, old: Iterable[str], new: Iterable[str], topic: str
 ) -> list[Finding]:
     before, after = Counter(old), Counter(new)
-    found = [Finding(True, topic, f"{what} removed: {r}") for r in (before - after).elements()]
-    return found + [Finding(True, topic, f"{what} added: {r}") for r in (after - before).elements()]
+    found = [
+        Finding(True, topic, f"{what} removed: {r}", fact=f"{what} removed: {_first_line(r)}")
+        for r in (before - after).elements()
+    ]
+    return found + [
+        Finding(True, topic, f"{what} added: {r}", fact=f"{what} added: {_first_line(r)}")
+        for r in (after - before).elements()
+    ]
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else text
 
 
 # ---------------------------------------------------------------- graphs
@@ -275,7 +374,7 @@ def _compare_graphs(
     for key in sorted(set(before) | set(after)):
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
-            found.append(Finding(True, "graphs", f"{key.label()}: graph only in {side}", (name,)))
+            found.append(Finding(True, "frames", f"{key.label()}: graph only in {side}", (name,)))
             continue
         if before[key] != after[key]:
             found.append(
@@ -290,7 +389,8 @@ def _graph_finding(
     name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]
 ) -> Finding:
     if old.ops != new.ops:
-        return Finding(True, "ops", f"{key.label()} ops: {_delta(old.ops, new.ops)}", (name,))
+        message = f"{key.label()} ops: {_delta(old.ops, new.ops)}"
+        return Finding(True, "ops", message, (name,), fact=f"ops: {_swaps(old.ops, new.ops)}")
     if old.dataflow == new.dataflow:
         return Finding(
             False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,)
@@ -322,6 +422,25 @@ def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
         op, paren, _ = old[0].partition("(")
         return f"{old[0]} -> {new[0].removeprefix(op) if paren and new[0].startswith(op + paren) else new[0]}"
     return f"{old[0]}: {old[1]} -> {new[0]}: {new[1]}"
+
+
+def short_op(op: str) -> str:
+    """An operator as a reviewer says it: `aten.relu.default`, `torch.nn.functional.relu`,
+    `torch._C._nn.gelu` and `torch.relu` are `relu`; a method `.sum` is `sum`."""
+    parts = [p for p in op.split(".") if p]
+    if op.startswith("aten.") and len(parts) >= 3:
+        parts = parts[:-1]  # the overload: default, Tensor, dim_IntList
+    return parts[-1] if parts else op
+
+
+def _swaps(old: Counter[str], new: Counter[str]) -> str:
+    """`relu -> silu` for one op swapped for another, else `-relu +silu +mul`, by short names."""
+    removed = sorted(Counter(short_op(o) for o in (old - new).elements()))
+    added = sorted(Counter(short_op(o) for o in (new - old).elements()))
+    gone, came = sorted(set(removed) - set(added)), sorted(set(added) - set(removed))
+    if len(gone) == len(came) == 1:
+        return f"{gone[0]} -> {came[0]}"
+    return " ".join([*(f"-{o}" for o in gone), *(f"+{o}" for o in came)]) or "same ops, other counts"
 
 
 def _delta(old: Counter[str], new: Counter[str]) -> str:
@@ -379,14 +498,26 @@ def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding
                     True,
                     "kernel code",
                     f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})",
+                    f"kernel code changed: {b.name}",
                 )
             )
         else:
             found.append(
-                _code(True, "fusion", f"{where}: kernel fused differently: {a.name} -> {b.name}")
+                _code(
+                    True,
+                    "fusion",
+                    f"{where}: kernel fused differently: {a.name} -> {b.name}",
+                    f"kernels fused differently: {a.name} -> {b.name}",
+                )
             )
-    found += [_code(True, "fusion", f"{where}: kernel removed: {k.name}") for k in removed]
-    found += [_code(True, "fusion", f"{where}: kernel added: {k.name}") for k in added]
+    found += [
+        _code(True, "fusion", f"{where}: kernel removed: {k.name}", f"kernels removed: {k.name}")
+        for k in removed
+    ]
+    found += [
+        _code(True, "fusion", f"{where}: kernel added: {k.name}", f"kernels added: {k.name}")
+        for k in added
+    ]
     if old.externs() != new.externs():
         found.append(
             _code(
@@ -402,8 +533,8 @@ def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding
     return found
 
 
-def _code(behaviour: bool, topic: str, message: str) -> Finding:
-    return Finding(behaviour, topic, message, ("output_code",))
+def _code(behaviour: bool, topic: str, message: str, fact: str = "") -> Finding:
+    return Finding(behaviour, topic, message, ("output_code",), fact)
 
 
 def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
@@ -499,7 +630,10 @@ def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Find
         sources = Counter(g.source or g.check for g in same)
         listed = ", ".join(f"{source} x{n}" if n > 1 else source for source, n in sources.items())
         what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on {listed}"
-        found.append(Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",)))
+        fact = f"guards {how}: {kind} on {listed}"
+        found.append(
+            Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",), fact)
+        )
     return found
 
 
@@ -544,9 +678,19 @@ def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
         moved = ", ".join(
             f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k]
         )
-        return Finding(True, "guards", f"guards {key.label()}: GLOBAL_STATE {moved}", ("guards",))
+        return Finding(
+            True,
+            "guards",
+            f"guards {key.label()}: GLOBAL_STATE {moved}",
+            ("guards",),
+            f"guards changed: GLOBAL_STATE {moved}",
+        )
     return Finding(
-        True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",)
+        True,
+        "guards",
+        f"guards {key.label()}: changed {_where(old)} -> {new.check}",
+        ("guards",),
+        f"guards changed: {old.kind} on {old.source or old.check}",
     )
 
 
@@ -565,7 +709,8 @@ def _where(guard: Guard) -> str:
 
 def _merged(findings: list[Finding]) -> list[Finding]:
     """One finding per message: the same ops moving in four graph artifacts is one line naming the four."""
-    merged: dict[tuple[bool, str, str], dict[str, None]] = {}
+    merged: dict[tuple[bool, str, str, str], dict[str, None]] = {}
     for f in findings:
-        merged.setdefault((f.behaviour, f.topic, f.message), {}).update(dict.fromkeys(f.artifacts))
-    return [Finding(b, t, m, tuple(a)) for (b, t, m), a in merged.items()]
+        key = (f.behaviour, f.topic, f.message, f.fact)
+        merged.setdefault(key, {}).update(dict.fromkeys(f.artifacts))
+    return [Finding(b, t, m, tuple(a), fact) for (b, t, m, fact), a in merged.items()]

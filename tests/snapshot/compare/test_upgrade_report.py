@@ -199,7 +199,7 @@ def test_added_graph_break_is_behaviour() -> None:
     diff = compare_case(zoo("test_mlp_training"), plant_graph_break(zoo("test_mlp_training")))
     assert diff.verdict == BEHAVIOUR
     assert diff.line().startswith(
-        "behaviour changed: graphs 1 -> 2, graph breaks 0 -> 1, ops 3 -> 3+3"
+        "behaviour changed: graphs 1 -> 2, graph breaks 0 -> 1, op count 3 -> 3+3"
     )
     assert _messages(diff, behaviour=True) >= {
         "graph break added: Data-dependent branching at fixtures/zoo.py:<N>",
