@@ -34,7 +34,6 @@ from ..common.tables import align
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
 from .report import (
     GATE_HEADER,
-    verdict_line,
     RESULT_HEADER,
     MeasuredCase,
     benchmark_json,
@@ -42,6 +41,7 @@ from .report import (
     json_report,
     markdown,
     result_rows,
+    verdict_line,
 )
 from .spec import MARKER, BenchmarkSpec
 from .timing import TimingSettings

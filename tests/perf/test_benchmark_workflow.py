@@ -130,7 +130,9 @@ def test_record_gate_then_planted_regression_fails_the_run(
     )
     result.assert_outcomes(failed=1)  # the FAIL fails its own test
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    verdict = f"perf gate FAIL (re-measured) for {CASE}: speedup *x -> *x (-9?.?%, [[]*%, *%[]]) FAIL"
+    verdict = (
+        f"perf gate FAIL (re-measured) for {CASE}: speedup *x -> *x (-9?.?%, [[]*%, *%[]]) FAIL"
+    )
     result.stdout.fnmatch_lines(
         [
             verdict,
@@ -148,7 +150,10 @@ def test_record_gate_then_planted_regression_fails_the_run(
     )  # gating never writes a baseline
 
     junit = (pytester.path / "out/junit.xml").read_text()
-    assert '<failure message="Failed: perf gate FAIL (re-measured) for test_m.py::test_m::case_0: speedup' in junit
+    assert (
+        '<failure message="Failed: perf gate FAIL (re-measured) for test_m.py::test_m::case_0: speedup'
+        in junit
+    )
     assert '<property name="perf_gate" value="perf gate FAIL' in junit
     assert "torchcompile" not in junit  # the plugin's own data stays off the junit properties
 

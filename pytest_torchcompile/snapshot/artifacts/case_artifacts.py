@@ -56,7 +56,9 @@ class CaseArtifacts(Mapping[str, str]):
         held = f"this case holds {', '.join(self._wanted) or 'no artifact'}"
         known = next((a for a in ARTIFACTS.values() if name in (a.name, a.filename)), None)
         if known is None:
-            return f"{name!r} is not an artifact name ({held}; artifact names: {', '.join(ARTIFACTS)})"
+            return (
+                f"{name!r} is not an artifact name ({held}; artifact names: {', '.join(ARTIFACTS)})"
+            )
         if known.name != name:
             return f"{name!r} is a file name: use the artifact name {known.name!r} ({held})"
         if known.opt_in:

@@ -142,7 +142,9 @@ class CaseDiff:
             return "text changed" if self.line() == TEXT else self.line()
         facts = list(dict.fromkeys(_facts(_ranked(f for f in self.findings if f.behaviour))))
         shown = "; ".join(facts[:HEADLINE_FACTS])
-        return shown + (f" (+{len(facts) - HEADLINE_FACTS} more)" if len(facts) > HEADLINE_FACTS else "")
+        return shown + (
+            f" (+{len(facts) - HEADLINE_FACTS} more)" if len(facts) > HEADLINE_FACTS else ""
+        )
 
 
 def _ranked(findings: Iterable[Finding]) -> list[Finding]:
@@ -440,7 +442,9 @@ def _swaps(old: Counter[str], new: Counter[str]) -> str:
     gone, came = sorted(set(removed) - set(added)), sorted(set(added) - set(removed))
     if len(gone) == len(came) == 1:
         return f"{gone[0]} -> {came[0]}"
-    return " ".join([*(f"-{o}" for o in gone), *(f"+{o}" for o in came)]) or "same ops, other counts"
+    return (
+        " ".join([*(f"-{o}" for o in gone), *(f"+{o}" for o in came)]) or "same ops, other counts"
+    )
 
 
 def _delta(old: Counter[str], new: Counter[str]) -> str:

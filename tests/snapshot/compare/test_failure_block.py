@@ -302,7 +302,11 @@ def test_a_planted_change_in_each_artifact_fails_with_a_diff_naming_it(
         ),
         ("test_buffer_mutation", "plant_new_guard", "guards added: EQUALS_MATCH on G['SCALE']"),
         ("test_convbn_inference_no_grad", "plant_op_swap", "ops: relu -> gelu"),
-        ("test_custom_autograd_function", "plant_renumbering", "text only: stored form, FX renumbering"),
+        (
+            "test_custom_autograd_function",
+            "plant_renumbering",
+            "text only: stored form, FX renumbering",
+        ),
     ],
     ids=["graph-break", "lost-fusion", "new-guard", "op-swap", "renumbering"],
 )
