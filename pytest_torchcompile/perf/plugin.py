@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import guarded, guarded_report, reported_errors
+from ..common.crashes import attach, attached, guarded, guarded_report, reported_errors
 from ..common.files import atomic_write_text
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
-from ..common.report_data import attach, attached
-from ..common.tables import align
+from ..common.terminal import align, for_config
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
 from .report import (
     GATE_HEADER,
@@ -369,6 +368,7 @@ class PerfSession:
             gate,
             self.store().lookup,
             passes,
+            for_config(item.config).named(item.nodeid),
         )
 
     @pytest.hookimpl(tryfirst=True)

@@ -16,10 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import guarded, guarded_report, internal_error, reported_errors
+from ..common.crashes import (
+    attach,
+    attached,
+    carry,
+    guarded,
+    guarded_report,
+    internal_error,
+    keep,
+    reported_errors,
+)
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
-from ..common.report_data import attach, attached, carry, keep
+from ..common.terminal import for_config
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
@@ -105,7 +114,10 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     session = request.config.stash[session_key]
     marker = request.node.get_closest_marker(MARKER)
     spec, error = _parse_marker(marker)
-    model = CompileModel(spec=spec, spec_error=error, normalizer=session.normalizer())
+    progress = for_config(request.config).named(request.node.nodeid)
+    model = CompileModel(
+        spec=spec, spec_error=error, normalizer=session.normalizer(), progress=progress
+    )
     request.node.stash[model_key] = model
     yield model
     model.release()

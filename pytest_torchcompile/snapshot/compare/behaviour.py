@@ -20,6 +20,7 @@ did not record, and the stored form of an older version of this plugin
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -428,11 +429,24 @@ def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
 
 def short_op(op: str) -> str:
     """An operator as a reviewer says it: `aten.relu.default`, `torch.nn.functional.relu`,
-    `torch._C._nn.gelu` and `torch.relu` are `relu`; a method `.sum` is `sum`."""
+    `torch._C._nn.gelu` and `torch.relu` are `relu`; a method `.sum` is `sum`; a Python
+    operator in a Dynamo graph (`_ * 2`) is named as `operator` names it (`mul`)."""
+    if not _DOTTED.fullmatch(op):
+        symbol = _SYMBOL.search(op)
+        return _OPERATORS.get(symbol.group(0), op) if symbol else op
     parts = [p for p in op.split(".") if p]
     if op.startswith("aten.") and len(parts) >= 3:
         parts = parts[:-1]  # the overload: default, Tensor, dim_IntList
     return parts[-1] if parts else op
+
+
+_DOTTED = re.compile(r"[\w.]+")
+_OPERATORS = {
+    "**": "pow", "//": "floordiv", "<<": "lshift", ">>": "rshift", "==": "eq", "!=": "ne",
+    "<=": "le", ">=": "ge", "*": "mul", "+": "add", "-": "sub", "/": "truediv", "%": "mod",
+    "@": "matmul", "&": "and_", "|": "or_", "^": "xor", "<": "lt", ">": "gt", "~": "invert",
+}  # fmt: skip
+_SYMBOL = re.compile("|".join(re.escape(s) for s in _OPERATORS))
 
 
 def _swaps(old: Counter[str], new: Counter[str]) -> str:

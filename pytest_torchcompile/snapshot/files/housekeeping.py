@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ...common.report_data import attached, keep
+from ...common.crashes import attached, keep
 from ..spec import MARKER
 from .paths import folds_case, module_folder, test_folder
 from .stale import Inventory, StaleFolder, find_stale

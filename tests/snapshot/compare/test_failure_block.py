@@ -220,7 +220,13 @@ def test_short_summary_says_what_moved_and_update_counts(pytester: pytest.Pytest
     pytester.makepyfile(test_m=model(extra=" * 2 + 1"))
     failed = pytester.runpytest("-rf")
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["FAILED test_m.py::test_m - Failed: ops: +* ++; op count 2 -> 4"])
+    failed.stdout.fnmatch_lines(
+        [
+            "ops: +add +mul; kernels fused differently: cpp_fused_relu_0 -> cpp_fused_add_mul_relu_0; op count 2 -> 4",
+            "verdict: behaviour changed: op count 2 -> 4, ops, fusion",
+        ]
+    )
+    failed.stdout.fnmatch_lines(["FAILED test_m.py::test_m - Failed: ops: +add +mul; *"])
     failed.stdout.fnmatch_lines(
         [
             "changed artifacts in snapshots/test_m/test_m:",
