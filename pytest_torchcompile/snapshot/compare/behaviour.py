@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from ...common.counters import COUNTER_LABELS
 from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
+from ..artifacts.compact import digest_lines
 from ..artifacts.normalize import STATIC_RULES, Normalizer
 from ..artifacts.sections import GraphKey, split_sections
 from ..artifacts.summary import CaseSummary
@@ -209,7 +210,8 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     """
     _check_names(old, new)
     raw_old, raw_new = old, new
-    old, new = stored_form(old), stored_form(new)
+    old, new = _same_code_form(stored_form(old), stored_form(new))
+    code = next((n for n in GENERATED_CODE if n in old and n in new), None)
     findings: list[Finding] = [
         Finding(False, "stored form", f"{name}: older stored form of the same text", (name,))
         for name in sorted(set(old) & set(new))
@@ -218,11 +220,9 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     summaries = (summary.read(old.get("summary", "")), summary.read(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
-        findings += _summary_findings(
-            *summaries, counters, has_code="output_code" in old and "output_code" in new
-        )
-    same_program, program_findings = _compare_programs(
-        old.get("output_code"), new.get("output_code")
+        findings += _summary_findings(*summaries, counters, has_code=code is not None)
+    same_program, program_findings = (
+        _compare_programs(code, old[code], new[code]) if code else (set(), [])
     )
     findings += program_findings
     for name in sorted(set(old) | set(new)):
@@ -231,10 +231,10 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     named = {a for f in findings for a in f.artifacts}
     if any(f.topic in _FROM_SUMMARY for f in findings):
         named.add("summary")  # its counters or reasons moved: the findings say how
-    if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(
-        summaries[1]
-    ):
-        named.add("summary")  # only the kernel names moved: the output_code findings say how
+    if code == "output_code":
+        named.add("wrapper_code")  # an outline of the output code read above
+    if code in named and _without_kernel_names(summaries[0]) == _without_kernel_names(summaries[1]):
+        named.add("summary")  # only the kernel names moved: the generated code's findings say how
     findings += [
         Finding(False, f"{name} text", f"{name}: text differs, same facts", (name,))
         for name in sorted(set(old) | set(new))
@@ -247,6 +247,28 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     else:
         verdict = UNCHANGED
     return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+#: the artifacts read as generated code, fullest first: a case is read through the first
+#: both sides hold (`output_code` when a test opts in to it, else `wrapper_code`).
+GENERATED_CODE = ("output_code", "wrapper_code")
+
+
+def _same_code_form(
+    old: dict[str, str], new: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Sides that hold the generated code in different artifacts (a set recorded with the full
+    `output_code`, the other with the default `wrapper_code` only) are both read as
+    `wrapper_code`: the full text is outlined, and is not "only in" one side."""
+
+    def outlined(this: dict[str, str], other: dict[str, str]) -> dict[str, str]:
+        if "output_code" not in this or "output_code" in other or "wrapper_code" not in other:
+            return this
+        kept = {k: v for k, v in this.items() if k != "output_code"}
+        kept.setdefault("wrapper_code", _stored("wrapper_code", this["output_code"]))
+        return kept
+
+    return outlined(old, new), outlined(new, old)
 
 
 def _check_names(*sides: Mapping[str, str]) -> None:
@@ -470,12 +492,9 @@ def _delta(old: Counter[str], new: Counter[str]) -> str:
 # ---------------------------------------------------------------- generated code
 
 
-def _compare_programs(
-    old: str | None, new: str | None
-) -> tuple[set[tuple[int, int]], list[Finding]]:
-    """Findings on the output code, and the frame compiles whose generated program did not change."""
-    if old is None or new is None:
-        return set(), []
+def _compare_programs(name: str, old: str, new: str) -> tuple[set[tuple[int, int]], list[Finding]]:
+    """Findings on the generated code (artifact `name`), and the frame compiles whose generated
+    program did not change."""
     before, after = split_sections(old), split_sections(new)
     found: list[Finding] = []
     changed: set[tuple[int, int]] = set()
@@ -484,35 +503,36 @@ def _compare_programs(
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
             found.append(
-                _code(True, "generated code", f"output_code {key.label()}: only in {side}")
+                _code(name, True, "generated code", f"{name} {key.label()}: only in {side}")
             )
             changed.add(frame)
             continue
         if before[key] == after[key]:
             continue
         program_findings = _program_findings(
-            key, parse_output_code(before[key]), parse_output_code(after[key])
+            name, key, parse_output_code(before[key]), parse_output_code(after[key])
         )
         if any(f.behaviour for f in program_findings):
             changed.add(frame)
         found += program_findings or [
-            _code(False, "wrapper text", "output_code: wrapper text only, same kernels and calls")
+            _code(name, False, "wrapper text", f"{name}: wrapper text only, same kernels and calls")
         ]
     frames = {(k.frame, k.compile) for k in (*before, *after)}
     return frames - changed, found
 
 
-def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding]:
-    where = f"output_code {key.label()}"
+def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> list[Finding]:
+    where = f"{name} {key.label()}"
     renamed, pairs, removed, added = _pair_kernels(old, new)
     found = [
-        _code(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}")
+        _code(name, False, "kernels renamed", f"{name}: kernel renamed, same code: {a} -> {b}")
         for a, b in renamed
     ]
     for a, b in pairs:
         if a.fused == b.fused:
             found.append(
                 _code(
+                    name,
                     True,
                     "kernel code",
                     f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})",
@@ -522,6 +542,7 @@ def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding
         else:
             found.append(
                 _code(
+                    name,
                     True,
                     "fusion",
                     f"{where}: kernel fused differently: {a.name} -> {b.name}",
@@ -529,16 +550,19 @@ def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding
                 )
             )
     found += [
-        _code(True, "fusion", f"{where}: kernel removed: {k.name}", f"kernels removed: {k.name}")
+        _code(
+            name, True, "fusion", f"{where}: kernel removed: {k.name}", f"kernels removed: {k.name}"
+        )
         for k in removed
     ]
     found += [
-        _code(True, "fusion", f"{where}: kernel added: {k.name}", f"kernels added: {k.name}")
+        _code(name, True, "fusion", f"{where}: kernel added: {k.name}", f"kernels added: {k.name}")
         for k in added
     ]
     if old.externs() != new.externs():
         found.append(
             _code(
+                name,
                 True,
                 "extern calls",
                 f"{where}: extern calls {_delta(old.externs(), new.externs())}",
@@ -546,13 +570,15 @@ def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding
         )
     elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
         found.append(
-            _code(True, "call order", f"{where}: kernels and extern ops called in another order")
+            _code(
+                name, True, "call order", f"{where}: kernels and extern ops called in another order"
+            )
         )
     return found
 
 
-def _code(behaviour: bool, topic: str, message: str, fact: str = "") -> Finding:
-    return Finding(behaviour, topic, message, ("output_code",), fact)
+def _code(name: str, behaviour: bool, topic: str, message: str, fact: str = "") -> Finding:
+    return Finding(behaviour, topic, message, (name,), fact)
 
 
 def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
@@ -582,8 +608,15 @@ def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
 
 
 def _lines_changed(old: str, new: str) -> str:
+    stated = _stated_length(old), _stated_length(new)
+    if stated[0] is not None and stated[1] is not None:  # kernel digests (wrapper_code)
+        return f"{stated[0]} -> {stated[1]} lines"
     diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0))[2:]
     return f"-{sum(line.startswith('-') for line in diff)} +{sum(line.startswith('+') for line in diff)} lines"
+
+
+def _stated_length(body: str) -> int | None:
+    return next((n for line in body.splitlines() if (n := digest_lines(line)) is not None), None)
 
 
 def _call_order(program: Program) -> list[str]:
