@@ -118,11 +118,10 @@ def report(
     for case in before:
         per_old.update(before[case])
         per_new.update(after.get(case, {}))
+    names = [name for name, _ in (per_old + per_new).most_common()]
     lines.append(
         "per artifact: "
-        + ", ".join(
-            f"{name} {per_old[name]} -> {per_new.get(name, 0)}" for name, _ in per_old.most_common()
-        )
+        + ", ".join(f"{name} {per_old.get(name, 0)} -> {per_new.get(name, 0)}" for name in names)
     )
     return lines
 

@@ -25,7 +25,7 @@ import pytest
 
 from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor
 from tests.conftest import REPO, tree_digest
-from tests.test_stability import REVERSE_CONFTEST as VARIATIONS_CONFTEST
+from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST as VARIATIONS_CONFTEST
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """check_guards against Dynamo's own guard check on the zoo; run as a script.
 
-`python -m tests.guard_matrix` (from the repository root) compiles every zoo
+`python -m tests.snapshot.artifacts.guard_matrix` (from the repository root) compiles every zoo
 model with backend eager (guards do not depend on the backend), asks both
 `CompileResult.check_guards` and the first frame compile's cache entry
 (`guard_manager.check`) about the same new inputs, and prints JSON.

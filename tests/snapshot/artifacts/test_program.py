@@ -23,7 +23,7 @@ from pytest_torchcompile.common.capture import FrameKey
 from pytest_torchcompile.snapshot.artifacts.guards import GuardRow, guard_function
 from pytest_torchcompile.snapshot.files.placeholders import torch_minor
 from tests.conftest import REPO, model_test
-from tests.guard_matrix import ZOO
+from tests.snapshot.artifacts.guard_matrix import ZOO
 
 #: the zoo's committed set for this torch (pyproject: torchcompile_snapshot_dir = "snapshots/{torch}/{device}")
 ZOO_SNAPSHOTS = REPO / "snapshots" / torch_minor(torch.__version__) / "cpu/fixtures/test_zoo"
@@ -92,7 +92,7 @@ def guard_report() -> dict[str, Any]:
     """tests/snapshot/artifacts/guard_matrix.py in a fresh process (compiling here would shift the
     process-global names in zoo snapshots checked later by the same worker)."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.guard_matrix"],
+        [sys.executable, "-m", "tests.snapshot.artifacts.guard_matrix"],
         cwd=REPO,
         capture_output=True,
         text=True,
