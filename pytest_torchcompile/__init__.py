@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(result, name)
     if name in ("compare_case", "CaseDiff"):
-        from .snapshot.compare import behaviour
+        from .snapshot.compare import behaviour, findings
 
-        return getattr(behaviour, name)
+        return behaviour.compare_case if name == "compare_case" else findings.CaseDiff
     raise AttributeError(f"module 'pytest_torchcompile' has no attribute {name!r}")

@@ -1,9 +1,9 @@
 """Did the compiler's behaviour move between two snapshots of one case, or only its text?
 
 `compare_case(old, new)` takes one case's artifact texts on each side (artifact
-name -> text, stored or captured) and returns a `CaseDiff`: the verdict
-(`behaviour changed`, `text only`, `unchanged`), the counters old -> new and
-each finding, marked behaviour or text. Pure: no files, torch or pytest.
+name -> text, stored or captured) and returns a `CaseDiff` (findings.py): the
+verdict (`behaviour changed`, `text only`, `unchanged`), the counters old ->
+new and each finding, marked behaviour or text. Pure: no files, torch or pytest.
 
 Behaviour is what the compiled program does and when it is reused: the
 counters and break/recompile reasons; the ops of each FX graph and, with the
@@ -20,10 +20,9 @@ did not record, and the stored form of an older version of this plugin
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ...common.counters import COUNTER_LABELS
 from ..artifacts import summary
@@ -32,6 +31,19 @@ from ..artifacts.compact import digest_lines
 from ..artifacts.normalize import STATIC_RULES, Normalizer
 from ..artifacts.sections import GraphKey, split_sections
 from ..artifacts.summary import CaseSummary
+from .findings import (
+    BEHAVIOUR,
+    COUNTERS,
+    OP_COUNT,
+    SUMMARY_TOPICS,
+    TEXT,
+    UNCHANGED,
+    CaseDiff,
+    Counts,
+    Finding,
+    counter_moved,
+    op_swaps,
+)
 from .readers import (
     Graph,
     Guard,
@@ -42,164 +54,21 @@ from .readers import (
     parse_output_code,
 )
 
-BEHAVIOUR = "behaviour changed"
-TEXT = "text only"
-UNCHANGED = "unchanged"
+#: what the upgrade report and other callers take from here (the words live in findings.py).
+__all__ = [
+    "BEHAVIOUR",
+    "COUNTERS",
+    "GENERATED_CODE",
+    "TEXT",
+    "UNCHANGED",
+    "CaseDiff",
+    "Finding",
+    "compare_case",
+    "stored_form",
+]
 
-#: the counters of a case's row, in order; `op count` is the summary's ops per graph.
-OP_COUNT = "op count"
-COUNTERS = (*COUNTER_LABELS.values(), OP_COUNT)
-#: what moved, most important first: the order in which a failure's first line names it.
-#: One word per thing, the same in the headline, the verdict and the upgrade report.
-TOPICS = (
-    "graphs",
-    "graph breaks",
-    "recompiles",
-    "break reasons",
-    "recompile reasons",
-    "ops",
-    "fusion",
-    "kernels",
-    "frames",
-    "guards",
-    "backend",
-    "kernel code",
-    "extern calls",
-    "call order",
-    "graph dataflow",
-    "generated code",
-    "kernel names",
-    OP_COUNT,
-)
-#: the topics read from the `summary` artifact.
-_FROM_SUMMARY = (*COUNTERS, "backend", "break reasons", "recompile reasons", "kernel names")
-#: facts a failure's first line names at most (the rest: `(+N more)`).
-HEADLINE_FACTS = 3
-_SHOWN = 4
 #: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
 _NORMALIZE = Normalizer(STATIC_RULES)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing that moved.
-
-    `topic` is its word in the one-line verdict (`TOPICS` ranks them);
-    `message` the full sentence of the report; `fact` the short phrase a
-    failure's first line names (`ops: relu -> silu`), '' when the topic says
-    enough.
-    """
-
-    behaviour: bool
-    topic: str
-    message: str
-    artifacts: tuple[str, ...] = ()
-    fact: str = ""
-
-    def render(self) -> str:
-        """The message, naming the artifacts it was found in unless it starts with the one it names."""
-        named = len(self.artifacts) == 1 and self.message.startswith(self.artifacts[0])
-        return (
-            self.message
-            if named or not self.artifacts
-            else f"{self.message} ({', '.join(self.artifacts)})"
-        )
-
-
-Counts = tuple[str | None, str | None]
-
-
-@dataclass(frozen=True)
-class CaseDiff:
-    """The verdict for one case, its counters old -> new, and what moved."""
-
-    verdict: str
-    counters: dict[str, Counts] = field(default_factory=dict)
-    findings: tuple[Finding, ...] = ()
-
-    def moved(self) -> list[str]:
-        """`kernels 5 -> 7` for each counter that moved."""
-        return [
-            f"{name} {old} -> {new}"
-            for name, (old, new) in self.counters.items()
-            if _moved(old, new)
-        ]
-
-    def line(self) -> str:
-        """`behaviour changed: kernels 5 -> 7, op count 59 -> 105, fusion`, or `text only: ...`, or `unchanged`."""
-        if self.verdict == UNCHANGED:
-            return UNCHANGED
-        wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
-        parts = self.moved() if self.verdict == BEHAVIOUR else []
-        topics = list(dict.fromkeys(f.topic for f in _ranked(wanted) if f.topic not in COUNTERS))
-        parts += topics[:_SHOWN] + (
-            [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
-        )
-        return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
-
-    def headline(self) -> str:
-        """The most important facts, for a failure's first line: `ops: relu -> silu; kernels fused
-        differently: cpp_fused_relu_0 -> cpp_fused_silu_0`; for text only, what kind of text moved."""
-        if self.verdict != BEHAVIOUR:
-            return "text changed" if self.line() == TEXT else self.line()
-        facts = list(dict.fromkeys(_facts(_ranked(f for f in self.findings if f.behaviour))))
-        shown = "; ".join(facts[:HEADLINE_FACTS])
-        return shown + (
-            f" (+{len(facts) - HEADLINE_FACTS} more)" if len(facts) > HEADLINE_FACTS else ""
-        )
-
-
-def _ranked(findings: Iterable[Finding]) -> list[Finding]:
-    """Findings in the order of `TOPICS` (an unknown topic last), then by pipeline stage."""
-    rank = {topic: n for n, topic in enumerate(TOPICS)}
-
-    def stage(f: Finding) -> int:
-        known = [ARTIFACTS[a].stage for a in f.artifacts if a in ARTIFACTS]
-        return min(known, default=len(ARTIFACTS))
-
-    return sorted(findings, key=lambda f: (rank.get(f.topic, len(TOPICS)), stage(f)))
-
-
-def _facts(findings: list[Finding]) -> list[str]:
-    """Each finding's short phrase, in order. Ops are said as the earliest graph that shows
-    them moving says them (the later graphs show their decompositions); findings of one
-    topic that list names fold into one fact naming at most `_NAMED` of them."""
-    facts: list[str] = []
-    folded: dict[str, list[str]] = {}
-    said_ops = False
-    for f in findings:
-        if f.topic == "ops":
-            if said_ops:
-                continue
-            said_ops = True
-        head, sep, names = (f.fact or f.message).partition(": ")
-        if sep and f.topic in _FOLDED:
-            if head not in folded:
-                folded[head] = []
-                facts.append(head)
-            folded[head].extend(n for n in names.split(", ") if n not in folded[head])
-        else:
-            facts.append(f.fact or f.message)
-    return [f"{fact}: {_named(folded[fact])}" if fact in folded else fact for fact in facts]
-
-
-def _named(names: list[str]) -> str:
-    shown = ", ".join(names[:_NAMED])
-    return shown + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
-
-
-#: topics whose facts read `<what>: <names>`: several findings fold into one fact.
-_FOLDED = ("fusion", "guards", "kernel code", "break reasons", "recompile reasons")
-_NAMED = 2
-
-
-def _moved(old: str | None, new: str | None) -> bool:
-    """A counter one side does not state (another summary format) is not compared."""
-    return old is not None and new is not None and old != new
-
-
-def _show(value: str | None) -> str:
-    return "-" if value is None else value
 
 
 def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
@@ -229,7 +98,7 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
         findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
     findings = _merged(findings)
     named = {a for f in findings for a in f.artifacts}
-    if any(f.topic in _FROM_SUMMARY for f in findings):
+    if any(f.topic in SUMMARY_TOPICS for f in findings):
         named.add("summary")  # its counters or reasons moved: the findings say how
     if code == "output_code":
         named.add("wrapper_code")  # an outline of the output code read above
@@ -352,7 +221,7 @@ def _summary_findings(
     found = [
         Finding(True, name, f"{name}: {o} -> {n}", fact=f"{name} {o} -> {n}")
         for name, (o, n) in counters.items()
-        if _moved(o, n)
+        if counter_moved(o, n)
     ]
     if old.backend != new.backend:
         found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
@@ -415,7 +284,7 @@ def _graph_finding(
 ) -> Finding:
     if old.ops != new.ops:
         message = f"{key.label()} ops: {_delta(old.ops, new.ops)}"
-        return Finding(True, "ops", message, (name,), fact=f"ops: {_swaps(old.ops, new.ops)}")
+        return Finding(True, "ops", message, (name,), fact=f"ops: {op_swaps(old.ops, new.ops)}")
     if old.dataflow == new.dataflow:
         return Finding(
             False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,)
@@ -447,40 +316,6 @@ def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
         op, paren, _ = old[0].partition("(")
         return f"{old[0]} -> {new[0].removeprefix(op) if paren and new[0].startswith(op + paren) else new[0]}"
     return f"{old[0]}: {old[1]} -> {new[0]}: {new[1]}"
-
-
-def short_op(op: str) -> str:
-    """An operator as a reviewer says it: `aten.relu.default`, `torch.nn.functional.relu`,
-    `torch._C._nn.gelu` and `torch.relu` are `relu`; a method `.sum` is `sum`; a Python
-    operator in a Dynamo graph (`_ * 2`) is named as `operator` names it (`mul`)."""
-    if not _DOTTED.fullmatch(op):
-        symbol = _SYMBOL.search(op)
-        return _OPERATORS.get(symbol.group(0), op) if symbol else op
-    parts = [p for p in op.split(".") if p]
-    if op.startswith("aten.") and len(parts) >= 3:
-        parts = parts[:-1]  # the overload: default, Tensor, dim_IntList
-    return parts[-1] if parts else op
-
-
-_DOTTED = re.compile(r"[\w.]+")
-_OPERATORS = {
-    "**": "pow", "//": "floordiv", "<<": "lshift", ">>": "rshift", "==": "eq", "!=": "ne",
-    "<=": "le", ">=": "ge", "*": "mul", "+": "add", "-": "sub", "/": "truediv", "%": "mod",
-    "@": "matmul", "&": "and_", "|": "or_", "^": "xor", "<": "lt", ">": "gt", "~": "invert",
-}  # fmt: skip
-_SYMBOL = re.compile("|".join(re.escape(s) for s in _OPERATORS))
-
-
-def _swaps(old: Counter[str], new: Counter[str]) -> str:
-    """`relu -> silu` for one op swapped for another, else `-relu +silu +mul`, by short names."""
-    removed = sorted(Counter(short_op(o) for o in (old - new).elements()))
-    added = sorted(Counter(short_op(o) for o in (new - old).elements()))
-    gone, came = sorted(set(removed) - set(added)), sorted(set(added) - set(removed))
-    if len(gone) == len(came) == 1:
-        return f"{gone[0]} -> {came[0]}"
-    return (
-        " ".join([*(f"-{o}" for o in gone), *(f"+{o}" for o in came)]) or "same ops, other counts"
-    )
 
 
 def _delta(old: Counter[str], new: Counter[str]) -> str:
@@ -523,6 +358,18 @@ def _compare_programs(name: str, old: str, new: str) -> tuple[set[tuple[int, int
 
 def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> list[Finding]:
     where = f"{name} {key.label()}"
+    found = _kernel_findings(name, where, old, new)
+    if old.externs() != new.externs():
+        message = f"{where}: extern calls {_delta(old.externs(), new.externs())}"
+        found.append(_code(name, True, "extern calls", message))
+    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
+        message = f"{where}: kernels and extern ops called in another order"
+        found.append(_code(name, True, "call order", message))
+    return found
+
+
+def _kernel_findings(name: str, where: str, old: Program, new: Program) -> list[Finding]:
+    """Kernels renamed (text), fused otherwise, added, removed or with other code (behaviour)."""
     renamed, pairs, removed, added = _pair_kernels(old, new)
     found = [
         _code(name, False, "kernels renamed", f"{name}: kernel renamed, same code: {a} -> {b}")
@@ -530,50 +377,20 @@ def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> l
     ]
     for a, b in pairs:
         if a.fused == b.fused:
-            found.append(
-                _code(
-                    name,
-                    True,
-                    "kernel code",
-                    f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})",
-                    f"kernel code changed: {b.name}",
-                )
-            )
+            changed = f"same fusion, code changed ({_lines_changed(a.body, b.body)})"
+            message, fact = f"{where}: kernel {b.name}: {changed}", f"kernel code changed: {b.name}"
+            found.append(_code(name, True, "kernel code", message, fact))
         else:
-            found.append(
-                _code(
-                    name,
-                    True,
-                    "fusion",
-                    f"{where}: kernel fused differently: {a.name} -> {b.name}",
-                    f"kernels fused differently: {a.name} -> {b.name}",
-                )
-            )
-    found += [
-        _code(
-            name, True, "fusion", f"{where}: kernel removed: {k.name}", f"kernels removed: {k.name}"
-        )
-        for k in removed
-    ]
-    found += [
-        _code(name, True, "fusion", f"{where}: kernel added: {k.name}", f"kernels added: {k.name}")
-        for k in added
-    ]
-    if old.externs() != new.externs():
-        found.append(
+            moved = f"fused differently: {a.name} -> {b.name}"
+            message, fact = f"{where}: kernel {moved}", f"kernels {moved}"
+            found.append(_code(name, True, "fusion", message, fact))
+    for how, kernels in (("removed", removed), ("added", added)):
+        found += [
             _code(
-                name,
-                True,
-                "extern calls",
-                f"{where}: extern calls {_delta(old.externs(), new.externs())}",
+                name, True, "fusion", f"{where}: kernel {how}: {k.name}", f"kernels {how}: {k.name}"
             )
-        )
-    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
-        found.append(
-            _code(
-                name, True, "call order", f"{where}: kernels and extern ops called in another order"
-            )
-        )
+            for k in kernels
+        ]
     return found
 
 

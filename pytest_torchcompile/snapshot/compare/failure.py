@@ -3,7 +3,7 @@
 `compose` turns one test's comparison outcomes into the failure text:
 
 1. one line with the most important facts the comparison found (pytest's
-   short test summary shows it), in the words of `behaviour.TOPICS`:
+   short test summary shows it), in the words of `findings.TOPICS`:
    `ops: relu -> silu; kernels fused differently: cpp_fused_relu_0 ->
    cpp_fused_silu_0`, `graph breaks 0 -> 1`, `guards added: ...`; for a case
    whose behaviour did not move, what kind of text did (`text only: kernels
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from ..artifacts.catalogue import ARTIFACTS
 from ..files.store import Outcome
-from .behaviour import COUNTERS, CaseDiff, compare_case
+from .behaviour import compare_case
+from .findings import COUNTERS, CaseDiff
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
