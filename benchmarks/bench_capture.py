@@ -59,7 +59,8 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
     import torch
 
     from pytest_torchcompile._torch import config
-    from pytest_torchcompile.common.capture import CaptureLog, capturing
+    from pytest_torchcompile.common.capture import capturing
+    from pytest_torchcompile.common.capture_log import CaptureLog
     from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     torch._dynamo.reset()
@@ -158,8 +159,9 @@ def program_cost(rounds: int = 7) -> None:
     import torch
 
     from fixtures import zoo
-    from pytest_torchcompile.common.capture import CaptureLog, capturing
-    from pytest_torchcompile.snapshot import program
+    from pytest_torchcompile.common.capture import capturing
+    from pytest_torchcompile.common.capture_log import CaptureLog
+    from pytest_torchcompile.snapshot.artifacts import program
     from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
     from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
     from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer

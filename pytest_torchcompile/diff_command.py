@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .snapshot.compare.html import report_page
 from .snapshot.compare.upgrade import (
     SnapshotSetError,
     compare_sets,
@@ -56,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the report as Markdown (appended when PATH is $GITHUB_STEP_SUMMARY)",
     )
     diff.add_argument("--json", type=Path, metavar="PATH", help="also write the report as JSON")
+    diff.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write the report as one self-contained HTML page, with side-by-side diffs",
+    )
     return parser
 
 
@@ -67,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SnapshotSetError as exc:
         parser.error(str(exc))
     sys.stdout.write(render_text(report))
-    outputs = [(args.markdown, render_markdown), (args.json, to_json)]
+    outputs = [(args.markdown, render_markdown), (args.json, to_json), (args.html, report_page)]
     for path, render in outputs:
         if path is None:
             continue

@@ -119,7 +119,7 @@ LAYERS = {
         ("timing", "gate"),
         ("gpu",),
         ("spec",),
-        ("result", "report", "baseline"),
+        ("result", "report", "baseline", "chart"),
         ("case",),
         ("fixture",),
         ("plugin",),

@@ -110,11 +110,12 @@ class Row:
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """All rows of one case and whether it was re-measured before they stood."""
+    """All rows of one case, whether it was re-measured before they stood, and the threshold it was judged by."""
 
     case: str
     rows: tuple[Row, ...]
     remeasured: bool = False
+    threshold: float | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -169,11 +170,11 @@ class Gate:
                 Verdict.INCONCLUSIVE,
                 "no baseline: record one with pytest --perf-update-baseline",
             )
-            return CaseVerdict(case, (missing,), remeasured)
+            return CaseVerdict(case, (missing,), remeasured, self.settings.threshold)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
-        return CaseVerdict(case, tuple(rows), remeasured)
+        return CaseVerdict(case, tuple(rows), remeasured, self.settings.threshold)
 
 
 def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> Row:

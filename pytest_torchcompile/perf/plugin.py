@@ -554,6 +554,18 @@ class PerfSession:
             )
         return lines
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(
+        self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
+    ) -> None:
+        """pytest-html's report opens with the gate's chart (each case's speedup interval)."""
+        if self.settings.gate is None or not self.verdicts or self.worker:
+            return
+        with guarded("pytest_html_results_summary", self.internal_errors):
+            from .chart import speedup_chart
+
+            prefix.append(speedup_chart(self.verdicts, self.settings.gate.threshold))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         with guarded("pytest_terminal_summary", self.internal_errors):
             self._summary(terminalreporter)

@@ -32,6 +32,7 @@ from ..common.terminal import for_config
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
+from .compare.html import failure_fragment
 from .files.housekeeping import Housekeeping
 from .files.placeholders import (
     PlaceholderError,
@@ -55,6 +56,9 @@ WRITES_PROPERTY = "torchcompile_writes"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
+html_key = pytest.StashKey[
+    str
+]()  # a failing test's verdicts and side-by-side diffs, for pytest-html
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -262,6 +266,8 @@ class TorchCompileSession:
             keep(pyfuncitem, WRITES_PROPERTY, json.dumps(writes))
             if any(o.failed for o in outcomes):
                 failure = compose(outcomes, store.show(test_dir), self.full_diff)
+                if _html_report_wanted(pyfuncitem.config):
+                    pyfuncitem.stash[html_key] = failure_fragment(outcomes)
         except FolderClash as exc:
             failure = f"usage error: {exc}"
         except OSError:
@@ -284,6 +290,8 @@ class TorchCompileSession:
         if call.when == "call" and model is not None:
             with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_rows(report, item, model)
+                if html_key in item.stash:
+                    _attach_html(report, item.stash[html_key])
         return report
 
     def _attach_rows(
@@ -351,6 +359,18 @@ class TorchCompileSession:
             )
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
+
+
+def _html_report_wanted(config: pytest.Config) -> bool:
+    """pytest-html is loaded and this run writes its report (`--html PATH`); it stays optional."""
+    return config.pluginmanager.hasplugin("html") and bool(config.getoption("htmlpath", None))
+
+
+def _attach_html(report: pytest.TestReport, fragment: str) -> None:
+    """Show `fragment` under the test's row of pytest-html's report."""
+    from pytest_html import extras  # only when its report is written
+
+    report.extras = [*getattr(report, "extras", []), extras.html(fragment)]  # type: ignore[attr-defined]
 
 
 def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:

@@ -17,7 +17,7 @@ def test_torch_trace_files_are_written_and_snapshots_still_match(
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)  # the same snapshots, captured beside torch's own handler
     result.stdout.no_fnmatch_line("*torch.__trace*")  # pytest's log capture still gets none of it
-    logs = sorted(trace_dir.glob("*.log")) if trace_dir.is_dir() else []
+    logs = sorted(trace_dir.rglob("*.log")) if trace_dir.is_dir() else []  # one folder per test
     assert logs, f"no trace file in {trace_dir}"
     text = "".join(p.read_text() for p in logs)
     assert '"dynamo_output_graph"' in text and '"aot_forward_graph"' in text

@@ -258,11 +258,15 @@ def drop_bare_guard_provenance(text: str) -> str:
     `LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647  # (_inductor/codegen/simd.py:1877
     in can_use_32bit_indexing)` on an Inductor cache miss is the same guard as
     `... # (_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards)` on a
-    hit (torch 2.11 on a GPU). The guard stays; the comment goes, as
-    `drop_guard_provenance` does for the ` and (...)` form, which dropping the
-    bare comment can leave at the line's end: it goes too, so one pass is enough.
+    hit (torch 2.11 on a GPU). The guard stays; the comment goes, and so does the
+    ` and (...)` form (`drop_guard_provenance`): dropping either can bare the other at
+    the line's end, so both go until neither is left.
     """
-    return drop_guard_provenance(BARE_PROVENANCE.sub("", text))
+    while True:
+        dropped = drop_guard_provenance(BARE_PROVENANCE.sub("", text))
+        if dropped == text:
+            return text
+        text = dropped
 
 
 def unspace_sym_products(text: str) -> str:

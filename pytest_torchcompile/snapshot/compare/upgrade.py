@@ -3,25 +3,31 @@
 A snapshot set is a folder laid out as the plugin writes it,
 `<root>/<test file>/<test>[/<case>]/<artifact>.<ext>`; a case is any folder
 that holds artifact files (`summary.txt`, `guards.guards.txt`, ...). Each case
-found on either side is compared with `diff.compare_case`; the report shows
-one row of counters per case, then what moved (behaviour first), then the
-totals, and is meant to fit on one screen for a suite of a dozen cases: a
-text change that every changed case shares (another torch no longer emits
-`runtime_wrapper`) is said once, above the cases.
+found on either side is compared with `behaviour.compare_case`. The report
+opens with the totals and one row of counters per case, cases in reading
+order (`ranking.tiered`: counters moved first, text only last); then the
+causes many cases share, each said once with its count (`ranking.fold`);
+then what each case has of its own. The part above the cases fits one
+screen for a suite of a dozen cases; a long finding wraps between words and
+is never cut. Markdown says the same; JSON holds everything.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..spec import ARTIFACT_EXTENSIONS
-from .behaviour import BEHAVIOUR, COUNTERS, TEXT, UNCHANGED, CaseDiff, Finding, compare_case
+from .behaviour import BEHAVIOUR, COUNTERS, TEXT, UNCHANGED, CaseDiff, compare_case
+from .ranking import TIERS, Folding, fold, tier
 
 ONLY_OLD = "only in OLD"
 ONLY_NEW = "only in NEW"
+ONE_SIDE = "on one side only"
+SHARED_TITLE = "shared by several cases (said once here, not under each case)"
 VERDICTS = (BEHAVIOUR, TEXT, UNCHANGED, ONLY_OLD, ONLY_NEW)
 _FILENAMES = {f"{name}.{ext}": name for name, ext in ARTIFACT_EXTENSIONS.items()}
 _WIDTH = 160
@@ -126,138 +132,129 @@ def _prefix(cases: Iterable[str]) -> str:
     return "/".join(common) + "/" if common else ""
 
 
-def _shared_text(report: Report) -> list[Finding]:
-    """Text findings every changed case has, artifact by artifact: said once above the cases.
-
-    Compared per artifact, so that `transformed_code` differing in every case
-    is said once even where one case's finding also names `program`.
-    """
-    changed = [c.diff for c in report.cases if c.diff is not None and c.verdict != UNCHANGED]
-    if len(changed) < 2:
-        return []
-    common = set.intersection(*(_atoms(d.findings) for d in changed))
-    return _merged_atoms([a for a in _atoms_in_order(changed[0].findings) if a in common])
+def folding(report: Report) -> Folding:
+    """The shared causes of the report's changed cases, and what each case keeps as its own."""
+    return fold(
+        {c.case: c.diff for c in report.cases if c.diff is not None and c.verdict != UNCHANGED}
+    )
 
 
-Atom = tuple[str, str, str]  # (topic, message, artifact or '')
+def tiered(report: Report, folded: Folding | None = None) -> list[tuple[str, CaseReport]]:
+    """Cases in reading order, each with its tier: heaviest tier first, then most own findings."""
+    folded = folded or folding(report)
+
+    def rank(c: CaseReport) -> tuple[float, int, str]:
+        if c.diff is None:
+            return (0.5, 0, c.case)  # a case on one side only: right after moved counters
+        return (tier(c.diff), -len(folded.own.get(c.case, ())), c.case)
+
+    ordered = sorted(report.cases, key=rank)
+    return [(ONE_SIDE if c.diff is None else TIERS[tier(c.diff)], c) for c in ordered]
 
 
-def _atoms_in_order(findings: Iterable[Finding]) -> list[Atom]:
-    return [
-        (f.topic, f.message, a) for f in findings if not f.behaviour for a in (f.artifacts or ("",))
-    ]
+def _wrapped(text: str, first: str, rest: str) -> list[str]:
+    """`text` in lines of at most _WIDTH, broken between words: a long fact wraps, it is never cut."""
+    return textwrap.wrap(
+        text,
+        _WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
 
 
-def _atoms(findings: Iterable[Finding]) -> set[Atom]:
-    return set(_atoms_in_order(findings))
-
-
-def _merged_atoms(atoms: Iterable[Atom]) -> list[Finding]:
-    merged: dict[tuple[str, str], list[str]] = {}
-    for topic, message, artifact in atoms:
-        merged.setdefault((topic, message), []).extend([artifact] if artifact else [])
-    return [
-        Finding(False, topic, message, tuple(artifacts))
-        for (topic, message), artifacts in merged.items()
-    ]
-
-
-def _details(report: CaseReport, shared: list[Finding]) -> list[str]:
-    """The lines under a case: behaviour findings, then its other text findings on one line."""
-    if report.diff is None or report.verdict == UNCHANGED:
-        return []
-    lines = [f.render() for f in report.diff.findings if f.behaviour]
-    said = _atoms(shared)
-    text = [
-        f.render()
-        for f in _merged_atoms(a for a in _atoms_in_order(report.diff.findings) if a not in said)
-    ]
-    joined = ("text: " if lines else "") + "; ".join(text)
-    return lines + ([joined] if text and len(joined) <= _WIDTH - 4 else text)
-
-
-def _clip(line: str, width: int = _WIDTH) -> str:
-    return line if len(line) <= width else line[: width - 3] + "..."
+def _details(case: CaseReport, folded: Folding) -> list[str]:
+    """The lines under a case: its own behaviour findings, then its own text findings as one fact list."""
+    lines = list(folded.own.get(case.case, ()))
+    text = folded.own_text.get(case.case, [])
+    if text:
+        lines.append(("text: " if lines else "") + "; ".join(text))
+    return lines
 
 
 def render_text(report: Report) -> str:
-    """The terminal report: a table of counters, what moved, and the totals."""
+    """The terminal report: totals, counters in reading order, shared causes once, then each case's own."""
     prefix = _prefix(c.case for c in report.cases)
+    folded = folding(report)
+    ordered = tiered(report, folded)
     header = ("case", *COUNTERS, "verdict")
     rows = [
         (c.case.removeprefix(prefix), *(_cell(c, n) for n in COUNTERS), c.verdict)
-        for c in report.cases
+        for _, c in ordered
     ]
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     fmt = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
     lines = [
         f"snapshot diff: {report.old} (OLD) -> {report.new} (NEW)"
         + (f", cases under {prefix}" if prefix else ""),
+        report.total_line(),
+        "",
+        fmt(header),
+        *(fmt(r) for r in rows),
         "",
     ]
-    lines += [fmt(header), *(fmt(r) for r in rows), ""]
-    shared = _shared_text(report)
-    if shared:
-        lines.append("text changes in every changed case:")
-        lines += [_clip(f"  - {f.render()}") for f in shared]
-    for case in report.cases:
-        details = _details(case, shared)
-        head = f"{case.case.removeprefix(prefix)}: {case.verdict}"
-        if len(details) == 1 and case.verdict == TEXT and len(head) + len(details[0]) < _WIDTH - 2:
-            lines.append(f"{head}: {details[0]}")
-        elif details:
-            lines.append(head)
-            lines += [_clip(f"  - {d}") for d in details]
+    if folded.causes:
+        lines.append(f"{SHARED_TITLE}:")
+        lines += [x for cause in folded.causes for x in _wrapped(cause.render(), "  ", "      ")]
+    for label, case in ordered:
+        lines += _case_lines(case, label, prefix, folded)
     lines.append(report.total_line())
     return "\n".join(lines) + "\n"
+
+
+def _case_lines(case: CaseReport, label: str, prefix: str, folded: Folding) -> list[str]:
+    details = _details(case, folded)
+    head = f"{case.case.removeprefix(prefix)}: {case.verdict}"
+    if case.verdict == TEXT and len(details) == 1:
+        return _wrapped(f"{head}: {details[0]}", "", "    ")
+    if not details:
+        return [f"{head} ({label}): nothing of its own"] if case.verdict == BEHAVIOUR else []
+    return [
+        f"{head} ({label})" if case.verdict == BEHAVIOUR else head,
+        *(x for d in details for x in _wrapped(d, "  - ", "      ")),
+    ]
 
 
 def render_markdown(report: Report) -> str:
     """The same report for a PR comment or `$GITHUB_STEP_SUMMARY`."""
     prefix = _prefix(c.case for c in report.cases)
+    folded = folding(report)
+    ordered = tiered(report, folded)
     title = f"**Snapshot diff** `{report.old}` -> `{report.new}`"
     lines = [title, "", report.total_line() + (f" (cases under `{prefix}`)" if prefix else ""), ""]
-    lines.append("| case | " + " | ".join(COUNTERS) + " | verdict |")
-    lines.append("|---" * (len(COUNTERS) + 2) + "|")
-    for c in report.cases:
+    lines.append("| case | " + " | ".join(COUNTERS) + " | verdict | first look |")
+    lines.append("|---" * (len(COUNTERS) + 3) + "|")
+    for label, c in ordered:
         verdict = f"**{c.verdict}**" if c.verdict == BEHAVIOUR else c.verdict
         lines.append(
             f"| `{c.case.removeprefix(prefix)}` | "
             + " | ".join(_cell(c, n) for n in COUNTERS)
-            + f" | {verdict} |"
+            + f" | {verdict} | {label} |"
         )
-    shared = _shared_text(report)
-    for case in report.cases:
+    if folded.causes:
+        lines += ["", f"{SHARED_TITLE}:", "", "```text"]
+        lines += [f"- {cause.render()}" for cause in folded.causes]
+        lines.append("```")
+    for label, case in ordered:
         if case.verdict == BEHAVIOUR:
-            lines += _md_block(case, prefix, shared)
-    text_cases = [c for c in report.cases if c.verdict == TEXT]
-    if shared or text_cases:
-        lines += [
-            "",
-            f"<details><summary>Text only: {len(text_cases)} case(s), and the text changes every changed case shares</summary>",
-        ]
-        if shared:
-            lines += [
-                "",
-                "Every changed case:",
-                "",
-                "```text",
-                *(f"- {f.render()}" for f in shared),
-                "```",
-            ]
+            lines += _md_block(case, label, prefix, folded)
+    text_cases = [c for _, c in ordered if c.verdict == TEXT]
+    if text_cases:
+        lines += ["", f"<details><summary>Text only: {len(text_cases)} case(s)</summary>"]
         for case in text_cases:
-            lines += _md_block(case, prefix, shared)
+            lines += _md_block(case, TIERS[4], prefix, folded)
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
-def _md_block(case: CaseReport, prefix: str, shared: list[Finding]) -> list[str]:
-    details = _details(case, shared)
+def _md_block(case: CaseReport, label: str, prefix: str, folded: Folding) -> list[str]:
+    details = _details(case, folded)
     if not details:
         return []
     return [
         "",
-        f"`{case.case.removeprefix(prefix)}`: {case.verdict}",
+        f"`{case.case.removeprefix(prefix)}`: {case.verdict} ({label})",
         "",
         "```text",
         *(f"- {d}" for d in details),
@@ -266,9 +263,10 @@ def _md_block(case: CaseReport, prefix: str, shared: list[Finding]) -> list[str]
 
 
 def to_json(report: Report) -> str:
-    """Everything, unclipped, for tools."""
+    """Everything, for tools: cases in reading order, the shared causes, each case's own findings."""
+    folded = folding(report)
     cases = []
-    for c in report.cases:
+    for label, c in tiered(report, folded):
         entry: dict[str, object] = {"case": c.case, "verdict": c.verdict}
         if c.diff is not None:
             entry["line"] = c.diff.line()
@@ -286,11 +284,12 @@ def to_json(report: Report) -> str:
             ]
         else:
             entry["counters"] = c.counters
+        entry["first_look"] = label
+        entry["own"] = _details(c, folded)
         cases.append(entry)
-    return (
-        json.dumps(
-            {"old": report.old, "new": report.new, "totals": report.totals(), "cases": cases},
-            indent=2,
-        )
-        + "\n"
-    )
+    causes = [
+        {"cases": list(c.cases), "of": c.of, "behaviour": c.behaviour, "summary": c.summary}
+        for c in folded.causes
+    ]
+    data = {"old": report.old, "new": report.new, "totals": report.totals()}
+    return json.dumps({**data, "shared_causes": causes, "cases": cases}, indent=2) + "\n"

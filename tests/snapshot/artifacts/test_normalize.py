@@ -590,6 +590,7 @@ GPU_TEXTS = st.lists(
 @example(
     text=" and (autograd_cache.py:970 in evaluate_guards)  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)\n"
 )
+@example(text="  # (simd.py:<N> in f) and (x.py:1 in g)")
 def test_version_and_gpu_rules_idempotent(rule: Rule, text: str) -> None:
     once = rule(text)
     assert rule(once) == once

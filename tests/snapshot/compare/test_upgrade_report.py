@@ -713,8 +713,9 @@ def test_text_every_changed_case_shares_is_said_once_artifact_by_artifact(tmp_pa
                 (side / case / f"{name}.{ARTIFACT_EXTENSIONS[name]}").write_text(text)
     text = render_text(compare_sets(old, new))
     assert (
-        "text changes in every changed case:\n  - text differs, not read for behaviour (transformed_code)\na: text only: text differs, not read for behaviour (program)\n2 cases:"
-        in text
+        "shared by several cases (said once here, not under each case):\n"
+        "  2 of 2: text differs, not read for behaviour (transformed_code)\n"
+        "a: text only: text differs, not read for behaviour (program)\n2 cases:" in text
     ), text
 
 

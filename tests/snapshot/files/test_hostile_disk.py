@@ -614,7 +614,7 @@ BASELINE_WRITER = """
 import sys
 from pathlib import Path
 from pytest_torchcompile.perf.baseline import BaselineStore, Machine
-from tests.test_bench_parts import record
+from tests.perf.test_timing_baselines_reports import record
 store = BaselineStore(Path(sys.argv[1]), Machine("cpu", "Some CPU", "2.13.0", None, None, 1))
 for i in range(25):
     store.write({f"{sys.argv[2]}::{i}": record(1.0)})
