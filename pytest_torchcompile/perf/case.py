@@ -37,7 +37,7 @@ from ..common.named_cases import CaseFailure
 from .gate import CaseVerdict
 from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .record import CaseRecord
-from .result import BenchmarkResult
+from .result import BenchmarkResult, Figure
 from .spec import BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
 from .timing import PairedTiming, TimingSettings, interleave, no_sync
@@ -241,9 +241,9 @@ class BenchmarkCase:
         record = self.record()
         return BenchmarkResult(
             case=self.name,
-            speedup=record.metrics["speedup"],
-            eager=record.metrics["eager_s"],
-            compiled=record.metrics["compiled_s"],
+            speedup=Figure(record.metrics["speedup"]),
+            eager=Figure(record.metrics["eager_s"]),
+            compiled=Figure(record.metrics["compiled_s"]),
             compile_seconds=self.compile_seconds,
             first_call_seconds=self.first_call_seconds,
             threads=self.threads,
@@ -251,9 +251,11 @@ class BenchmarkCase:
             iterations=self.passes[0].iterations,
             **self.counters,
             gpu={
-                name: summary for name, summary in record.metrics.items() if name.startswith("gpu_")
+                name: Figure(summary)
+                for name, summary in record.metrics.items()
+                if name.startswith("gpu_")
             },
-            kernel_times=dict(record.kernels),
+            kernel_times={name: Figure(summary) for name, summary in record.kernels.items()},
             notes=record.notes,
             verdict=self.verdict.verdict.value if self.verdict else None,
             record=record,

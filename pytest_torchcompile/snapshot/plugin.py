@@ -16,10 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import guarded, guarded_report, internal_error, reported_errors
+from ..common.crashes import (
+    attach,
+    attached,
+    carry,
+    guarded,
+    guarded_report,
+    internal_error,
+    keep,
+    reported_errors,
+)
 from ..common.files import unwritable
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
+from ..common.terminal import for_config
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
@@ -111,7 +121,10 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     session = request.config.stash[session_key]
     marker = request.node.get_closest_marker(MARKER)
     spec, error = _parse_marker(marker)
-    model = CompileModel(spec=spec, spec_error=error, normalizer=session.normalizer())
+    progress = for_config(request.config).named(request.node.nodeid)
+    model = CompileModel(
+        spec=spec, spec_error=error, normalizer=session.normalizer(), progress=progress
+    )
     request.node.stash[model_key] = model
     yield model
     model.release()
@@ -261,7 +274,7 @@ class TorchCompileSession:
                 pytest.fail(f"usage error: {clash}", pytrace=False)
             outcomes = store.check_test(test_dir, texts)
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
-            pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
+            keep(pyfuncitem, WRITES_PROPERTY, json.dumps(writes))
             if any(o.failed for o in outcomes):
                 failure = compose(outcomes, store.show(test_dir), self.full_diff)
                 if _html_report_wanted(pyfuncitem.config):
@@ -283,6 +296,8 @@ class TorchCompileSession:
     ) -> Iterator[Any]:
         report = yield
         model = item.stash.get(model_key, None)
+        if call.when == "call":
+            carry(item, report)
         if call.when == "call" and model is not None:
             with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_rows(report, item, model)
@@ -294,16 +309,14 @@ class TorchCompileSession:
         self, report: pytest.TestReport, item: pytest.Item, model: CompileModel
     ) -> None:
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
-        report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
+        attach(report, ROWS_PROPERTY, json.dumps([r.to_json() for r in rows]))
         trips = [
             _precompile_row(item.nodeid, case)
             for case in model.cases
             if case.round_trip is not None
         ]
         if trips:
-            report.user_properties.append(
-                (PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
-            )
+            attach(report, PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
@@ -312,16 +325,13 @@ class TorchCompileSession:
             self._collect(report)
 
     def _collect(self, report: pytest.TestReport) -> None:
-        if report.when != "call":  # the teardown report carries the item's properties again
-            return
-        for name, value in report.user_properties:
-            if name == ROWS_PROPERTY:
-                self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
-            elif name == PRECOMPILE_PROPERTY:
-                self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
-            elif name == WRITES_PROPERTY:
-                for status, count in json.loads(value).items():
-                    self.writes[status] += count
+        for value in attached(report, ROWS_PROPERTY):
+            self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, PRECOMPILE_PROPERTY):
+            self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, WRITES_PROPERTY):
+            for status, count in json.loads(value).items():
+                self.writes[status] += count
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The plugin's own crashes fail the run (they were reported, not raised)."""

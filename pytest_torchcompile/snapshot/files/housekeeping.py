@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ...common.crashes import attached, keep
 from ..spec import MARKER
 from .ownership import root_problem
 from .paths import base_name, folds_case, module_folder, segment, test_folder
@@ -191,15 +192,12 @@ class Housekeeping:
             for p in unused
         ]
         if lines:
-            item.user_properties.append((UNUSED_PROPERTY, json.dumps(lines)))
+            keep(item, UNUSED_PROPERTY, json.dumps(lines))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The call report carries the lines (the teardown report repeats the item's properties)."""
-        if report.when != "call":
-            return
-        for name, value in report.user_properties:
-            if name == UNUSED_PROPERTY:
-                self.lines.extend(json.loads(str(value)))
+        """The call report carries the lines."""
+        for value in attached(report, UNUSED_PROPERTY):
+            self.lines.extend(json.loads(value))
 
     # --- end of run ------------------------------------------------------------
 
