@@ -176,7 +176,7 @@ def counter_moved(old: str | None, new: str | None) -> bool:
 
 def short_op(op: str) -> str:
     """An operator as a reviewer says it: `aten.relu.default`, `torch.nn.functional.relu`,
-    `torch._C._nn.gelu` and `torch.relu` are `relu`; a method `.sum` is `sum`; a Python
+    its C binding and `torch.relu` are `relu`; a method `.sum` is `sum`; a Python
     operator in a Dynamo graph (`_ * 2`) is named as `operator` names it (`mul`)."""
     if not _DOTTED.fullmatch(op):
         symbol = _SYMBOL.search(op)
