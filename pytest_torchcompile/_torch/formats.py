@@ -33,6 +33,8 @@ TRACE_RECORDS: dict[str, str] = {
     "compiled_fn_wrapper": "runtime_wrapper",
     "dynamo_graph_break_reason": "graph_break_reason",
     "recompile_reasons": "recompile_reasons",
+    # what the program file's AOTAutograd wrapper is written from (`aot_meta.py`)
+    "aot_forward_graph_fw_metadata": "aot_metadata",
 }
 
 #: streams whose payload a cache hit emits twice (as a record and as an artifact).

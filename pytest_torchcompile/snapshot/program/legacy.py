@@ -15,10 +15,10 @@ from __future__ import annotations
 import ast
 import functools
 
-from .._torch.formats import AOT_KIND, COMPILED_CALL, COMPILED_FN_PREFIX
-from .artifacts import bytecode_listing, depyf_source
-from ..common.records import BytecodeRecord, CaptureLog, FrameKey
-from .guards import PRELUDE, guard_function
+from ..._torch.formats import AOT_KIND, COMPILED_CALL, COMPILED_FN_PREFIX
+from ..artifacts import bytecode_listing, depyf_source
+from ...common.records import BytecodeRecord, CaptureLog, FrameKey
+from ..guards import PRELUDE, guard_function
 
 HEADER = """\
 # What torch.compile runs for this case, as one Python file, in the order it runs
