@@ -66,7 +66,11 @@ def _value(node: ast.expr) -> Any:
     if isinstance(node, ast.Set):
         return {_value(e) for e in node.elts}
     if isinstance(node, ast.Dict):
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values) if k is not None}
+        return {
+            _value(k): _value(v)
+            for k, v in zip(node.keys, node.values)
+            if k is not None
+        }
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_value(node.operand)
     if isinstance(node, ast.Attribute):
@@ -82,7 +86,9 @@ def _value(node: ast.expr) -> Any:
         fields = {k.arg: _value(k.value) for k in node.keywords if k.arg}
         fields.update({f"_{i}": _value(a) for i, a in enumerate(node.args)})
         return Node(name, fields)
-    raise MetaFormatError(f"AOTAutograd's metadata holds an unexpected expression: {ast.unparse(node)[:80]}")
+    raise MetaFormatError(
+        f"AOTAutograd's metadata holds an unexpected expression: {ast.unparse(node)[:80]}"
+    )
 
 
 @dataclass(frozen=True)
@@ -108,8 +114,12 @@ class InputInfo:
         """The compiled graph applies the mutation itself (AOT's MUTATED_IN_GRAPH)."""
         if not self.mutated or not self.keep_mutations:
             return False
-        return (self.mutates_data or self.mutates_storage_metadata or self.storage_resize) and (
-            (not self.mutates_metadata and not self.requires_grad) or self.hidden_from_autograd or self.under_no_grad
+        return (
+            self.mutates_data or self.mutates_storage_metadata or self.storage_resize
+        ) and (
+            (not self.mutates_metadata and not self.requires_grad)
+            or self.hidden_from_autograd
+            or self.under_no_grad
         )
 
 
@@ -148,23 +158,41 @@ class AotMeta:
     @property
     def mutated_runtime_indices(self) -> list[int]:
         """Inputs the wrapper copies updated values into (AOT's MUTATED_OUT_GRAPH)."""
-        return [i for i, info in enumerate(self.inputs) if info.mutated and not info.mutated_in_graph]
+        return [
+            i
+            for i, info in enumerate(self.inputs)
+            if info.mutated and not info.mutated_in_graph
+        ]
 
     @property
     def in_graph_mutations_seen_by_autograd(self) -> list[int]:
-        return [i for i, info in enumerate(self.inputs) if info.mutated_in_graph and not info.hidden_from_autograd]
+        return [
+            i
+            for i, info in enumerate(self.inputs)
+            if info.mutated_in_graph and not info.hidden_from_autograd
+        ]
 
     @property
     def num_forward_returns(self) -> int:
-        return len(self.mutated_runtime_indices) + len(self.outputs) + self.num_intermediate_bases
+        return (
+            len(self.mutated_runtime_indices)
+            + len(self.outputs)
+            + self.num_intermediate_bases
+        )
 
     @property
     def aliased_outputs(self) -> list[int]:
-        return [i for i, o in enumerate(self.outputs) if o.output_type not in PLAIN_OUTPUTS]
+        return [
+            i for i, o in enumerate(self.outputs) if o.output_type not in PLAIN_OUTPUTS
+        ]
 
     @property
     def unsafe_view_outputs(self) -> list[int]:
-        return [i for i, o in enumerate(self.outputs) if o.output_type == "unsafe_view_alias"]
+        return [
+            i
+            for i, o in enumerate(self.outputs)
+            if o.output_type == "unsafe_view_alias"
+        ]
 
     def non_differentiable_returns(self) -> list[int]:
         """Forward returns (mutated inputs, then outputs) that carry no gradient."""
@@ -175,25 +203,40 @@ class AotMeta:
     def tangent_returns(self) -> list[int]:
         """Forward returns whose incoming gradient the compiled backward takes, in its order."""
         n_mut = len(self.mutated_runtime_indices)
-        mutated = [i for i, idx in enumerate(self.mutated_runtime_indices) if self.inputs[idx].mutates_data and self.inputs[idx].requires_grad]
+        mutated = [
+            i
+            for i, idx in enumerate(self.mutated_runtime_indices)
+            if self.inputs[idx].mutates_data and self.inputs[idx].requires_grad
+        ]
         outputs = [
             n_mut + i
             for i, o in enumerate(self.outputs)
-            if o.output_type in PLAIN_OUTPUTS and o.is_tensor and o.requires_grad_for_backward
+            if o.output_type in PLAIN_OUTPUTS
+            and o.is_tensor
+            and o.requires_grad_for_backward
         ]
         start = n_mut + len(self.outputs)
-        return mutated + outputs + list(range(start, start + self.num_intermediate_bases))
+        return (
+            mutated + outputs + list(range(start, start + self.num_intermediate_bases))
+        )
 
 
 def parse_meta(text: str) -> AotMeta:
     """`AotMeta` from the text of an `aot_forward_graph_fw_metadata` record."""
     root = parse_repr(text)
     if not isinstance(root, Node) or root.name != "ViewAndMutationMeta":
-        raise MetaFormatError("AOTAutograd's metadata record is not a ViewAndMutationMeta repr")
+        raise MetaFormatError(
+            "AOTAutograd's metadata record is not a ViewAndMutationMeta repr"
+        )
     inputs = tuple(_input(n) for n in root.get("input_info", []))
     outputs = tuple(_output(n) for n in root.get("output_info", []))
-    tangents = tuple(_tangent_layout(m) for m in root.get("subclass_tangent_meta", []) or [])
-    subclass = any(isinstance(m, Node) and m.name != "PlainTensorMeta" for m in root.get("subclass_inp_meta", []) or [])
+    tangents = tuple(
+        _tangent_layout(m) for m in root.get("subclass_tangent_meta", []) or []
+    )
+    subclass = any(
+        isinstance(m, Node) and m.name != "PlainTensorMeta"
+        for m in root.get("subclass_inp_meta", []) or []
+    )
     return AotMeta(
         inputs=inputs,
         outputs=outputs,
@@ -229,7 +272,9 @@ def _output(node: Node) -> OutputInfo:
         output_type=str(node.get("output_type")),
         base_idx=node.get("base_idx"),
         requires_grad=bool(node.get("requires_grad")),
-        requires_grad_for_backward=bool(node.get("requires_grad_for_backward", node.get("requires_grad"))),
+        requires_grad_for_backward=bool(
+            node.get("requires_grad_for_backward", node.get("requires_grad"))
+        ),
         raw_type=str(node.get("raw_type")),
         dynamic_dims=tuple(sorted(dims)),
     )
@@ -246,4 +291,6 @@ def _tangent_layout(meta: Any) -> TangentLayout:
         return str(memory["memory_format"])
     if memory.get("size") is None or memory.get("stride") is None:
         return None
-    return tuple(int(s) for s in memory["size"]), tuple(int(s) for s in memory["stride"])
+    return tuple(int(s) for s in memory["size"]), tuple(
+        int(s) for s in memory["stride"]
+    )

@@ -64,6 +64,11 @@ COUNTED_NAME = re.compile(r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resu
 #: names in transformed code that call a compiled graph or a resume function.
 COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
 COMPILED_FN_PREFIX = "__compiled_fn"
+RESUME_PREFIX = "__resume_at"
+#: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
+INSTALLED_GLOBAL = re.compile(r"^(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*$")
+#: `G['name']` in a guard's source: a global the guard reads.
+GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
 
 # --- graph-break records ----------------------------------------------------
 

@@ -24,6 +24,9 @@ from .calls import SEED, Inputs, observed_call
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .precompile import PrecompileFailure, RoundTrip
+from .program import collect as collect_program_facts
+from .program import write_program
+from .program.check import ProgramCheck, ProgramMismatch
 from .precompile import check as precompile_check
 from .replay import Replay
 from .result import CompileResult
@@ -53,6 +56,7 @@ class CompileCase:
     result: CompileResult | None = None
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
+    program_check: ProgramCheck | None = None
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         reset_dynamo()
@@ -67,9 +71,12 @@ class CompileCase:
         self.calls.append(clone_inputs((args, kwargs)))
         eager_inputs = clone_inputs((args, kwargs))
         before = (copy_model(self.eager_model), clone_inputs((args, kwargs))) if self.spec.precompile else None
+        unrun = (copy_model(self.model), clone_inputs((args, kwargs))) if self.spec.run_program else None
         eager_out, eager_seen = self._run_eager(eager_inputs)
         out, seen = self._run_compiled((args, kwargs))
         self.result = self._result(out, eager_out)
+        if unrun is not None:
+            self._run_program(*unrun, seen)
         if self.spec.numerics:
             mismatches = self.replay.mismatches(seen, eager_seen)
             if mismatches:
@@ -89,8 +96,21 @@ class CompileCase:
         with compiling(self.log, self.spec, random, normalize=self.normalizer) as spent:
             observed = observed_call(self.compiled, self.model, inputs, self.spec.grads)
             read_guards(self.log)
+            self._program_facts(inputs)
         self.compile_seconds += spent.seconds
         return observed
+
+    def _program_facts(self, inputs: Inputs) -> None:
+        """What the program file needs from live objects, read while they exist (never fails the call)."""
+        settings = {
+            "fallback_random": self.spec.fallback_random,
+            "cudagraphs": config.inductor_cudagraphs(self.spec.mode, self.spec.options),
+            "kernel_build": config.kernel_build_settings(),
+        }
+        try:
+            collect_program_facts(self.log, self.model, *inputs, settings)
+        except Exception as exc:  # a fact that cannot be read makes write_program refuse, never the test fail
+            self.log.program.setdefault("error", f"{type(exc).__name__}: {exc}")
 
     def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
@@ -102,9 +122,22 @@ class CompileCase:
         if self.result is not None:
             self.result.precompile = self.round_trip.report
 
+    def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
+        """The program file of the case as of this call, run fresh on this call's inputs (program/check.py)."""
+        if self.program_check is None:
+            self.program_check = ProgramCheck(self.spec.backend_name)
+        try:
+            self.program_check.run(self.log.frozen(), model, inputs, self.spec.grads, seen)
+        except ProgramMismatch as exc:
+            raise CaseFailure(self.normalizer(str(exc))) from exc
+        if self.result is not None:
+            self.result.program_report = self.program_check.report
+
     def close(self) -> None:
         if self.round_trip is not None:
             self.round_trip.close()
+        if self.program_check is not None:
+            self.program_check.close()
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
@@ -121,6 +154,7 @@ class CompileCase:
             _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
             _frames=functools.partial(frame_results, log, counted, backend, self.normalizer),
             _check_guards=self.check_guards,
+            _write_program=functools.partial(write_program, log, backend),
         )
 
     def check_guards(self, *args: Any, **kwargs: Any) -> bool:

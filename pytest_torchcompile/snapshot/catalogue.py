@@ -21,7 +21,7 @@ from ..common.counters import counters
 from .artifacts import record_artifact, summary, transformed_code
 from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
 from .normalize import Normalizer, Rule, unmask_names
-from .program import build as build_program
+from .program import program_artifact
 
 #: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
 BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
@@ -104,8 +104,8 @@ CATALOGUE: tuple[Artifact, ...] = (
     Artifact(
         "program",
         "py.txt",
-        (BYTECODE, GUARD_TREE, "runtime_wrapper", "output_code", "aot_forward", "aot_backward", "aot_inference", "dynamo_graph"),
-        build_program,
+        (BYTECODE, GUARD_TREE, "aot_metadata", "output_code", "aot_forward", "aot_backward", "aot_inference", "dynamo_graph"),
+        program_artifact,
         BYTECODE,
         rules=(unmask_names,),  # it must parse as Python
         opt_in=True,  # it lays out the other artifacts again as one file

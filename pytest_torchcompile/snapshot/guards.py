@@ -93,7 +93,7 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
     for row in rows:
         note = f"  # {row.kind}" + (f"  # {row.comment}" if row.comment and row.comment != last_comment else "")
         last_comment = row.comment or last_comment
-        checks = _checks(row, table, ids)
+        checks = row_checks(row, table, ids)
         if not checks:
             body.append(f"# not re-checked here: {row.kind} {row.code}".replace("\n", " "))
         for index, check in enumerate(checks):
@@ -117,7 +117,7 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
     return GuardFunction(name, table, "\n".join(lines) + "\n", ids)
 
 
-def _checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
+def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
     """The Python checks of one row; [] when the guard has no Python form."""
     if row.kind == TENSOR_MATCH:
         return _tensor_checks(row, table, ids)

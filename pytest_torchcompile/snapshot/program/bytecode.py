@@ -33,7 +33,14 @@ from typing import Any
 __all__ = ["Translation", "Untranslatable", "literal", "translate"]
 
 #: prefixes of globals Dynamo installs once and never rebinds (read lazily: their value cannot change).
-STABLE_GLOBALS = ("__compiled_fn", "__resume_at", "__import_", "___module_", "__builtins_dict", "__const_")
+STABLE_GLOBALS = (
+    "__compiled_fn",
+    "__resume_at",
+    "__import_",
+    "___module_",
+    "__builtins_dict",
+    "__const_",
+)
 _TERMINATORS = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 _COND_JUMPS = {
     "POP_JUMP_FORWARD_IF_FALSE": "{}",
@@ -45,8 +52,23 @@ _COND_JUMPS = {
     "POP_JUMP_FORWARD_IF_NOT_NONE": "{} is None",
     "POP_JUMP_IF_NOT_NONE": "{} is None",
 }
-_SKIP = {"NOP", "RESUME", "CACHE", "PRECALL", "EXTENDED_ARG", "MAKE_CELL", "COPY_FREE_VARS", "END_FOR"}
-_UNARY = {"UNARY_NEGATIVE": "-{}", "UNARY_POSITIVE": "+{}", "UNARY_NOT": "not {}", "UNARY_INVERT": "~{}", "TO_BOOL": "bool({})"}
+_SKIP = {
+    "NOP",
+    "RESUME",
+    "CACHE",
+    "PRECALL",
+    "EXTENDED_ARG",
+    "MAKE_CELL",
+    "COPY_FREE_VARS",
+    "END_FOR",
+}
+_UNARY = {
+    "UNARY_NEGATIVE": "-{}",
+    "UNARY_POSITIVE": "+{}",
+    "UNARY_NOT": "not {}",
+    "UNARY_INVERT": "~{}",
+    "TO_BOOL": "bool({})",
+}
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
@@ -62,8 +84,12 @@ class Val:
     kind: str  # "null", "pure" (constant, temp, stable global), "local" (a variable's name), "lazy" (an expression to evaluate once)
     seq: int = 0  # creation order of lazy values
     local: str | None = None
-    free: bool = False  # a lazy display of values already evaluated: dropping it changes nothing
-    subscript: str | None = None  # a slice as written inside brackets (`0:1`), where it is one
+    free: bool = (
+        False  # a lazy display of values already evaluated: dropping it changes nothing
+    )
+    subscript: str | None = (
+        None  # a slice as written inside brackets (`0:1`), where it is one
+    )
 
 
 NULL = Val("<NULL>", "null")
@@ -87,9 +113,17 @@ def literal(value: Any) -> str | None:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return None
-        return repr(value) if value >= 0 and not (value == 0 and str(value).startswith("-")) else f"({value!r})"
+        return (
+            repr(value)
+            if value >= 0 and not (value == 0 and str(value).startswith("-"))
+            else f"({value!r})"
+        )
     if isinstance(value, complex):
-        return f"complex({literal(value.real)}, {literal(value.imag)})" if None not in (literal(value.real), literal(value.imag)) else None
+        return (
+            f"complex({literal(value.real)}, {literal(value.imag)})"
+            if None not in (literal(value.real), literal(value.imag))
+            else None
+        )
     if type(value) is tuple:
         parts = [literal(v) for v in value]
         if None in parts:
@@ -97,29 +131,53 @@ def literal(value: Any) -> str | None:
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     if type(value) is frozenset:
         parts = [literal(v) for v in sorted(value, key=repr)]
-        return None if None in parts else "frozenset({" + ", ".join(parts) + "})" if parts else "frozenset()"
+        return (
+            None
+            if None in parts
+            else "frozenset({" + ", ".join(parts) + "})"
+            if parts
+            else "frozenset()"
+        )
     return None
 
 
-def translate(code: types.CodeType, name: str | None = None) -> Translation:
-    """`def <name>(<the code's parameters>): ...` with the code's behaviour, or Untranslatable."""
+def translate(
+    code: types.CodeType, name: str | None = None, const_prefix: str = "__const_"
+) -> Translation:
+    """`def <name>(<the code's parameters>): ...` with the code's behaviour, or Untranslatable.
+
+    Non-literal constants are named `<const_prefix><index in co_consts>`.
+    """
     if getattr(code, "co_exceptiontable", b""):
         raise Untranslatable("it has an exception table (a try, with or finally block)")
-    translator = _Translator(code)
+    translator = _Translator(code, const_prefix)
     translator.run()
-    return Translation(translator.source(name or code.co_name), dict(translator.constants), tuple(sorted(translator.globals_read)))
+    return Translation(
+        translator.source(name or code.co_name),
+        dict(translator.constants),
+        tuple(sorted(translator.globals_read)),
+    )
 
 
 class _Translator:
-    def __init__(self, code: types.CodeType) -> None:
-        self.code = code
+    def __init__(self, code: types.CodeType, const_prefix: str) -> None:
+        self.code, self.const_prefix = code, const_prefix
         self.ins = list(dis.get_instructions(code))
         self.at = {ins.offset: i for i, ins in enumerate(self.ins)}
         self.lines: list[str] = []
         self.indent = 1
         self.seq = itertools.count(1)
-        taken = set(code.co_varnames) | set(code.co_names) | set(code.co_freevars) | set(code.co_cellvars)
-        self.prefix = next(p for p in ("_s", "_s_", "_s__", "_tmp_s") if not any(n.startswith(p) for n in taken))
+        taken = (
+            set(code.co_varnames)
+            | set(code.co_names)
+            | set(code.co_freevars)
+            | set(code.co_cellvars)
+        )
+        self.prefix = next(
+            p
+            for p in ("_s", "_s_", "_s__", "_tmp_s")
+            if not any(n.startswith(p) for n in taken)
+        )
         self.temps = itertools.count()
         self.constants: dict[str, Any] = {}
         self.globals_read: set[str] = set()
@@ -130,7 +188,11 @@ class _Translator:
 
     def source(self, name: str) -> str:
         header = f"def {name}({_parameters(self.code)}):"
-        body = [f"    nonlocal {', '.join(sorted(self.nonlocals))}"] if self.nonlocals else []
+        body = (
+            [f"    nonlocal {', '.join(sorted(self.nonlocals))}"]
+            if self.nonlocals
+            else []
+        )
         return "\n".join([header, *body, *self.lines]) + "\n"
 
     def emit(self, line: str) -> None:
@@ -152,8 +214,12 @@ class _Translator:
         A lazy expression is evaluated only after every older one, so the
         older ones on the stack are evaluated with it.
         """
-        newest = max((stack[i].seq for i in which if stack[i].kind == "lazy"), default=0)
-        which = set(which) | {i for i, v in enumerate(stack) if v.kind == "lazy" and v.seq <= newest}
+        newest = max(
+            (stack[i].seq for i in which if stack[i].kind == "lazy"), default=0
+        )
+        which = set(which) | {
+            i for i, v in enumerate(stack) if v.kind == "lazy" and v.seq <= newest
+        }
         for index in sorted(which, key=lambda i: stack[i].seq):
             val = stack[index]
             if val.kind in ("pure", "null"):
@@ -166,7 +232,9 @@ class _Translator:
         """Evaluate every lazy expression on the stack now, in the order it was created."""
         self.materialize(stack, [i for i, v in enumerate(stack) if v.kind == "lazy"])
 
-    def take(self, stack: list[Val], count: int, order: list[int] | None = None) -> list[Val]:
+    def take(
+        self, stack: list[Val], count: int, order: list[int] | None = None
+    ) -> list[Val]:
         """Pop `count` operands for one operation, keeping the order in which Python evaluates things.
 
         Operands stay inline only when they are the newest lazy values and the
@@ -178,8 +246,14 @@ class _Translator:
         order = order if order is not None else list(range(count))
         lazy_rest = [v.seq for v in rest if v.kind == "lazy"]
         inline = [operands[i].seq for i in order if operands[i].kind == "lazy"]
-        if (lazy_rest and inline and min(inline) < max(lazy_rest)) or inline != sorted(inline):
-            self.materialize(stack, [len(rest) + i for i in range(count) if operands[i].kind == "lazy"] + [i for i, v in enumerate(rest) if v.kind == "lazy"])
+        if (lazy_rest and inline and min(inline) < max(lazy_rest)) or inline != sorted(
+            inline
+        ):
+            self.materialize(
+                stack,
+                [len(rest) + i for i in range(count) if operands[i].kind == "lazy"]
+                + [i for i, v in enumerate(rest) if v.kind == "lazy"],
+            )
             operands = stack[len(stack) - count :] if count else []
         del stack[len(stack) - count :]
         return operands
@@ -200,7 +274,10 @@ class _Translator:
 
     def invalidate(self, stack: list[Val], local: str) -> None:
         """A local is about to change: stack entries that read it are evaluated first."""
-        self.materialize(stack, [i for i, v in enumerate(stack) if v.kind == "local" and v.local == local])
+        self.materialize(
+            stack,
+            [i for i, v in enumerate(stack) if v.kind == "local" and v.local == local],
+        )
 
     # --- blocks and control flow -----------------------------------------------------
 
@@ -215,18 +292,51 @@ class _Translator:
             if op == "FOR_ITER":
                 i = self._loop(i, stack)
                 continue
-            if op in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_ABSOLUTE", "JUMP", "JUMP_BACKWARD_NO_INTERRUPT"):
-                raise Untranslatable(f"an unstructured jump ({op} at offset {ins.offset})")
+            if op in ("JUMP_FORWARD", "JUMP") and ins.argval > ins.offset:
+                i = self._skip(i, stop)
+                continue
+            if op in (
+                "JUMP_FORWARD",
+                "JUMP_BACKWARD",
+                "JUMP_ABSOLUTE",
+                "JUMP",
+                "JUMP_BACKWARD_NO_INTERRUPT",
+            ):
+                raise Untranslatable(
+                    f"an unstructured jump ({op} at offset {ins.offset})"
+                )
             self.step(ins, stack)
             if op in _TERMINATORS:
                 return None
             i += 1
         return stack
 
+    def _skip(self, i: int, stop: int) -> int:
+        """A jump over code nothing else reaches (Dynamo's resume prologue skips the original code): go on after it."""
+        ins = self.ins[i]
+        target = self._target(ins)
+        if target > stop:
+            raise Untranslatable(
+                f"a jump out of its block ({ins.opname} at offset {ins.offset})"
+            )
+        skipped = range(i + 1, target)
+        for other, jump in enumerate(self.ins):
+            if (
+                other not in skipped
+                and jump.opcode in dis.hasjrel + dis.hasjabs
+                and self.at.get(jump.argval, -1) in skipped
+            ):
+                raise Untranslatable(
+                    f"a jump into code another jump skips (offset {jump.offset})"
+                )
+        return target
+
     def _target(self, ins: dis.Instruction) -> int:
         target = self.at.get(ins.argval)
         if target is None or ins.argval <= ins.offset:
-            raise Untranslatable(f"a jump this translator cannot structure ({ins.opname} at offset {ins.offset})")
+            raise Untranslatable(
+                f"a jump this translator cannot structure ({ins.opname} at offset {ins.offset})"
+            )
         return target
 
     def _conditional(self, i: int, stop: int, stack: list[Val]) -> list[Val] | None:
@@ -235,19 +345,29 @@ class _Translator:
         self.flush(stack)
         target = self._target(ins)
         if target > stop:
-            raise Untranslatable(f"a conditional jump out of its block ({ins.opname} at offset {ins.offset})")
+            raise Untranslatable(
+                f"a conditional jump out of its block ({ins.opname} at offset {ins.offset})"
+            )
         last = self.ins[target - 1] if target - 1 > i else None
         merge, then_stop = target, target
         if last is not None and last.opname in ("JUMP_FORWARD", "JUMP"):
             merge, then_stop = self._target(last), target - 1
             if merge > stop:
-                raise Untranslatable(f"an else branch that jumps out of its block (offset {last.offset})")
+                raise Untranslatable(
+                    f"an else branch that jumps out of its block (offset {last.offset})"
+                )
         self.emit(f"if {_COND_JUMPS[ins.opname].format(cond.expr)}:")
         then_out, then_lines = self._branch(i + 1, then_stop, list(stack))
-        else_out, else_lines = self._branch(target, merge, list(stack)) if merge != target else (list(stack), [])
+        else_out, else_lines = (
+            self._branch(target, merge, list(stack))
+            if merge != target
+            else (list(stack), [])
+        )
         return self._join(then_out, then_lines, else_out, else_lines, merge, stop)
 
-    def _branch(self, start: int, stop: int, stack: list[Val]) -> tuple[list[Val] | None, list[str]]:
+    def _branch(
+        self, start: int, stop: int, stack: list[Val]
+    ) -> tuple[list[Val] | None, list[str]]:
         """A nested block's end stack and its lines (indented one level deeper)."""
         mark, self.indent = len(self.lines), self.indent + 1
         out = self._block(start, stop, stack)
@@ -258,11 +378,21 @@ class _Translator:
         del self.lines[mark:]
         return out, lines
 
-    def _join(self, then_out: list[Val] | None, then_lines: list[str], else_out: list[Val] | None, else_lines: list[str], merge: int, stop: int) -> list[Val] | None:
+    def _join(
+        self,
+        then_out: list[Val] | None,
+        then_lines: list[str],
+        else_out: list[Val] | None,
+        else_lines: list[str],
+        merge: int,
+        stop: int,
+    ) -> list[Val] | None:
         pad = "    " * (self.indent + 1)
         if then_out is not None and else_out is not None:
             if len(then_out) != len(else_out):
-                raise Untranslatable("the two branches of a conditional leave stacks of different depth")
+                raise Untranslatable(
+                    "the two branches of a conditional leave stacks of different depth"
+                )
             for index, (a, b) in enumerate(zip(then_out, else_out)):
                 if a.expr != b.expr:
                     name = self.temp()
@@ -283,8 +413,13 @@ class _Translator:
         ins = self.ins[i]
         exit_index = self._target(ins)
         back = exit_index - 1
-        if self.ins[back].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") or self.ins[back].argval != ins.offset:
-            raise Untranslatable(f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})")
+        if (
+            self.ins[back].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+            or self.ins[back].argval != ins.offset
+        ):
+            raise Untranslatable(
+                f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})"
+            )
         iterator = stack[-1]
         if iterator.kind != "pure":
             self.materialize(stack, [len(stack) - 1])
@@ -294,9 +429,14 @@ class _Translator:
         before = [v.expr for v in stack]
         out, lines = self._branch(i + 1, back, [*stack, Val(item, "pure")])
         if out is not None and [v.expr for v in out] != before:
-            raise Untranslatable(f"a loop body that changes the stack (offset {ins.offset})")
+            raise Untranslatable(
+                f"a loop body that changes the stack (offset {ins.offset})"
+            )
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
-        if sys.version_info < (3, 13):  # 3.13 pops the iterator with an instruction of its own
+        if sys.version_info < (
+            3,
+            13,
+        ):  # 3.13 pops the iterator with an instruction of its own
             stack.pop()
         return exit_index
 
@@ -332,9 +472,14 @@ class _Translator:
         if text is not None:
             return text
         if isinstance(value, types.CodeType):
-            raise Untranslatable(f"it makes a function at run time (code object {value.co_name})")
-        index = next((i for i, c in enumerate(self.code.co_consts) if c is value), len(self.constants))
-        name = f"__const_{index}"
+            raise Untranslatable(
+                f"it makes a function at run time (code object {value.co_name})"
+            )
+        index = next(
+            (i for i, c in enumerate(self.code.co_consts) if c is value),
+            len(self.constants),
+        )
+        name = f"{self.const_prefix}{index}"
         self.constants[name] = value
         return name
 
@@ -403,7 +548,9 @@ class _Translator:
 
     def op_STORE_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         value, obj = self.take(stack, 2)
-        self.statement(stack, f"{_operand(obj)}.{_attr(ins.argval)} = {value.expr}", push=False)
+        self.statement(
+            stack, f"{_operand(obj)}.{_attr(ins.argval)} = {value.expr}", push=False
+        )
 
     def op_DELETE_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         (obj,) = self.take(stack, 1)
@@ -419,7 +566,9 @@ class _Translator:
 
     def op_STORE_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         value, obj, key = self.take(stack, 3)
-        self.statement(stack, f"{_operand(obj)}[{_key(key)}] = {value.expr}", push=False)
+        self.statement(
+            stack, f"{_operand(obj)}[{_key(key)}] = {value.expr}", push=False
+        )
 
     def op_DELETE_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         obj, key = self.take(stack, 2)
@@ -444,32 +593,50 @@ class _Translator:
 
     def op_IS_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
         left, right = self.take(stack, 2)
-        self.statement(stack, f"{left.expr} {'is not' if ins.arg else 'is'} {right.expr}")
+        self.statement(
+            stack, f"{left.expr} {'is not' if ins.arg else 'is'} {right.expr}"
+        )
 
     def op_CONTAINS_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
         left, right = self.take(stack, 2)
-        self.statement(stack, f"{left.expr} {'not in' if ins.arg else 'in'} {right.expr}")
+        self.statement(
+            stack, f"{left.expr} {'not in' if ins.arg else 'in'} {right.expr}"
+        )
 
     def build(self, ins: dis.Instruction, stack: list[Val]) -> None:
         op, count = ins.opname, ins.arg or 0
         if op == "BUILD_MAP":
             items = self.take(stack, 2 * count)
-            pairs = [f"{items[k].expr}: {items[k + 1].expr}" for k in range(0, len(items), 2)]
+            pairs = [
+                f"{items[k].expr}: {items[k + 1].expr}" for k in range(0, len(items), 2)
+            ]
             self.lazy(stack, "{" + ", ".join(pairs) + "}", _free(items))
         elif op == "BUILD_CONST_KEY_MAP":
             items = self.take(stack, count + 1)
             keys = ast.literal_eval(items[-1].expr)
-            self.lazy(stack, "{" + ", ".join(f"{literal(k)}: {v.expr}" for k, v in zip(keys, items[:-1])) + "}", _free(items))
+            self.lazy(
+                stack,
+                "{"
+                + ", ".join(f"{literal(k)}: {v.expr}" for k, v in zip(keys, items[:-1]))
+                + "}",
+                _free(items),
+            )
         elif op == "BUILD_SLICE":
             parts = self.take(stack, count)
             bounds = [("" if p.expr == "None" else p.expr) for p in parts]
-            self.lazy(stack, "slice(" + ", ".join(p.expr for p in parts) + ")", _free(parts))
+            self.lazy(
+                stack, "slice(" + ", ".join(p.expr for p in parts) + ")", _free(parts)
+            )
             stack[-1].subscript = ":".join(bounds)
         elif op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
             vals = self.take(stack, count)
             items = [v.expr for v in vals]
             if op == "BUILD_TUPLE":
-                self.lazy(stack, "(" + ", ".join(items) + ("," if count == 1 else "") + ")", _free(vals))
+                self.lazy(
+                    stack,
+                    "(" + ", ".join(items) + ("," if count == 1 else "") + ")",
+                    _free(vals),
+                )
             elif op == "BUILD_LIST":
                 self.lazy(stack, "[" + ", ".join(items) + "]", _free(vals))
             else:
@@ -510,14 +677,20 @@ class _Translator:
 
     def op_CALL_INTRINSIC_1(self, ins: dis.Instruction, stack: list[Val]) -> None:
         if ins.argrepr != "INTRINSIC_LIST_TO_TUPLE":
-            raise Untranslatable(f"instruction CALL_INTRINSIC_1 {ins.argrepr} (offset {ins.offset})")
+            raise Untranslatable(
+                f"instruction CALL_INTRINSIC_1 {ins.argrepr} (offset {ins.offset})"
+            )
         self.op_LIST_TO_TUPLE(ins, stack)
 
     def op_UNPACK_SEQUENCE(self, ins: dis.Instruction, stack: list[Val]) -> None:
         (value,) = self.take(stack, 1)
         self.flush(stack)
         names = [self.temp() for _ in range(ins.arg or 0)]
-        self.emit(f"{', '.join(names) + (',' if len(names) == 1 else '')} = {value.expr}" if names else f"() = {value.expr}")
+        self.emit(
+            f"{', '.join(names) + (',' if len(names) == 1 else '')} = {value.expr}"
+            if names
+            else f"() = {value.expr}"
+        )
         stack.extend(Val(n, "pure") for n in reversed(names))
 
     def op_GET_ITER(self, ins: dis.Instruction, stack: list[Val]) -> None:
@@ -525,7 +698,11 @@ class _Translator:
         self.statement(stack, f"iter({value.expr})")
 
     def op_KW_NAMES(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        self.kw_names = tuple(self.code.co_consts[ins.arg]) if isinstance(ins.arg, int) else tuple(ins.argval)
+        self.kw_names = (
+            tuple(self.code.co_consts[ins.arg])
+            if isinstance(ins.arg, int)
+            else tuple(ins.argval)
+        )
 
     def op_CALL(self, ins: dis.Instruction, stack: list[Val]) -> None:
         argc, names = ins.arg or 0, self.kw_names
@@ -539,7 +716,9 @@ class _Translator:
         else:
             function, positional = first, [second]
         split = len(args) - len(names)
-        parts = [v.expr for v in positional + args[:split]] + [f"{k}={v.expr}" for k, v in zip(names, args[split:])]
+        parts = [v.expr for v in positional + args[:split]] + [
+            f"{k}={v.expr}" for k, v in zip(names, args[split:])
+        ]
         self.statement(stack, f"{_operand(function)}({', '.join(parts)})")
 
     def op_CALL_FUNCTION_EX(self, ins: dis.Instruction, stack: list[Val]) -> None:
@@ -548,7 +727,9 @@ class _Translator:
         first, second, args = operands[0], operands[1], operands[2]
         function = second if first is NULL else first
         if first is not NULL and second is not NULL:
-            raise Untranslatable(f"CALL_FUNCTION_EX on a method with self (offset {ins.offset})")
+            raise Untranslatable(
+                f"CALL_FUNCTION_EX on a method with self (offset {ins.offset})"
+            )
         star = f", **{operands[3].expr}" if with_kwargs else ""
         self.statement(stack, f"{_operand(function)}(*{_operand(args)}{star})")
 
@@ -560,7 +741,11 @@ class _Translator:
     def op_RAISE_VARARGS(self, ins: dis.Instruction, stack: list[Val]) -> None:
         parts = [v.expr for v in self.take(stack, ins.arg or 0)]
         self.flush(stack)
-        self.emit("raise" if not parts else f"raise {parts[0]}" + (f" from {parts[1]}" if len(parts) > 1 else ""))
+        self.emit(
+            "raise"
+            if not parts
+            else f"raise {parts[0]}" + (f" from {parts[1]}" if len(parts) > 1 else "")
+        )
 
     def op_LOAD_ASSERTION_ERROR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack.append(Val("AssertionError", "pure"))
@@ -581,7 +766,10 @@ class _Translator:
 
     def op_IMPORT_NAME(self, ins: dis.Instruction, stack: list[Val]) -> None:
         level, fromlist = self.take(stack, 2)
-        self.statement(stack, f"__import__({ins.argval!r}, globals(), None, {fromlist.expr}, {level.expr})")
+        self.statement(
+            stack,
+            f"__import__({ins.argval!r}, globals(), None, {fromlist.expr}, {level.expr})",
+        )
 
     def op_IMPORT_FROM(self, ins: dis.Instruction, stack: list[Val]) -> None:
         module = self.container(stack, 1)
@@ -610,14 +798,20 @@ def _free(vals: list[Val]) -> bool:
 
 def _attr(name: str) -> str:
     if not name.isidentifier() or keyword.iskeyword(name):
-        raise Untranslatable(f"an attribute whose name is not a Python identifier ({name!r})")
+        raise Untranslatable(
+            f"an attribute whose name is not a Python identifier ({name!r})"
+        )
     return name
 
 
 def _parameters(code: types.CodeType) -> str:
     """The parameter list of the code's function, without defaults (bound from the original at load)."""
     names = list(code.co_varnames)
-    posonly, count, kwonly = code.co_posonlyargcount, code.co_argcount, code.co_kwonlyargcount
+    posonly, count, kwonly = (
+        code.co_posonlyargcount,
+        code.co_argcount,
+        code.co_kwonlyargcount,
+    )
     parts = names[:posonly] + (["/"] if posonly else []) + names[posonly:count]
     cursor = count + kwonly
     if code.co_flags & _CO_VARARGS:

@@ -43,8 +43,15 @@ class _Run:
         if isinstance(value, dict):
             return ("dict", *((self.label(k), self.label(v)) for k, v in value.items()))
         if isinstance(value, slice):
-            return ("slice", self.label(value.start), self.label(value.stop), self.label(value.step))
-        return self.others.setdefault(id(value), f"<{type(value).__name__} #{len(self.others)}>")
+            return (
+                "slice",
+                self.label(value.start),
+                self.label(value.stop),
+                self.label(value.step),
+            )
+        return self.others.setdefault(
+            id(value), f"<{type(value).__name__} #{len(self.others)}>"
+        )
 
     def new(self, event: str, *operands: Any) -> _Recorder:
         result = _Recorder(self, f"v{next(self.names)}")
@@ -77,26 +84,36 @@ class _Recorder:
         return object.__getattribute__(self, "_run").new("getattr", self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__getattribute__(self, "_run").log.append(("setattr", self._label(), name, self._label(value)))
+        object.__getattribute__(self, "_run").log.append(
+            ("setattr", self._label(), name, self._label(value))
+        )
 
     def __delattr__(self, name: str) -> None:
-        object.__getattribute__(self, "_run").log.append(("delattr", self._label(), name))
+        object.__getattribute__(self, "_run").log.append(
+            ("delattr", self._label(), name)
+        )
 
     def _label(self, value: Any = None) -> Any:
         run = object.__getattribute__(self, "_run")
         return run.label(self if value is None else value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> _Recorder:
-        return object.__getattribute__(self, "_run").new("call", self, args, dict(sorted(kwargs.items())))
+        return object.__getattribute__(self, "_run").new(
+            "call", self, args, dict(sorted(kwargs.items()))
+        )
 
     def __getitem__(self, key: Any) -> _Recorder:
         return object.__getattribute__(self, "_run").new("getitem", self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        object.__getattribute__(self, "_run").log.append(("setitem", self._label(), self._label(key), self._label(value)))
+        object.__getattribute__(self, "_run").log.append(
+            ("setitem", self._label(), self._label(key), self._label(value))
+        )
 
     def __delitem__(self, key: Any) -> None:
-        object.__getattribute__(self, "_run").log.append(("delitem", self._label(), self._label(key)))
+        object.__getattribute__(self, "_run").log.append(
+            ("delitem", self._label(), self._label(key))
+        )
 
     def __bool__(self) -> bool:
         return object.__getattribute__(self, "_run").truth(self)
@@ -128,33 +145,91 @@ class _Recorder:
     def __ne__(self, other: Any) -> Any:  # type: ignore[override]
         return object.__getattribute__(self, "_run").new("!=", self, other)
 
-    __add__, __radd__, __sub__, __rsub__ = _binary("+"), _binary("r+"), _binary("-"), _binary("r-")
-    __mul__, __rmul__, __truediv__, __rtruediv__ = _binary("*"), _binary("r*"), _binary("/"), _binary("r/")
-    __floordiv__, __mod__, __pow__, __matmul__ = _binary("//"), _binary("%"), _binary("**"), _binary("@")
-    __and__, __or__, __xor__, __lshift__, __rshift__ = _binary("&"), _binary("|"), _binary("^"), _binary("<<"), _binary(">>")
-    __lt__, __le__, __gt__, __ge__, __contains__ = _binary("<"), _binary("<="), _binary(">"), _binary(">="), _binary("in")
-    __iadd__, __isub__, __imul__, __itruediv__ = _binary("+="), _binary("-="), _binary("*="), _binary("/=")
-    __neg__ = __pos__ = __invert__ = lambda self: object.__getattribute__(self, "_run").new("unary", self)  # noqa: E731
+    __add__, __radd__, __sub__, __rsub__ = (
+        _binary("+"),
+        _binary("r+"),
+        _binary("-"),
+        _binary("r-"),
+    )
+    __mul__, __rmul__, __truediv__, __rtruediv__ = (
+        _binary("*"),
+        _binary("r*"),
+        _binary("/"),
+        _binary("r/"),
+    )
+    __floordiv__, __mod__, __pow__, __matmul__ = (
+        _binary("//"),
+        _binary("%"),
+        _binary("**"),
+        _binary("@"),
+    )
+    __and__, __or__, __xor__, __lshift__, __rshift__ = (
+        _binary("&"),
+        _binary("|"),
+        _binary("^"),
+        _binary("<<"),
+        _binary(">>"),
+    )
+    __lt__, __le__, __gt__, __ge__, __contains__ = (
+        _binary("<"),
+        _binary("<="),
+        _binary(">"),
+        _binary(">="),
+        _binary("in"),
+    )
+    __iadd__, __isub__, __imul__, __itruediv__ = (
+        _binary("+="),
+        _binary("-="),
+        _binary("*="),
+        _binary("/="),
+    )
+    __neg__ = __pos__ = __invert__ = lambda self: object.__getattribute__(
+        self, "_run"
+    ).new("unary", self)  # noqa: E731
 
 
 def _run(code: types.CodeType, script: list[bool]) -> _Run:
     """Run `code` on recorders for its arguments, free variables, globals and builtins."""
     run = _Run(script)
-    names = set(code.co_names) | {"iter", "type", "len", "isinstance", "dict", "tuple", "list", "__import__"}
+    names = set(code.co_names) | {
+        "iter",
+        "type",
+        "len",
+        "isinstance",
+        "dict",
+        "tuple",
+        "list",
+        "__import__",
+    }
     fake_builtins = {name: _Recorder(run, f"builtin {name}") for name in names}
-    fake_builtins.update(globals=builtins.globals, slice=slice, AssertionError=AssertionError, StopIteration=StopIteration)
-    scope: dict[str, Any] = {name: _Recorder(run, f"global {name}") for name in code.co_names if not hasattr(builtins, name)}
+    fake_builtins.update(
+        globals=builtins.globals,
+        slice=slice,
+        AssertionError=AssertionError,
+        StopIteration=StopIteration,
+    )
+    scope: dict[str, Any] = {
+        name: _Recorder(run, f"global {name}")
+        for name in code.co_names
+        if not hasattr(builtins, name)
+    }
     scope["__builtins__"] = fake_builtins
-    closure = tuple(types.CellType(_Recorder(run, f"free {name}")) for name in code.co_freevars)
+    closure = tuple(
+        types.CellType(_Recorder(run, f"free {name}")) for name in code.co_freevars
+    )
     function = types.FunctionType(code, scope, code.co_name, None, closure)
     nargs = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:nargs])
     positional = [_Recorder(run, f"arg {name}") for name in params[: code.co_argcount]]
-    keywords = {name: _Recorder(run, f"arg {name}") for name in params[code.co_argcount :]}
+    keywords = {
+        name: _Recorder(run, f"arg {name}") for name in params[code.co_argcount :]
+    }
     try:
         result = function(*positional, **keywords)
         run.log.append(("return", run.label(result)))
-    except Exception as exc:  # the same exception at the same point is the same behaviour
+    except (
+        Exception
+    ) as exc:  # the same exception at the same point is the same behaviour
         run.log.append(("raise", type(exc).__name__))
     return run
 
@@ -169,7 +244,9 @@ def difference(original: types.CodeType, translated: types.CodeType) -> str | No
         a, b = _run(original, script), _run(translated, script)
         if a.log != b.log:
             return _describe(a.log, b.log)
-        for depth in range(len(script), a.asked):  # branch on every truth test this path asked
+        for depth in range(
+            len(script), a.asked
+        ):  # branch on every truth test this path asked
             pending.append([*script, *([True] * (depth - len(script))), False])
     return None
 
