@@ -53,6 +53,10 @@ FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s
 AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
 #: where a printed FX graph's body starts.
 FX_BODY_START = "def forward"
+#: a printed FX graph's class line, `class GraphModule(torch.nn.Module):` (`class <lambda>(...)` for AOT's graphs).
+FX_CLASS_LINE = re.compile(r"^class (.+?)\(torch\.nn\.Module\):$", re.MULTILINE)
+#: code in a printed FX graph that reads its GraphModule (constants, submodules of higher-order ops).
+FX_SELF_READ = re.compile(r"^(?![ \t]*#).*\bself\.", re.MULTILINE)
 
 #: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
 OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
@@ -66,7 +70,8 @@ COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
 COMPILED_FN_PREFIX = "__compiled_fn"
 RESUME_PREFIX = "__resume_at"
 #: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
-INSTALLED_GLOBAL = re.compile(r"^(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*$")
+#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter)
+INSTALLED_GLOBAL = re.compile(r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$")
 #: `G['name']` in a guard's source: a global the guard reads.
 GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
 

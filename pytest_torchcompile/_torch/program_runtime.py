@@ -141,7 +141,9 @@ RAN: list[str] = []
 
 def frame_locals(function, args, kwargs) -> dict:
     """L as Dynamo sees it: the bound arguments with defaults, then the closure's cells."""
-    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound = inspect.signature(function, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the frame's own parameters, not a wrapped function's
     bound.apply_defaults()
     scope = dict(bound.arguments)
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):

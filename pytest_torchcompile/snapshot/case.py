@@ -24,9 +24,9 @@ from .calls import SEED, Inputs, observed_call
 from .guards import GuardChecker, read_guards
 from .normalize import Normalizer
 from .precompile import PrecompileFailure, RoundTrip
-from .program import collect as collect_program_facts
-from .program import write_program
 from .program.check import ProgramCheck, ProgramMismatch
+from .program.facts import collect as collect_program_facts
+from .program.writer import write_program
 from .precompile import check as precompile_check
 from .replay import Replay
 from .result import CompileResult

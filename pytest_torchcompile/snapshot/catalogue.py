@@ -21,7 +21,7 @@ from ..common.counters import counters
 from .artifacts import record_artifact, summary, transformed_code
 from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
 from .normalize import Normalizer, Rule, unmask_names
-from .program import program_artifact
+from .program.stamp import mask_python_version
 
 #: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
 BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
@@ -86,6 +86,12 @@ def _transformed_code(log: CaptureLog, backend: str) -> str:
     return transformed_code(log)
 
 
+def _program(log: CaptureLog, backend: str) -> str:
+    from .program.writer import program_artifact  # late: it imports torch, and the plugin loads this table first
+
+    return program_artifact(log, backend)
+
+
 #: the stored form of an FX graph (compact.py): names numbered in order, no blank lines.
 FX_FORM: tuple[Rule, ...] = (renumber_fx_names, drop_fx_blank_lines)
 
@@ -105,10 +111,10 @@ CATALOGUE: tuple[Artifact, ...] = (
         "program",
         "py.txt",
         (BYTECODE, GUARD_TREE, "aot_metadata", "output_code", "aot_forward", "aot_backward", "aot_inference", "dynamo_graph"),
-        program_artifact,
+        _program,
         BYTECODE,
-        rules=(unmask_names,),  # it must parse as Python
-        opt_in=True,  # it lays out the other artifacts again as one file
+        rules=(unmask_names, mask_python_version),  # it must parse as Python
+        opt_in=True,  # it holds the other artifacts again, as the file that runs them
     ),
 )
 

@@ -209,7 +209,7 @@ def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType
 
 def frame_locals(function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """L as Dynamo sees it: bound arguments with defaults, then closure cells."""
-    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound = inspect.signature(function, follow_wrapped=False).bind(*args, **kwargs)  # the frame's own parameters, not a wrapped function's
     bound.apply_defaults()
     scope = dict(bound.arguments)
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):

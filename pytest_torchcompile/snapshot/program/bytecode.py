@@ -81,7 +81,8 @@ class Val:
     """A value on the symbolic stack: its expression, and whether it may be re-read or moved."""
 
     expr: str
-    kind: str  # "null", "pure" (constant, temp, stable global), "local" (a variable's name), "lazy" (an expression to evaluate once)
+    kind: str  # "null", "pure" (constant, temp, stable global), "local" (a variable's name), "lazy" (an expression to
+    # evaluate once), "iter" (GET_ITER's iterator over expr, which only a for loop may consume)
     seq: int = 0  # creation order of lazy values
     local: str | None = None
     free: bool = (
@@ -242,6 +243,10 @@ class _Translator:
         else is evaluated into temporaries first.
         """
         operands = stack[len(stack) - count :] if count else []
+        if any(v.kind == "iter" for v in operands):
+            raise Untranslatable(
+                "an iterator used outside the for loop it was made for"
+            )
         rest = stack[: len(stack) - count]
         order = order if order is not None else list(range(count))
         lazy_rest = [v.seq for v in rest if v.kind == "lazy"]
@@ -421,9 +426,10 @@ class _Translator:
                 f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})"
             )
         iterator = stack[-1]
-        if iterator.kind != "pure":
-            self.materialize(stack, [len(stack) - 1])
-            iterator = stack[-1]
+        if iterator.kind != "iter":
+            raise Untranslatable(
+                f"a FOR_ITER over a value GET_ITER did not make (offset {ins.offset})"
+            )
         item = self.temp()
         self.emit(f"for {item} in {iterator.expr}:")
         before = [v.expr for v in stack]
@@ -446,6 +452,10 @@ class _Translator:
         op = ins.opname
         if op in _SKIP:
             return
+        if "JUMP" in op:
+            raise Untranslatable(
+                f"a jump this translator cannot structure, such as a while loop ({op} at offset {ins.offset})"
+            )
         handler = getattr(self, f"op_{op}", None)
         if handler is not None:
             handler(ins, stack)
@@ -456,6 +466,13 @@ class _Translator:
             self.build(ins, stack)
         else:
             raise Untranslatable(f"instruction {op} (offset {ins.offset})")
+
+    def op_LOAD_CLOSURE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        raise Untranslatable(
+            f"it makes a function at run time (a closure over {ins.argval}, offset {ins.offset})"
+        )
+
+    op_MAKE_FUNCTION = op_LOAD_CLOSURE
 
     def op_PUSH_NULL(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack.append(NULL)
@@ -666,6 +683,10 @@ class _Translator:
     def op_DICT_UPDATE(self, ins: dis.Instruction, stack: list[Val]) -> None:
         self.mutate(stack, ins.arg, "{}.update({})")
 
+    def op_DICT_MERGE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """`f(**a, **b)`: as `update`, which overrides a repeated keyword where CPython raises TypeError."""
+        self.mutate(stack, ins.arg, "{}.update({})")
+
     def mutate(self, stack: list[Val], depth: int, template: str) -> None:
         (value,) = self.take(stack, 1)
         target = self.container(stack, depth)
@@ -694,8 +715,11 @@ class _Translator:
         stack.extend(Val(n, "pure") for n in reversed(names))
 
     def op_GET_ITER(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """The iterator stays implicit: the `for` statement that consumes it calls iter() itself."""
+        if stack[-1].kind not in ("pure", "local"):
+            self.materialize(stack, [len(stack) - 1])
         (value,) = self.take(stack, 1)
-        self.statement(stack, f"iter({value.expr})")
+        stack.append(Val(value.expr, "iter"))
 
     def op_KW_NAMES(self, ins: dis.Instruction, stack: list[Val]) -> None:
         self.kw_names = (

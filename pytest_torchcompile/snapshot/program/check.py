@@ -111,10 +111,11 @@ class ProgramCheck:
         )
         try:
             torch.save(payload, call)
-        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        except (pickle.PicklingError, AttributeError, TypeError, RuntimeError) as exc:
             raise ProgramMismatch(
                 "run_program=True: the model and inputs must be picklable to reach the fresh process that runs the "
-                f"program file, and the model's class importable there (defined at module level): {first_line(exc)}"
+                f"program file, and the model's class importable there (defined at module level): {first_line(exc)}; "
+                "the file itself is written (write_program), and runs with load(model) where the model is at hand"
             ) from exc
         command = [
             sys.executable,

@@ -34,6 +34,8 @@ class _Run:
     others: dict[int, str] = field(default_factory=dict)
 
     def label(self, value: Any) -> Any:
+        if id(value) in self.others:
+            return self.others[id(value)]
         if isinstance(value, _Recorder):
             return object.__getattribute__(value, "_name")
         if isinstance(value, (int, float, str, bytes, bool, type(None))):
@@ -214,6 +216,7 @@ def _run(code: types.CodeType, script: list[bool]) -> _Run:
         if not hasattr(builtins, name)
     }
     scope["__builtins__"] = fake_builtins
+    run.others[id(scope)] = "<the frame's globals>"
     closure = tuple(
         types.CellType(_Recorder(run, f"free {name}")) for name in code.co_freevars
     )

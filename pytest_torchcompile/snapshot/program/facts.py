@@ -41,8 +41,8 @@ class Installed:
     """A global Dynamo installed that a frame compile reads, and how the file provides it."""
 
     name: str
-    kind: str  # "compiled_fn", "resume", "module", "builtins", "refused"
-    target: str  # the module's name for "module"; what it is for "refused"
+    kind: str  # "compiled_fn", "resume", "module", "object" (imported by name), "builtins", "refused"
+    target: str  # the module's name, the object's module:qualname, or what it is for "refused"
 
 
 @dataclass(frozen=True)
@@ -221,6 +221,9 @@ def installed_global(name: str, value: Any) -> Installed:
         return Installed(name, "module", value.__name__)
     if value is builtins.__dict__:
         return Installed(name, "builtins", "")
+    path = import_path(value) if value is not _MISSING else None
+    if path is not None:
+        return Installed(name, "object", path)
     what = (
         "nothing (it was gone when the file was written)"
         if value is _MISSING

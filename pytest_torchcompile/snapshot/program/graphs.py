@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._torch.aot_meta import AotMeta, MetaFormatError, parse_meta
-from ..._torch.formats import AOT_KIND
+from ..._torch.formats import AOT_KIND, FX_BODY_START, FX_CLASS_LINE, FX_SELF_READ
 from ...common.records import CaptureLog, FrameKey
 from .refusals import ProgramRefused
 
@@ -105,7 +105,7 @@ def _aot_kernels(
                 "AOTAutograd's backward graph: Inductor compiled no backward during the capture, so its eager ops run"
             )
         )
-        kernels[kind] = Kernel(f"{label}_{kind}", FX_BOXED, graphs[-1], note)
+        kernels[kind] = Kernel(f"{label}_{kind}", FX_BOXED, fx_source(graphs[-1]), note)
     if not kernels:
         raise ProgramRefused(
             where,
@@ -120,12 +120,18 @@ def _aot_kernels(
 
 
 def _check_fx(text: str, where: str) -> None:
-    body = text.split("def forward", 1)[-1]
-    if "self." in body or "\n    class " in text:
+    body = text.split(FX_BODY_START, 1)[-1]
+    if FX_SELF_READ.search(body) or len(FX_CLASS_LINE.findall(text)) > 1:
         raise ProgramRefused(
             where,
-            "its FX graph reads attributes or submodules of its GraphModule (constants, higher-order op bodies) that the printed graph does not hold",
+            "its FX graph reads attributes or submodules of its GraphModule (constants, higher-order op bodies) "
+            "that the printed graph does not hold",
         )
+
+
+def fx_source(text: str) -> str:
+    """A printed FX graph as a module defining `GraphModule` (AOT's graphs print as `class <lambda>`)."""
+    return FX_CLASS_LINE.sub("class GraphModule(torch.nn.Module):", text, count=1)
 
 
 def _meta(log: CaptureLog, key: FrameKey, where: str) -> AotMeta:

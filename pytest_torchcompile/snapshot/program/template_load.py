@@ -151,6 +151,8 @@ def load(module: Any = None, *, state_dict: Any = None) -> Program:
                 if target == "torch._dynamo.utils"
                 else importlib.import_module(target)
             )
+        elif kind == "object":
+            G[name] = import_object(target)
         elif kind == "builtins":
             G[name] = builtins.__dict__
     G.update(CONSTANTS)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import torch
-
 from .bytecode import literal
 
 
@@ -21,6 +19,8 @@ def constant_source(value: Any) -> str | None:
     text = literal(value)
     if text is not None:
         return text
+    import torch  # late: the artifact catalogue loads this module with the plugin, before torch
+
     if isinstance(value, torch.device):
         return f"torch.device({value.type!r}{'' if value.index is None else f', {value.index}'})"
     if isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):

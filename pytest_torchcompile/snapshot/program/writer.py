@@ -242,7 +242,7 @@ def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
     modules = [
         (i.name, i.kind, "torch._dynamo.utils" if i.name == DYNAMO_UTILS else i.target)
         for i in installed
-        if i.kind in ("module", "builtins")
+        if i.kind in ("module", "object", "builtins")
     ]
     constants = [name for f in frames for p in f.compiles for name in p.constants]
     graphs = [
