@@ -41,10 +41,11 @@ _KERNELS: dict[str, Any] = {}
 def load_kernels() -> dict[str, Any]:
     """Every kernel of the file, loaded once per process: Inductor compiles the C++ of its output code here."""
     if not _KERNELS:
-        # torch._inductor.config: the settings the kernels were compiled with at capture (ISA, math flags)
+        # torch._inductor.config: the settings the kernels were compiled with at capture (ISA, math flags);
+        # one compile thread: a pool of compile workers costs more to start than these few kernels take
         import torch._inductor.config as inductor_config
 
-        with inductor_config.patch(KERNEL_BUILD):
+        with inductor_config.patch({**KERNEL_BUILD, "compile_threads": 1}):
             for key, (kind, source) in KERNEL_SOURCES.items():
                 if kind == "output code":
                     _KERNELS[key] = load_output_code(key, source).call
