@@ -182,11 +182,9 @@ def frame_facts(
     names = set(_global_reads(transformed)) | {
         n for row in rows for n in GUARD_GLOBAL.findall(row.source + " " + row.code)
     }
-    installed = tuple(
-        installed_global(n, scope.get(n, _MISSING))
-        for n in sorted(names)
-        if INSTALLED_GLOBAL.match(n)
-    )
+    found = [installed_global(n, scope.get(n, _MISSING)) for n in names if INSTALLED_GLOBAL.match(n)]
+    # by what they are: a name may hold an object id or a compile counter, which move between processes
+    installed = tuple(sorted(found, key=lambda i: (i.kind, i.target, i.name)))
     resumes = tuple(
         (i.name, scope[i.name].__code__) for i in installed if i.kind == "resume"
     )

@@ -120,7 +120,7 @@ def _link_resumes(log: CaptureLog, frames: dict[types.CodeType, FramePlan]) -> N
                 plan.installed_as.append(name)
     for index, plan in enumerate(frames.values()):
         if plan.role == "resume" and not plan.compiles:
-            plan.fallback_name = f"{plan.name}_uncompiled{index}"
+            plan.fallback_name = f"uncompiled{index}_{plan.name}"  # the name last, where the snapshot masks its line
             plan.fallback = _translated(
                 plan.original,
                 plan.fallback_name,
@@ -135,7 +135,7 @@ def compile_plan(
     label = frame_label(record.key)
     translation = _translated(
         record.transformed,
-        f"{record.original.co_name}_{label}",
+        f"{label}_{record.original.co_name}",
         where,
         f"__const_{label}_",
     )
@@ -161,9 +161,9 @@ def compile_plan(
     )
     ids = [(f.source, f.how, f.target) for f in facts.ids]
     code = _with_closure(
-        translation.source, record.transformed, f"{record.original.co_name}_{label}"
+        translation.source, record.transformed, f"{label}_{record.original.co_name}"
     )
-    name = f"{record.original.co_name}_{label}"
+    name = f"{label}_{record.original.co_name}"
     return CompilePlan(
         record.key,
         label,

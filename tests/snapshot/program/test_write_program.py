@@ -186,7 +186,7 @@ def test_the_program_snapshot_is_the_file_normalized_and_shows_a_change(
         "load",
         "GuardFailure",
         "guards_f0c0_forward",
-        "forward_f0c0",
+        "f0c0_forward",
         "compiled_fn_f0c0",
     } <= defined
     assert "PYTHON_VERSION = '3." in program and ".<N>'" in program
