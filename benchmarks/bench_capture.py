@@ -29,8 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -38,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 def all_but_program() -> list[Any]:
     """Every artifact of the catalogue but `program`, which this script measures as a part of its own."""
-    from pytest_torchcompile.snapshot.catalogue import CATALOGUE
+    from pytest_torchcompile.snapshot.artifacts.catalogue import CATALOGUE
 
     return [artifact for artifact in CATALOGUE if artifact.name != "program"]
 
@@ -58,8 +59,9 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
     import torch
 
     from pytest_torchcompile._torch import config
-    from pytest_torchcompile.common.capture import CaptureLog, capturing
-    from pytest_torchcompile.snapshot.normalize import Normalizer
+    from pytest_torchcompile.common.capture import capturing
+    from pytest_torchcompile.common.capture_log import CaptureLog
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     torch._dynamo.reset()
     started = time.perf_counter()
@@ -95,8 +97,14 @@ def overhead(rounds: int = 7, cold: bool = False) -> None:
 
 def _overhead(zoo: Any, modes: tuple[str, ...], rounds: int, label: str) -> None:
     print(f"capture overhead, interleaved, {label}, {rounds} rounds (median seconds)")
-    print(f"{'model':<20} {'bare':>8} {'+trace':>8} {'+layout':>8} {'overhead':>9} {'torch part':>11} {'ours':>7}")
-    for name, build in (("mlp_training", zoo.mlp_training), ("graph_break", zoo.graph_break), ("transformer_block", zoo.transformer_block)):
+    print(
+        f"{'model':<20} {'bare':>8} {'+trace':>8} {'+layout':>8} {'overhead':>9} {'torch part':>11} {'ours':>7}"
+    )
+    for name, build in (
+        ("mlp_training", zoo.mlp_training),
+        ("graph_break", zoo.graph_break),
+        ("transformer_block", zoo.transformer_block),
+    ):
         model, args, _ = build()
         for mode in modes:  # warm every cache key and code path
             compile_once(model, args, mode)
@@ -118,41 +126,80 @@ def zoo_walltime() -> None:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "fixtures", "-q", "-p", "no:cacheprovider", "-W", "ignore"],
-            cwd=REPO, env=env, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "fixtures",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-W",
+                "ignore",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         wall = time.perf_counter() - started
-        compile_s = sum(float(m) for m in re.findall(r"^fixtures/\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+([\d.]+)$", done.stdout, re.M))
+        compile_s = sum(
+            float(m)
+            for m in re.findall(
+                r"^fixtures/\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+([\d.]+)$", done.stdout, re.M
+            )
+        )
         status = "ok" if done.returncode == 0 else f"FAILED rc={done.returncode}"
-        print(f"  {label}: wall {wall:6.1f} s, compiling (compile + first call, eager excluded) {compile_s:6.1f} s, rest {wall - compile_s:6.1f} s  [{status}]")
+        print(
+            f"  {label}: wall {wall:6.1f} s, compiling (compile + first call, eager excluded) {compile_s:6.1f} s, rest {wall - compile_s:6.1f} s  [{status}]"
+        )
 
 
 def program_cost(rounds: int = 7) -> None:
     import torch
 
     from fixtures import zoo
-    from pytest_torchcompile.common.capture import CaptureLog, capturing
-    from pytest_torchcompile.snapshot import program
-    from pytest_torchcompile.snapshot.catalogue import ARTIFACTS
-    from pytest_torchcompile.snapshot.guards import guard_function, read_guards
-    from pytest_torchcompile.snapshot.normalize import Normalizer
+    from pytest_torchcompile.common.capture import capturing
+    from pytest_torchcompile.common.capture_log import CaptureLog
+    from pytest_torchcompile.snapshot.artifacts import program
+    from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
+    from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
     normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
-    print(f"program artifact per case, inductor, warm caches, {rounds} rounds (median milliseconds)")
-    print(f"{'model':<22} {'read guards':>11} {'build+normalize':>15} {'program total':>13} {'other artifacts':>15} {'lines':>6}")
-    for name in ("mlp_training", "convbn_inference", "transformer_block", "graph_break", "dynamic_shapes", "function_with_kwargs"):
+    print(
+        f"program artifact per case, inductor, warm caches, {rounds} rounds (median milliseconds)"
+    )
+    print(
+        f"{'model':<22} {'read guards':>11} {'build+normalize':>15} {'program total':>13} {'other artifacts':>15} {'lines':>6}"
+    )
+    for name in (
+        "mlp_training",
+        "convbn_inference",
+        "transformer_block",
+        "graph_break",
+        "dynamic_shapes",
+        "function_with_kwargs",
+    ):
         model, args, kwargs = getattr(zoo, name)()
         torch._dynamo.reset()
         log = CaptureLog()
         with torch.set_grad_enabled(name in ("mlp_training", "graph_break")), capturing(log):
-            torch.compile(model, dynamic=True if name == "dynamic_shapes" else None)(*args, **kwargs)
+            torch.compile(model, dynamic=True if name == "dynamic_shapes" else None)(
+                *args, **kwargs
+            )
         reads, builds, others = [], [], []
         for _ in range(rounds):
-            others.append(_ms(lambda: build_all(log, normalize, all_but_program())))
+            others.append(_ms(lambda log=log: build_all(log, normalize, all_but_program())))
             log.guards.clear()
-            guard_function.cache_clear(), program.is_python.cache_clear()  # a case's first build: nothing cached
-            reads.append(_ms(lambda: read_guards(log)))
-            builds.append(_ms(lambda: ARTIFACTS["program"].text(log, "inductor", normalize)))
+            (
+                guard_function.cache_clear(),
+                program.is_python.cache_clear(),
+            )  # a case's first build: nothing cached
+            reads.append(_ms(lambda log=log: read_guards(log)))
+            builds.append(
+                _ms(lambda log=log: ARTIFACTS["program"].text(log, "inductor", normalize))
+            )
         r, b, o = (statistics.median(x) for x in (reads, builds, others))
         lines = len(program.build(log, "inductor").splitlines())
         print(f"{name:<22} {r:11.2f} {b:15.2f} {r + b:13.2f} {o:15.2f} {lines:6d}")

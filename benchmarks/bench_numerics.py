@@ -35,10 +35,10 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
     import torch
 
     from pytest_torchcompile.common.copies import clone_inputs, copy_model
-    from pytest_torchcompile.snapshot.calls import observed_call
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
     from pytest_torchcompile.snapshot.case import CompileCase
-    from pytest_torchcompile.snapshot.normalize import Normalizer
-    from pytest_torchcompile.snapshot.numerics import compare
+    from pytest_torchcompile.snapshot.numerics.calls import observed_call
+    from pytest_torchcompile.snapshot.numerics.check import compare
     from pytest_torchcompile.snapshot.spec import CompileSpec
 
     model, args, kwargs = build()
@@ -46,9 +46,20 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
     case = CompileCase(CompileSpec(artifacts=()), "bench", model, normalizer)
     whole, _ = timed(lambda: case.start(args, kwargs))
 
-    copies, _ = timed(lambda: (copy_model(model), copy_model(model), clone_inputs((args, kwargs)), clone_inputs((args, kwargs))))
+    copies, _ = timed(
+        lambda: (
+            copy_model(model),
+            copy_model(model),
+            clone_inputs((args, kwargs)),
+            clone_inputs((args, kwargs)),
+        )
+    )
     eager_model = copy_model(model)
-    eager, (_, eager_seen) = timed(lambda: observed_call(eager_model, eager_model, clone_inputs((args, kwargs)), case.spec.grads))
+    eager, (_, eager_seen) = timed(
+        lambda: observed_call(
+            eager_model, eager_model, clone_inputs((args, kwargs)), case.spec.grads
+        )
+    )
     other = copy_model(model)
     _, seen = observed_call(other, other, clone_inputs((args, kwargs)), case.spec.grads)
     comparison, mismatches = timed(lambda: compare(seen, eager_seen, case.replay.tolerance))
@@ -59,19 +70,27 @@ def one_round(build: Callable[[], Any]) -> dict[str, float]:
 def main(rounds: int = 7) -> None:
     from fixtures import zoo
 
-    models = {"mlp_training": zoo.mlp_training, "transformer_block": zoo.transformer_block, "convbn_inference": zoo.convbn_inference}
+    models = {
+        "mlp_training": zoo.mlp_training,
+        "transformer_block": zoo.transformer_block,
+        "convbn_inference": zoo.convbn_inference,
+    }
     for build in models.values():
         one_round(build)  # warm the Inductor caches and the interpreter
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in models}
     for _ in range(rounds):
         for name, build in models.items():
             samples[name].append(one_round(build))
-    print(f"numerics check on a passing case, warm caches, medians of {rounds} interleaved rounds (ms)")
+    print(
+        f"numerics check on a passing case, warm caches, medians of {rounds} interleaved rounds (ms)"
+    )
     print(f"{'model':<18} {'case':>8} {'copies':>8} {'eager':>8} {'compare':>8} {'share':>7}")
     for name, rows in samples.items():
         med = {k: statistics.median(r[k] for r in rows) * 1000 for k in rows[0]}
         added = med["copies"] + med["eager"] + med["compare"]
-        print(f"{name:<18} {med['case']:8.1f} {med['copies']:8.2f} {med['eager']:8.2f} {med['compare']:8.2f} {100 * added / med['case']:6.1f}%")
+        print(
+            f"{name:<18} {med['case']:8.1f} {med['copies']:8.2f} {med['eager']:8.2f} {med['compare']:8.2f} {100 * added / med['case']:6.1f}%"
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from snapshot_size import REPO, package_at
 
-TEST = '''
+TEST = """
 import pytest, torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -32,12 +32,23 @@ def test_gpt2(compile_model):
     ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         compile_model(GPT2LMHeadModel(config).eval(), input_ids=ids)
-'''
+"""
 
 
 def run(project: Path, code_root: Path, cache: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(code_root), "TORCHINDUCTOR_CACHE_DIR": cache}
-    command = [sys.executable, "-m", "pytest", "test_gpt2.py", "-p", "no:cacheprovider", "-W", "ignore", "-rf", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "test_gpt2.py",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore",
+        "-rf",
+        *args,
+    ]
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True).stdout
 
 
@@ -61,9 +72,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         cache = str(work / "inductor-cache")
-        before = failure_lines(package_at(args.before, work / "before-code"), work / "project-before", cache)
+        before = failure_lines(
+            package_at(args.before, work / "before-code"), work / "project-before", cache
+        )
         after = failure_lines(REPO, work / "project-after", cache)
-    print(f"n_layer 1 -> 2 on a tiny GPT-2: {len(before)} lines of failure at {args.before}, {len(after)} now")
+    print(
+        f"n_layer 1 -> 2 on a tiny GPT-2: {len(before)} lines of failure at {args.before}, {len(after)} now"
+    )
     if args.show:
         print("\n".join(after))
 

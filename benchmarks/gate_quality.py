@@ -61,7 +61,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
-SUITE = '''
+SUITE = """
 import pytest, torch
 
 SIZE = 1 << 16
@@ -108,19 +108,21 @@ def test_pb(benchmark, name):
             benchmark(fn, x)
     finally:
         torch.set_num_threads(threads)
-'''
+"""
 
 VARIANTS = {
     "identical": {"planted": ""},
     "break": {"planted": "    torch._dynamo.graph_break()\n"},
     # two more divisions fused into the same kernel, in the compiled graph only
     # (eager never takes the branch): same graphs, breaks and kernel count.
-    "subtle": {"planted": "    if torch.compiler.is_compiling():\n        y = y / (y * y + 1.0)\n        y = y / (y * y + 1.0)\n"},
+    "subtle": {
+        "planted": "    if torch.compiler.is_compiling():\n        y = y / (y * y + 1.0)\n        y = y / (y * y + 1.0)\n"
+    },
 }
 CASES = ("chain", "matmul")
 PB_REGRESSED = re.compile(r"test_pb\[(\w+)\].*Field 'mean' has failed")
 
-GPU_SUITE = '''
+GPU_SUITE = """
 import pytest, torch
 
 
@@ -186,8 +188,11 @@ def test_launch(compile_benchmark):
     model = Stack().cuda().eval()
     with torch.no_grad():
         compile_benchmark(model, torch.randn(4, 64, device="cuda"))
-'''
-GPU_VARIANTS = {"identical": {"planted": "pass"}, "break": {"planted": "torch._dynamo.graph_break()"}}
+"""
+GPU_VARIANTS = {
+    "identical": {"planted": "pass"},
+    "break": {"planted": "torch._dynamo.graph_break()"},
+}
 
 
 @dataclass(frozen=True)
@@ -206,12 +211,29 @@ class Suite:
 
 
 CPU = Suite(SUITE, VARIANTS, CASES, "[{case}]::case_0", pytest_benchmark=True)
-GPU = Suite(GPU_SUITE, GPU_VARIANTS, ("chain", "mlp", "launch"), "::test_{case}::case_0", pytest_benchmark=False, gpu=True)
+GPU = Suite(
+    GPU_SUITE,
+    GPU_VARIANTS,
+    ("chain", "mlp", "launch"),
+    "::test_{case}::case_0",
+    pytest_benchmark=False,
+    gpu=True,
+)
 
 
 def run_pytest(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "ignore::DeprecationWarning", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-W",
+        "ignore::DeprecationWarning",
+        *args,
+    ]
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
 
 
@@ -227,30 +249,49 @@ def record(project: Path, suite: Suite) -> None:
         sys.exit(f"recording the baseline failed:\n{done.stdout}\n{done.stderr}")
 
 
-def gate_once(project: Path, variant: str, index: int, keep: Path | None, suite: Suite = CPU) -> dict[str, Any]:
+def gate_once(
+    project: Path, variant: str, index: int, keep: Path | None, suite: Suite = CPU
+) -> dict[str, Any]:
     """One gated run: our verdicts (all metrics and speedup alone) and pytest-benchmark's."""
     write_suite(project, suite, variant)
     report = project / "report.json"
     report.unlink(missing_ok=True)
     started = time.perf_counter()
-    extra = ["--benchmark-compare=0001", "--benchmark-compare-fail=mean:5%", "--benchmark-disable-gc"] if suite.pytest_benchmark else []
+    extra = (
+        ["--benchmark-compare=0001", "--benchmark-compare-fail=mean:5%", "--benchmark-disable-gc"]
+        if suite.pytest_benchmark
+        else []
+    )
     done = run_pytest(project, ["--perf-gate", "--perf-report=report.json", *extra])
     seconds = time.perf_counter() - started
     if not report.exists():
-        sys.exit(f"run {variant} #{index} wrote no report:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+        sys.exit(
+            f"run {variant} #{index} wrote no report:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+        )
     data = json.loads(report.read_text())
     if keep is not None:
         shutil.copy(report, keep / f"{index:03d}-{variant}.json")
         (keep / f"{index:03d}-{variant}.log").write_text(done.stdout)
-    outcome: dict[str, Any] = {"variant": variant, "seconds": seconds, "gate": {}, "speedup": {}, "pb": {}, "ratio": {}}
+    outcome: dict[str, Any] = {
+        "variant": variant,
+        "seconds": seconds,
+        "gate": {},
+        "speedup": {},
+        "pb": {},
+        "ratio": {},
+    }
     for case in suite.cases:
         rows = [r for r in data["rows"] if suite.key_matches(r["case"], case)]
         outcome["gate"][case] = _worst([r["verdict"] for r in rows])
         speedup = next(r for r in rows if r["metric"] in ("speedup", "(case)"))
         outcome["speedup"][case] = speedup["verdict"]
         outcome["ratio"][case] = (speedup["baseline"], speedup["now"], speedup["change"])
-        outcome.setdefault("remeasured", {})[case] = any(v["remeasured"] for k, v in data["verdicts"].items() if suite.key_matches(k, case))
-        outcome.setdefault("failed_rows", {})[case] = sorted(r["metric"].split(" ")[0] for r in rows if r["verdict"] == "FAIL")
+        outcome.setdefault("remeasured", {})[case] = any(
+            v["remeasured"] for k, v in data["verdicts"].items() if suite.key_matches(k, case)
+        )
+        outcome.setdefault("failed_rows", {})[case] = sorted(
+            r["metric"].split(" ")[0] for r in rows if r["verdict"] == "FAIL"
+        )
         if suite.gpu:
             outcome.setdefault("gpu", {})[case] = gpu_outcome(rows, data["cases"], suite, case)
     regressed = set(PB_REGRESSED.findall(done.stdout + done.stderr))
@@ -258,7 +299,9 @@ def gate_once(project: Path, variant: str, index: int, keep: Path | None, suite:
     return outcome
 
 
-def gpu_outcome(rows: list[dict[str, Any]], cases: dict[str, Any], suite: Suite, case: str) -> dict[str, Any]:
+def gpu_outcome(
+    rows: list[dict[str, Any]], cases: dict[str, Any], suite: Suite, case: str
+) -> dict[str, Any]:
     """How the GPU side of one case was measured and judged in one run."""
     record = next((r for key, r in cases.items() if suite.key_matches(key, case)), {})
     settings = record.get("settings", {})
@@ -291,8 +334,10 @@ def schedule(counts: dict[str, int]) -> list[str]:
 
 
 def summarize(outcomes: list[dict[str, Any]]) -> list[str]:
-    lines = ["| variant | case | runs | gate FAIL / INCONCL. / PASS | speedup-only FAIL / INCONCL. / PASS | pytest-benchmark mean:5% FAIL | median change of speedup |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| variant | case | runs | gate FAIL / INCONCL. / PASS | speedup-only FAIL / INCONCL. / PASS | pytest-benchmark mean:5% FAIL | median change of speedup |",
+        "|---|---|---|---|---|---|---|",
+    ]
     by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for o in outcomes:
         by_variant[o["variant"]].append(o)
@@ -312,9 +357,11 @@ def summarize(outcomes: list[dict[str, Any]]) -> list[str]:
 
 def summarize_gpu(outcomes: list[dict[str, Any]]) -> list[str]:
     """The GPU mode's table: the gate per case, what failed, and how the GPU side was judged."""
-    lines = ["| variant | case | runs | gate FAIL / INCONCL. / PASS | rows that failed (runs) | gpu_timing | launch-bound | "
-             "gpu_speedup verdicts | gpu_speedup change: median (range) | speedup change: median (range) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| variant | case | runs | gate FAIL / INCONCL. / PASS | rows that failed (runs) | gpu_timing | launch-bound | "
+        "gpu_speedup verdicts | gpu_speedup change: median (range) | speedup change: median (range) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for o in outcomes:
         by_variant[o["variant"]].append(o)
@@ -346,27 +393,57 @@ def _changes(changes: list[float | None]) -> str:
 
 def cuda_available() -> bool:
     """Asked of a fresh interpreter, as the pytest runs will see it."""
-    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip() == "True"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpu", action="store_true", help="gate the three GPU cases of the H100 samples (needs CUDA)")
-    parser.add_argument("--identical", type=int, default=None, help="unchanged runs (20; --gpu: 10)")
-    parser.add_argument("--break", dest="broken", type=int, default=None, help="runs with a planted graph break (10; --gpu: 5)")
-    parser.add_argument("--subtle", type=int, default=None, help="runs with a subtle planted regression (10; not in --gpu)")
-    parser.add_argument("--keep", type=Path, default=None, help="folder to keep every run's JSON report and log in")
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="gate the three GPU cases of the H100 samples (needs CUDA)",
+    )
+    parser.add_argument(
+        "--identical", type=int, default=None, help="unchanged runs (20; --gpu: 10)"
+    )
+    parser.add_argument(
+        "--break",
+        dest="broken",
+        type=int,
+        default=None,
+        help="runs with a planted graph break (10; --gpu: 5)",
+    )
+    parser.add_argument(
+        "--subtle",
+        type=int,
+        default=None,
+        help="runs with a subtle planted regression (10; not in --gpu)",
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="folder to keep every run's JSON report and log in"
+    )
     args = parser.parse_args()
     if args.gpu and not cuda_available():
-        sys.exit("gate_quality.py --gpu needs CUDA: torch.cuda.is_available() is False here, so nothing was run "
-                 "(run it on a machine with an NVIDIA GPU; without --gpu it measures the CPU gate)")
+        sys.exit(
+            "gate_quality.py --gpu needs CUDA: torch.cuda.is_available() is False here, so nothing was run "
+            "(run it on a machine with an NVIDIA GPU; without --gpu it measures the CPU gate)"
+        )
     if args.gpu and args.subtle:
         sys.exit("--subtle is a CPU-mode plant; --gpu has identical and break runs")
     suite = GPU if args.gpu else CPU
-    defaults = {"identical": 10, "break": 5} if args.gpu else {"identical": 20, "break": 10, "subtle": 10}
+    defaults = (
+        {"identical": 10, "break": 5} if args.gpu else {"identical": 20, "break": 10, "subtle": 10}
+    )
     given = {"identical": args.identical, "break": args.broken, "subtle": args.subtle}
-    counts = {variant: default if given[variant] is None else given[variant] for variant, default in defaults.items()}
+    counts = {
+        variant: default if given[variant] is None else given[variant]
+        for variant, default in defaults.items()
+    }
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     project = Path(tempfile.mkdtemp(prefix="gate_quality_"))
@@ -381,10 +458,21 @@ def main() -> None:
     for index, variant in enumerate(order):
         outcome = gate_once(project, variant, index, args.keep, suite)
         outcomes.append(outcome)
-        ratios = ", ".join(f"{c} {b:.3g}x->{n:.3g}x ({100 * ch:+.1f}%)" for c, (b, n, ch) in outcome["ratio"].items() if ch is not None)
-        judged = f"failed rows {outcome['failed_rows']}" if args.gpu else f"pytest-benchmark {outcome['pb']}"
-        print(f"[{index + 1}/{len(order)}] {variant:9s} gate {outcome['gate']} speedup {outcome['speedup']} "
-              f"{judged} | {ratios} | {outcome['seconds']:.0f}s", flush=True)
+        ratios = ", ".join(
+            f"{c} {b:.3g}x->{n:.3g}x ({100 * ch:+.1f}%)"
+            for c, (b, n, ch) in outcome["ratio"].items()
+            if ch is not None
+        )
+        judged = (
+            f"failed rows {outcome['failed_rows']}"
+            if args.gpu
+            else f"pytest-benchmark {outcome['pb']}"
+        )
+        print(
+            f"[{index + 1}/{len(order)}] {variant:9s} gate {outcome['gate']} speedup {outcome['speedup']} "
+            f"{judged} | {ratios} | {outcome['seconds']:.0f}s",
+            flush=True,
+        )
     print()
     print("\n".join(summarize_gpu(outcomes) if args.gpu else summarize(outcomes)))
     if args.keep:

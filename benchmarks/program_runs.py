@@ -53,9 +53,9 @@ TEST = """
 import json, sys, torch, pytest
 sys.path.insert(0, {repo!r})
 from benchmarks.program_runs import calls_of
-from pytest_torchcompile.snapshot.calls import wants_grads
-from pytest_torchcompile.snapshot.numerics import argument_names, observe
-from pytest_torchcompile.snapshot.program.refusals import ProgramRefused
+from pytest_torchcompile.snapshot.numerics.calls import wants_grads
+from pytest_torchcompile.snapshot.numerics.check import argument_names, observe
+from pytest_torchcompile.snapshot.artifacts.program.refusals import ProgramRefused
 
 @pytest.mark.parametrize("name", {names!r})
 @pytest.mark.compile_snapshot(backend="inductor", artifacts=(), dynamic={dynamic!r})
@@ -107,9 +107,7 @@ def compile_and_write(names: list[str], out: Path) -> dict[str, str]:
             )
             env = {
                 **os.environ,
-                "PYTHONPATH": os.pathsep.join(
-                    [str(REPO), os.environ.get("PYTHONPATH", "")]
-                ),
+                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
             }
             command = [
                 sys.executable,
@@ -124,9 +122,7 @@ def compile_and_write(names: list[str], out: Path) -> dict[str, str]:
                 folder,
                 *_plugin(),
             ]
-            done = subprocess.run(
-                command, cwd=folder, env=env, capture_output=True, text=True
-            )
+            done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
             for line in done.stdout.splitlines():
                 if line.startswith("REFUSED "):
                     name, reason = json.loads(line[len("REFUSED ") :])
@@ -167,9 +163,9 @@ def child(name: str, out: Path) -> None:
 
     import torch
 
-    from pytest_torchcompile._torch.trap import trap_compilation
-    from pytest_torchcompile.snapshot.calls import observed_call
-    from pytest_torchcompile.snapshot.program.check import bitwise_mismatches
+    from pytest_torchcompile._torch.program.trap import trap_compilation
+    from pytest_torchcompile.snapshot.numerics.calls import observed_call
+    from pytest_torchcompile.snapshot.numerics.program_run import bitwise_mismatches
 
     trap_compilation()
     model, calls, grad = calls_of(name)
@@ -181,9 +177,7 @@ def child(name: str, out: Path) -> None:
     with torch.set_grad_enabled(grad):
         for inputs in calls:
             _, seen = observed_call(program, model, inputs, None)
-    mismatches = bitwise_mismatches(
-        seen, torch.load(out / f"{name}.seen.pt", weights_only=False)
-    )
+    mismatches = bitwise_mismatches(seen, torch.load(out / f"{name}.seen.pt", weights_only=False))
     verdict = "bitwise" if not mismatches else "differs"
     print(
         "CHILD "
@@ -208,9 +202,7 @@ def measure(names: list[str]) -> list[dict[str, Any]]:
                     {
                         "case": name,
                         "verdict": "refused",
-                        "detail": refused.get(
-                            name, "no file written (the compile failed)"
-                        ),
+                        "detail": refused.get(name, "no file written (the compile failed)"),
                     }
                 )
                 continue
@@ -253,13 +245,7 @@ def main(argv: list[str]) -> None:
         child(argv[1], Path(argv[2]))
         return
     names = (
-        ZOO + REAL
-        if not argv
-        else ZOO
-        if argv == ["zoo"]
-        else REAL
-        if argv == ["real"]
-        else argv
+        ZOO + REAL if not argv else ZOO if argv == ["zoo"] else REAL if argv == ["real"] else argv
     )
     print(table(measure(names)))
 

@@ -36,18 +36,44 @@ SUITES = ("fixtures/test_real_models.py", "fixtures/test_zoo.py")
 
 def record(code_root: Path, suites: list[str], out: Path, cache: str) -> None:
     """`pytest SUITES --update-snapshots` with the plugin package imported from `code_root`."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), str(REPO)]), "TORCHINDUCTOR_CACHE_DIR": cache}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(code_root), str(REPO)]),
+        "TORCHINDUCTOR_CACHE_DIR": cache,
+    }
     paths = [str(REPO / suite) for suite in suites]
-    command = [sys.executable, "-m", "pytest", *paths, "--rootdir", str(REPO), "-q", "-p", "no:cacheprovider", "-W", "ignore", "--update-snapshots", "--torchcompile-snapshot-dir", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *paths,
+        "--rootdir",
+        str(REPO),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore",
+        "--update-snapshots",
+        "--torchcompile-snapshot-dir",
+        str(out),
+    ]
     # not from REPO: `python -m` puts the working folder first on sys.path, before PYTHONPATH
     done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"recording with {code_root} failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"recording with {code_root} failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
 
 
 def package_at(revision: str, into: Path) -> Path:
     """The plugin package as it was at `revision`, unpacked under `into`."""
-    archive = subprocess.run(["git", "archive", revision, "pytest_torchcompile"], cwd=REPO, capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", revision, "pytest_torchcompile"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -63,7 +89,9 @@ def cases(root: Path, leave_out: tuple[str, ...] = ()) -> dict[str, dict[str, in
     return found
 
 
-def report(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], markdown: bool) -> list[str]:
+def report(
+    before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], markdown: bool
+) -> list[str]:
     rows = []
     for case in sorted(before):
         old, new = sum(before[case].values()), sum(after.get(case, {}).values())
@@ -78,24 +106,41 @@ def report(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], 
         cells = [case, str(old), str(new), f"{ratio:.0%}"]
         lines.append(("| " + " | ".join(cells) + " |") if markdown else sep.join(cells))
     lines.append("")
-    lines.append(f"total: {total_old} -> {total_new} lines ({total_new / total_old:.1%}); per case median {statistics.median(ratios):.1%}, largest {max(ratios):.1%} ({max(rows, key=lambda r: r[3])[0]})")
+    lines.append(
+        f"total: {total_old} -> {total_new} lines ({total_new / total_old:.1%}); per case median {statistics.median(ratios):.1%}, largest {max(ratios):.1%} ({max(rows, key=lambda r: r[3])[0]})"
+    )
     per_old, per_new = Counter(), Counter()
     for case in before:
         per_old.update(before[case])
         per_new.update(after.get(case, {}))
-    lines.append("per artifact: " + ", ".join(f"{name} {per_old[name]} -> {per_new.get(name, 0)}" for name, _ in per_old.most_common()))
+    lines.append(
+        "per artifact: "
+        + ", ".join(
+            f"{name} {per_old[name]} -> {per_new.get(name, 0)}" for name, _ in per_old.most_common()
+        )
+    )
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="a12a5de", help="git revision whose plugin records the 'before' set")
-    parser.add_argument("--suite", action="append", help="test file(s) to record (default: the real models and the zoo)")
-    parser.add_argument("--markdown", action="store_true", help="print the per-case table as Markdown")
+    parser.add_argument(
+        "--before", default="a12a5de", help="git revision whose plugin records the 'before' set"
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        help="test file(s) to record (default: the real models and the zoo)",
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the per-case table as Markdown"
+    )
     parser.add_argument("--cache", help="Inductor cache folder to use (default: a new one, cold)")
     args = parser.parse_args()
     suites = args.suite or list(SUITES)
-    from pytest_torchcompile.snapshot.artifacts import OPT_IN
+    from pytest_torchcompile.snapshot.artifacts.catalogue import CATALOGUE
+
+    opt_in = tuple(a.name for a in CATALOGUE if a.opt_in)
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -105,7 +150,15 @@ def main() -> None:
         for suite in suites:
             folder = Path(suite).with_suffix("")
             print(f"\n{suite}: lines per case, {args.before} -> this checkout (default artifacts)")
-            print("\n".join(report(cases(work / "before" / folder), cases(work / "after" / folder, OPT_IN), args.markdown)))
+            print(
+                "\n".join(
+                    report(
+                        cases(work / "before" / folder),
+                        cases(work / "after" / folder, opt_in),
+                        args.markdown,
+                    )
+                )
+            )
 
 
 if __name__ == "__main__":

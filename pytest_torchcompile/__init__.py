@@ -10,8 +10,9 @@ from typing import Any
 
 from .common.options import SpecError
 from .perf.gate import GateSettings, Verdict
-from .snapshot.report import CaseRow
-from .snapshot.result import CompileResult, FrameResult
+from .snapshot.artifacts.case_artifacts import FrameResult
+from .snapshot.case_table import CaseRow
+from .snapshot.result import CompileResult
 from .snapshot.spec import ARTIFACT_EXTENSIONS, CompileSpec
 
 __all__ = [
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name == "BenchmarkResult":
-        from .perf.fixture import BenchmarkResult
+        from .perf.result import BenchmarkResult
 
         return BenchmarkResult
     raise AttributeError(f"module 'pytest_torchcompile' has no attribute {name!r}")

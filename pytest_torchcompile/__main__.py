@@ -1,64 +1,7 @@
-"""`python -m pytest_torchcompile diff OLD NEW`: what changed between two snapshot sets.
+"""`python -m pytest_torchcompile diff OLD NEW` (see `diff_command`)."""
 
-Reads snapshot files only, never torch, so it runs where torch is not
-installed (a CI job that only has the two sets, a laptop reviewing a torch
-upgrade). The exit status is 0 whatever the verdicts (the report informs; the
-snapshot tests are the gate), and 2 for a bad argument, with a message that
-names it.
-"""
-
-from __future__ import annotations
-
-import argparse
-import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 
-from .snapshot.diff_report import SnapshotSetError, compare_sets, render_markdown, render_text, to_json
+from .diff_command import main
 
-PROG = "python -m pytest_torchcompile"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="pytest-torchcompile tools that need no torch.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    diff = commands.add_parser(
-        "diff",
-        help="compare two snapshot sets (two torch versions, before/after a change)",
-        description=(
-            "Compare two snapshot sets case by case: the counters old -> new, what moved (ops, kernels fused or "
-            "only renamed, guards by kind and source, graph breaks and recompile reasons), and a verdict per case: "
-            "'behaviour changed', 'text only' or 'unchanged'. Exit status 0 whatever the verdicts; 2 on bad arguments."
-        ),
-    )
-    diff.add_argument("old", type=Path, metavar="OLD", help="the reference snapshot folder (e.g. snapshots/2.13/cpu)")
-    diff.add_argument("new", type=Path, metavar="NEW", help="the snapshot folder to compare with it")
-    diff.add_argument("--markdown", type=Path, metavar="PATH", help="also write the report as Markdown (appended when PATH is $GITHUB_STEP_SUMMARY)")
-    diff.add_argument("--json", type=Path, metavar="PATH", help="also write the report as JSON")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        report = compare_sets(args.old, args.new)
-    except SnapshotSetError as exc:
-        parser.error(str(exc))
-    sys.stdout.write(render_text(report))
-    outputs = [(args.markdown, render_markdown), (args.json, to_json)]
-    for path, render in outputs:
-        if path is None:
-            continue
-        mode = "a" if os.environ.get("GITHUB_STEP_SUMMARY") == str(path) else "w"
-        try:
-            with open(path, mode, encoding="utf-8") as handle:
-                handle.write(render(report))
-        except OSError as exc:
-            parser.error(f"cannot write {path}: {exc.strerror}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+sys.exit(main())

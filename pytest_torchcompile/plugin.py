@@ -6,16 +6,21 @@ options, marker, fixture and per-run session. The one hook here is shared
 by both: a fixture call that fails (a usage error, a failing case) raises
 `FixtureFailure`, which becomes the test's failure with its message alone.
 Neither this module nor the two it loads imports torch: `pytest --help` in
-a project without compiled models stays fast.
+a project without compiled models stays fast. With `TORCH_TRACE=dir` set
+(torch's trace for tlparse), each test's compiles go to a folder of its own
+under `dir` (see `trace_folder`); torch is imported then, as the trace needs it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 from collections.abc import Generator
 
 import pytest
 
-from .common.cases import FixtureFailure
+from .common.named_cases import FixtureFailure
 
 pytest_plugins = ["pytest_torchcompile.snapshot.plugin", "pytest_torchcompile.perf.plugin"]
 
@@ -28,3 +33,27 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except FixtureFailure as exc:
         message = str(exc)
     pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback in the report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Under `TORCH_TRACE`, the test's trace file lands in a folder of its own (setup to teardown)."""
+    if not os.environ.get("TORCH_TRACE"):
+        return (yield)
+    from ._torch.trace import trace_files_in
+
+    with trace_files_in(trace_folder(item.nodeid), item.nodeid):
+        return (yield)
+
+
+def trace_folder(nodeid: str) -> str:
+    """A folder name for a test: its node id with `/` and `::` as `-`, other unsafe characters as `_`.
+
+    A short hash of the node id follows where characters were replaced, so
+    two tests never share a folder (`test_a[x/y]` and `test_a[x_y]`).
+    """
+    readable = nodeid.replace("::", "-").replace("/", "-")
+    safe = re.sub(r"[^A-Za-z0-9._\-\[\]]", "_", readable)[:150]
+    if safe == readable:
+        return safe
+    return f"{safe}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"

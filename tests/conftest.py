@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+#: the repository's root, and the tests' recorded data
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Import torch's compiler stack once, before any test runs.
@@ -20,14 +24,20 @@ def pytest_configure(config: pytest.Config) -> None:
     a pytester test that happened to be the first to touch Inductor in a
     worker broke every later compile in that worker.
     """
-    with warnings.catch_warnings():  # torch's own import-time deprecations, before pytest captures warnings
+    with (
+        warnings.catch_warnings()
+    ):  # torch's own import-time deprecations, before pytest captures warnings
         warnings.simplefilter("ignore")
-        for module in ("torch._dynamo.repro.after_dynamo", "torch._inductor.codecache", "torch._inductor.compile_fx"):
+        for module in (
+            "torch._dynamo.repro.after_dynamo",
+            "torch._inductor.codecache",
+            "torch._inductor.compile_fx",
+        ):
             importlib.import_module(module)
 
 
 #: A small model test; `{op}`, `{backend}` and `{extra}` vary per test.
-MODEL_TEST = '''
+MODEL_TEST = """
 import pytest, torch
 
 class M(torch.nn.Module):
@@ -43,7 +53,7 @@ class M(torch.nn.Module):
 def test_m(compile_model):
     torch.manual_seed(0)
     compile_model(M(), torch.randn(2, 4))
-'''
+"""
 
 
 def model_test(op: str = "relu", backend: str = "aot_eager", extra: str = "") -> str:
@@ -65,6 +75,10 @@ def snapshot_files(pytester: pytest.Pytester):
 
     def files() -> list[str]:
         root = pytester.path / "snapshots"
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
+        return (
+            sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+            if root.exists()
+            else []
+        )
 
     return files

@@ -6,7 +6,7 @@ here: private modules (`torch._dynamo`, `torch._inductor`, `torch._logging`,
 records, its text formats, config keys, exception types, the guard-tree API,
 the bytecode hook, compile metrics, the compiler bisector and the
 `aot_compile`/save/load API. A torch upgrade that changes one of them is an
-edit here, and `tests/test_torch_adapter.py` exercises this interface
+edit here, and `tests/torch_adapter/test_adapter_contract.py` exercises this interface
 directly on the installed torch. Differences between torch versions are
 detected here, by feature rather than by version number, so the rest of the
 plugin sees one interface.
@@ -22,7 +22,8 @@ Modules by topic:
 - `aot`: `aot_compile`, save and load of precompiled functions;
 - `bisector`: torch's compiler bisector;
 - `kernels`: loading generated kernel modules, Inductor's compile workers;
-- `tensors`: pytree walks and `assert_close`'s default tolerances.
+- `tensors`: pytree walks and `assert_close`'s default tolerances;
+- `program`: what the program file needs (AOTAutograd's metadata, its runtime, the compile trap).
 
 Importing this package imports none of them.
 """

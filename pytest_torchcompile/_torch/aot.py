@@ -1,17 +1,12 @@
 """Precompile: `aot_compile`, then save and load the compiled function.
 
-`torch.compile(fn, fullgraph=True).aot_compile(((args), kwargs))` compiles
-ahead of time and returns an object with `save_compiled_function(path)`;
-`torch.compiler.load_compiled_function(file)` loads it back, in any process.
-
-Which torch has it (feature detection, not version numbers): the method
-exists from torch 2.10, where `torch.compile` attaches it only while
-`torch._dynamo.config.enable_aot_compile` is on (2.10 and 2.11 leave it
-off; measured on 2.11), and from 2.12 on by default. So the flag is turned
-on here for the compile whenever torch has it, and a torch without the
-method or the loader is told so (`unsupported`), naming the first release
-that has them. Those early releases save only Inductor's output: another
-backend is told so too, naming the backend that works.
+`torch.compile(fn, fullgraph=True).aot_compile(((args), kwargs))` returns an
+object with `save_compiled_function(path)`; `torch.compiler.load_compiled_function`
+loads it back in any process. Detected by feature: the method exists from
+torch 2.10, behind `torch._dynamo.config.enable_aot_compile` until 2.12, so
+the flag is turned on for the compile; a torch without it is told so
+(`unsupported`), naming the first release that has it, and so is a backend
+those early releases cannot save.
 """
 
 from __future__ import annotations
@@ -27,9 +22,8 @@ import torch._dynamo.config as dynamo_config
 #: the first torch release with `aot_compile` and `torch.compiler.load_compiled_function`.
 SINCE = "2.10"
 _FLAG = "enable_aot_compile"
-#: what an `aot_compile` that cannot save this backend's output raises (measured on 2.11:
-#: `aot_eager` fails in AOTAutograd's cache bundling, `eager` is no SerializableCallable;
-#: 2.13 and 2.15 save aot_eager's). Matched on text: the exception types are generic.
+#: what an `aot_compile` that cannot save this backend's output raises (2.11: `aot_eager`
+#: fails in AOTAutograd's cache bundling, `eager` is no SerializableCallable). Matched on text: the exception types are generic.
 _BACKEND_NOT_SAVED = ("expected OutputCode", "does not implement SerializableCallable")
 
 
@@ -39,7 +33,9 @@ class Unsupported(Exception):
 
 def unsupported() -> str | None:
     """Why the installed torch cannot precompile, or None when it can."""
-    if hasattr(torch.compiler, "load_compiled_function") and (hasattr(dynamo_config, _FLAG) or _has_method()):
+    if hasattr(torch.compiler, "load_compiled_function") and (
+        hasattr(dynamo_config, _FLAG) or _has_method()
+    ):
         return None
     return _message()
 
@@ -65,7 +61,9 @@ def _enabled() -> Iterator[None]:
         yield
 
 
-def aot_compile(fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def aot_compile(
+    fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """Compile `fn` ahead of time on these inputs (always fullgraph); `Unsupported` on a torch without it."""
     reason = unsupported()
     if reason is not None:

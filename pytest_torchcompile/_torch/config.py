@@ -15,7 +15,7 @@ import torch._inductor.config as inductor_config
 
 #: Inductor settings that make generated C++ independent of the host: no
 #: OpenMP blocks whatever the thread count, and 256-bit vectors on AVX2 and
-#: AVX-512 machines alike (DESIGN section 3).
+#: AVX-512 machines alike.
 HOST_PINNED_CONFIG: dict[str, Any] = {"cpp.threads": 1, "cpp.simdlen": 256}
 #: compiled code calls eager's random ops, so dropout draws what eager draws.
 FALLBACK_RANDOM: dict[str, Any] = {"fallback_random": True}
@@ -63,12 +63,19 @@ def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> 
         return bool(options[CUDAGRAPHS_KEY])
     if mode in CUDAGRAPH_MODES:
         return True
-    return bool(getattr(getattr(inductor_config, "triton", None), "cudagraphs", False))  # an Inductor without that key: not
+    return bool(
+        getattr(getattr(inductor_config, "triton", None), "cudagraphs", False)
+    )  # an Inductor without that key: not
 
 
 #: Inductor settings that change how generated C++ is compiled (the ISA picked, math flags), not what it
 #: says: a program file loads its kernels with the values the capture compiled them with.
-KERNEL_BUILD_KEYS = ("cpp.simdlen", "cpp.vec_isa_ok", "cpp.enable_floating_point_contract_flag", "cpp.enable_unsafe_math_opt_flag")
+KERNEL_BUILD_KEYS = (
+    "cpp.simdlen",
+    "cpp.vec_isa_ok",
+    "cpp.enable_floating_point_contract_flag",
+    "cpp.enable_unsafe_math_opt_flag",
+)
 
 
 def kernel_build_settings() -> dict[str, Any]:

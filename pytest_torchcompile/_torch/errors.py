@@ -23,8 +23,18 @@ BACKEND_FAILURE = "BackendCompilerFailed"
 #: the base class of every error torch raises while compiling.
 COMPILE_ERROR_BASE = "TorchDynamoException"
 #: errors of compiling generated kernels (C++ or Triton).
-KERNEL_COMPILE_ERRORS = ("CppCompileError", "CUDACompileError", "CompilationError", "InvalidCxxCompiler")
-KERNEL_COMPILE_FILES = ("_inductor/cpp_builder.py", "_inductor/codecache.py", "_inductor/async_compile.py", "triton/compiler")
+KERNEL_COMPILE_ERRORS = (
+    "CppCompileError",
+    "CUDACompileError",
+    "CompilationError",
+    "InvalidCxxCompiler",
+)
+KERNEL_COMPILE_FILES = (
+    "_inductor/cpp_builder.py",
+    "_inductor/codecache.py",
+    "_inductor/async_compile.py",
+    "triton/compiler",
+)
 LOWERING_ERRORS = ("LoweringException",)
 LOWERING_FILES = ("_inductor/",)
 AOT_AUTOGRAD_FILES = ("_functorch/",)
@@ -42,7 +52,9 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         yield current
-        current = getattr(current, "inner_exception", None) or current.__cause__ or current.__context__
+        current = (
+            getattr(current, "inner_exception", None) or current.__cause__ or current.__context__
+        )
 
 
 def innermost(exc: BaseException) -> BaseException:
@@ -78,7 +90,11 @@ def raised_in(exc: BaseException) -> str | None:
     """
     errors = list(chain(exc))
     names = {type(e).__name__ for e in errors}
-    files = [frame.filename.replace("\\", "/") for e in errors for frame in traceback.extract_tb(e.__traceback__)]
+    files = [
+        frame.filename.replace("\\", "/")
+        for e in errors
+        for frame in traceback.extract_tb(e.__traceback__)
+    ]
     if names & set(KERNEL_COMPILE_ERRORS) or _touches(files, KERNEL_COMPILE_FILES):
         return KERNEL_COMPILE
     if not is_compile_error(exc):

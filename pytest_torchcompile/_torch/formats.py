@@ -33,7 +33,7 @@ TRACE_RECORDS: dict[str, str] = {
     "compiled_fn_wrapper": "runtime_wrapper",
     "dynamo_graph_break_reason": "graph_break_reason",
     "recompile_reasons": "recompile_reasons",
-    # what the program file's AOTAutograd wrapper is written from (`aot_meta.py`)
+    # what the program file's AOTAutograd wrapper is written from (`program/aot_meta.py`)
     "aot_forward_graph_fw_metadata": "aot_metadata",
 }
 
@@ -46,9 +46,13 @@ ARTIFACT_KIND = "artifact"
 # --- FX graphs and Inductor's output code -----------------------------------
 
 #: `cpp_fused_relu_0 = async_compile.cpp_pybinding(...)`: one generated kernel.
-KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE)
+KERNEL_DEF = re.compile(
+    r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton|cuda|halide)\(", re.MULTILINE
+)
 #: an operation in a printed FX graph: an assignment that is not a rename or a deletion.
-FX_OP_LINE = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE)
+FX_OP_LINE = re.compile(
+    r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE
+)
 #: the kind in an output code's `# AOT ID: ['0_forward']` header.
 AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
 #: where a printed FX graph's body starts.
@@ -64,14 +68,18 @@ OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
 # --- names Dynamo generates -------------------------------------------------
 
 #: `__compiled_fn_7_...`, `__builtins_dict___2`, `__resume_at_30_4`: counted by a process-global counter.
-COUNTED_NAME = re.compile(r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)")
+COUNTED_NAME = re.compile(
+    r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)"
+)
 #: names in transformed code that call a compiled graph or a resume function.
 COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
 COMPILED_FN_PREFIX = "__compiled_fn"
 RESUME_PREFIX = "__resume_at"
 #: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
 #: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter)
-INSTALLED_GLOBAL = re.compile(r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$")
+INSTALLED_GLOBAL = re.compile(
+    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$"
+)
 #: `G['name']` in a guard's source: a global the guard reads.
 GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
 
@@ -89,13 +97,23 @@ TYPE_SUFFIX = re.compile(r", type=<class '([^']*)'>$")
 #: Dynamo's helper prefix: code still holding one has no Python form of its own.
 CHECK_HELPER = "___check_"
 #: the guard on AOTAutograd's saved-tensors hooks.
-SAVED_HOOKS_GUARD = re.compile(r"^torch\._functorch\.aot_autograd\.utils\.top_saved_tensors_hooks ids == None$")
+SAVED_HOOKS_GUARD = re.compile(
+    r"^torch\._functorch\.aot_autograd\.utils\.top_saved_tensors_hooks ids == None$"
+)
 #: leaf guard kinds with a format of their own.
 TENSOR_MATCH, GLOBAL_STATE = "TENSOR_MATCH", "GLOBAL_STATE"
 #: GLOBAL_STATE's code: `... against {json of the recorded state}`.
 GLOBAL_STATE_SEPARATOR = " against "
 #: device types by the backend dispatch key that opens a tensor's key set.
-BACKEND_DEVICES = {"CPU": "cpu", "CUDA": "cuda", "Meta": "meta", "MPS": "mps", "XPU": "xpu", "HPU": "hpu", "MTIA": "mtia"}
+BACKEND_DEVICES = {
+    "CPU": "cpu",
+    "CUDA": "cuda",
+    "Meta": "meta",
+    "MPS": "mps",
+    "XPU": "xpu",
+    "HPU": "hpu",
+    "MTIA": "mtia",
+}
 #: TENSOR_MATCH's type names -> the Python class.
 TENSOR_TYPES = {"Tensor": "torch.Tensor", "Parameter": "torch.nn.Parameter"}
 
@@ -138,7 +156,9 @@ def parse_tensor_match(code: str) -> TensorMatch | None:
         keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
     except (SyntaxError, ValueError):
         return None
-    source, type_name, keys, dtype = (code[a.col_offset : a.end_col_offset] for a in call.args)  # one line: columns suffice
+    source, type_name, keys, dtype = (
+        code[a.col_offset : a.end_col_offset] for a in call.args
+    )  # one line: columns suffice
     return TensorMatch(source, type_name, keys, dtype, keywords)
 
 

@@ -43,7 +43,11 @@ def cached_guards(code: types.CodeType) -> Iterator[tuple[int, int, tuple[GuardR
     for entry in _debug_get_cache_entry_list(code):
         if entry.compile_id is None:
             continue
-        yield entry.compile_id.frame_id, entry.compile_id.frame_compile_id or 0, guard_rows(entry.guard_manager.root)
+        yield (
+            entry.compile_id.frame_id,
+            entry.compile_id.frame_compile_id or 0,
+            guard_rows(entry.guard_manager.root),
+        )
 
 
 def guard_rows(root: Any) -> tuple[GuardRow, ...]:
@@ -63,7 +67,9 @@ def _walk(manager: Any) -> Iterator[GuardRow]:
     for leaf in manager.get_leaf_guards():
         yield from _leaf_rows(type(leaf).__name__, leaf, manager.get_source(), type_id)
     children = manager.get_child_managers()
-    if manager.get_source() == GLOBALS:  # by name: Dynamo's order moves with counters in names (normalize.sort_global_guards)
+    if (
+        manager.get_source() == GLOBALS
+    ):  # by name: Dynamo's order moves with counters in names (normalize.sort_global_guards)
         children = sorted(children, key=lambda child: child.get_source())
     for child in children:
         yield from _walk(child)

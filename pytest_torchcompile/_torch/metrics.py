@@ -17,4 +17,6 @@ def clear() -> None:
 
 def frame_compile_seconds() -> float:
     """Seconds spent compiling frames since the last `clear` (0.0 where a metric is missing)."""
-    return sum(getattr(m, "entire_frame_compile_time_s", None) or 0.0 for m in get_compilation_metrics())
+    return sum(
+        getattr(m, "entire_frame_compile_time_s", None) or 0.0 for m in get_compilation_metrics()
+    )

@@ -8,7 +8,8 @@ which writes to this logger only when it has a handler. A record carries
 
 torch's own handler (`LazyTraceHandler`) sits on the same logger; given a
 folder by `TORCH_TRACE=dir` (or `TORCH_COMPILE_DEBUG=1`) it writes the trace
-files tlparse reads, and it stays attached while the plugin captures.
+files tlparse reads, and it stays attached while the plugin captures;
+`trace_files_in` points it at a folder of one test's own for a while.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
-from torch._logging import _internal
+from torch._logging import _internal, trace_structured
 from torch._logging._internal import trace_log
 
 from .formats import ARTIFACT_KIND, TRACE_RECORDS
@@ -46,13 +48,19 @@ def decode(record: logging.LogRecord) -> TraceEvent | None:
     if stream is None or metadata.get("frame_id") is None:
         return None
     payload = getattr(record, "payload", None) or ""
-    return TraceEvent(stream, int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0), payload)
+    return TraceEvent(
+        stream, int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0), payload
+    )
 
 
 def writes_trace_files(handler: logging.Handler) -> bool:
     """torch's own trace handler with a folder to write to (TORCH_TRACE): tlparse's input."""
     own = getattr(_internal, "LazyTraceHandler", None)
-    return own is not None and isinstance(handler, own) and getattr(handler, "root_dir", None) is not None
+    return (
+        own is not None
+        and isinstance(handler, own)
+        and getattr(handler, "root_dir", None) is not None
+    )
 
 
 @contextlib.contextmanager
@@ -81,3 +89,41 @@ def trace_only_to(handler: logging.Handler | None) -> Iterator[None]:
         trace_log.propagate = previous_propagate
         for other in foreign:
             trace_log.addHandler(other)
+
+
+#: the artifact record that names the test in its own trace file (tlparse lists it under [-/-]).
+TEST_RECORD = "pytest_test"
+
+
+@contextlib.contextmanager
+def trace_files_in(subfolder: str, test: str) -> Iterator[Path | None]:
+    """While inside, torch's trace files (`TORCH_TRACE=dir`) go to `dir/subfolder`.
+
+    Yields that folder, or None where torch writes no trace files. The file
+    is opened on the first record (a test that compiles nothing leaves
+    none); where one was written, a last record names `test`, so tlparse's
+    output of that file says which test it traced. torch's own handler is
+    back in place afterwards.
+    """
+    own = next((h for h in trace_log.handlers if writes_trace_files(h)), None)
+    if own is None:
+        yield None
+        return
+    folder = Path(own.root_dir) / subfolder  # type: ignore[attr-defined]
+    handler = _internal.LazyTraceHandler(str(folder))
+    handler.setFormatter(own.formatter)  # torch's trace format: what tlparse parses
+    handler.setLevel(own.level)
+    trace_log.removeHandler(own)
+    trace_log.addHandler(handler)
+    try:
+        yield folder
+    finally:
+        if handler.stream is not None:
+            trace_structured(
+                "artifact",
+                metadata_fn=lambda: {"name": TEST_RECORD, "encoding": "string"},
+                payload_fn=lambda: test,
+            )
+        trace_log.removeHandler(handler)
+        handler.close()
+        trace_log.addHandler(own)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from .._torch import config, dynamo
 from .._torch.formats import EMITTED_TWICE_ON_CACHE_HIT
 from .._torch.trace import decode, trace_only_to
-from .records import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
+from .capture_log import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
 
 __all__ = ["BytecodeRecord", "CaptureLog", "FrameKey", "TraceRecord", "capturing", "reset_dynamo"]
 
@@ -37,7 +37,9 @@ class _TraceHandler(logging.Handler):
         if event is None:
             return
         key = FrameKey(event.frame_id, event.compile_id)
-        if event.stream in EMITTED_TWICE_ON_CACHE_HIT and self._is_duplicate(key, event.stream, event.payload):
+        if event.stream in EMITTED_TWICE_ON_CACHE_HIT and self._is_duplicate(
+            key, event.stream, event.payload
+        ):
             return
         self.log.records.append(TraceRecord(key, event.stream, event.payload))
 
@@ -64,7 +66,10 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
         log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
 
     with dynamo.bytecode_hook(on_bytecode):
-        with trace_only_to(_TraceHandler(log)), config.patched(config.HOST_PINNED_CONFIG if pin_host else None):
+        with (
+            trace_only_to(_TraceHandler(log)),
+            config.patched(config.HOST_PINNED_CONFIG if pin_host else None),
+        ):
             yield log
 
 

@@ -23,10 +23,18 @@ import torch
 
 from .._torch import config, dynamo, errors, metrics
 from .capture import capturing
-from .cases import CaseFailure, FixtureFailure
-from .diagnose import RUNTIME, compile_stage, describe, first_line, importing, rejected_arguments, user_frame
+from .capture_log import CaptureLog
+from .diagnose import (
+    RUNTIME,
+    compile_stage,
+    describe,
+    first_line,
+    importing,
+    rejected_arguments,
+    user_frame,
+)
+from .named_cases import CaseFailure, FixtureFailure
 from .options import CompileOptions
-from .records import CaptureLog
 
 
 def check_backend(options: CompileOptions) -> None:
@@ -36,12 +44,17 @@ def check_backend(options: CompileOptions) -> None:
     marker, backend = options.marker, options.backend
     known = dynamo.registered_backends()
     if backend not in known:
-        raise FixtureFailure(f"usage error: {marker}(backend={backend!r}) is not a registered backend; known: {', '.join(known)}")
+        raise FixtureFailure(
+            f"usage error: {marker}(backend={backend!r}) is not a registered backend; known: {', '.join(known)}"
+        )
     if backend == "inductor":
         if options.options:
             _check_inductor_options(options)
         return
-    for keyword, given in (("options", bool(options.options)), ("mode", options.mode not in (None, "default"))):
+    for keyword, given in (
+        ("options", bool(options.options)),
+        ("mode", options.mode not in (None, "default")),
+    ):
         if given and keyword not in dynamo.backend_parameters(backend):
             raise FixtureFailure(
                 f"usage error: {marker}({keyword}=...) does nothing with backend {backend!r}: torch.compile hands "
@@ -74,7 +87,9 @@ def compile_with(model: Any, options: CompileOptions) -> Any:
 def compile_call_failure(exc: BaseException, marker: str) -> str:
     """What `torch.compile(model, ...)` raised, before any compile: only its own argument checks blame the marker."""
     if rejected_arguments(exc):
-        return f"usage error: torch.compile rejected the {marker} marker's settings: {first_line(exc)}"
+        return (
+            f"usage error: torch.compile rejected the {marker} marker's settings: {first_line(exc)}"
+        )
     module = importing(exc)
     where = f"while importing {module}" if module else "before compiling anything"
     return f"torch.compile(...) raised {where}:\n{describe(exc)}"
@@ -82,17 +97,25 @@ def compile_call_failure(exc: BaseException, marker: str) -> str:
 
 def eager_failed(exc: BaseException) -> CaseFailure:
     """The model itself raised: say so, with its line, before anyone blames the compiler."""
-    return CaseFailure(f"eager run failed (the model itself raised, before any compile):\n{user_frame(exc)}{first_line(exc)}")
+    return CaseFailure(
+        f"eager run failed (the model itself raised, before any compile):\n{user_frame(exc)}{first_line(exc)}"
+    )
 
 
-def compile_failed(exc: BaseException, options: CompileOptions, normalize: Callable[[str], str] = str) -> CaseFailure:
+def compile_failed(
+    exc: BaseException, options: CompileOptions, normalize: Callable[[str], str] = str
+) -> CaseFailure:
     """A graph break under fullgraph with its reason, else the stage that raised (or run time) and the original error."""
     if options.fullgraph and errors.is_graph_break(exc):
-        return CaseFailure(f"fullgraph=True but Dynamo had to break the graph:\n{normalize(str(exc)).strip()}")
+        return CaseFailure(
+            f"fullgraph=True but Dynamo had to break the graph:\n{normalize(str(exc)).strip()}"
+        )
     return CaseFailure(compiled_run_failure(exc, options.backend_name, normalize))
 
 
-def compiled_run_failure(exc: BaseException, backend_name: str, clean: Callable[[str], str] = str) -> str:
+def compiled_run_failure(
+    exc: BaseException, backend_name: str, clean: Callable[[str], str] = str
+) -> str:
     """A compiled call that raised: the compile stage that failed, or the compiled code failing at run time.
 
     `clean` normalizes the error's text (torch's paths); the user's frame is shown as it is.

@@ -12,8 +12,8 @@ from typing import Any
 import torch
 
 from .._torch.tensors import map_tensors
-from .cases import CaseFailure
 from .diagnose import first_line
+from .named_cases import CaseFailure
 
 
 def clone_inputs(value: Any) -> Any:

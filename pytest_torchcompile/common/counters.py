@@ -11,7 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._torch.formats import BREAK_AT, BREAK_REASON, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
-from .records import CaptureLog, FrameKey
+from .capture_log import CaptureLog, FrameKey
+
+#: The four counters, each as its attribute (on `CompileResult`, `BenchmarkResult`
+#: and in JSON) and as its label (in the `summary` text and the tables).
+COUNTER_LABELS: dict[str, str] = {
+    "graph_count": "graphs",
+    "graph_break_count": "graph breaks",
+    "recompile_count": "recompiles",
+    "kernel_count": "kernels",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,10 @@ class Counters:
     recompile_reasons: tuple[str, ...]
     frames: tuple[FrameCounters, ...]
 
+    def as_dict(self) -> dict[str, int]:
+        """The four counters by attribute name, in `COUNTER_LABELS` order."""
+        return {name: getattr(self, name) for name in COUNTER_LABELS}
+
 
 def kernel_names(output_code: str) -> list[str]:
     """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
@@ -56,7 +69,9 @@ def counters(log: CaptureLog) -> Counters:
             key=key,
             name=names.get(key, "?"),
             ops=sum(count_fx_ops(g) for g in log.payloads("dynamo_graph", key)),
-            kernels=tuple(k for code in log.payloads("output_code", key) for k in kernel_names(code)),
+            kernels=tuple(
+                k for code in log.payloads("output_code", key) for k in kernel_names(code)
+            ),
         )
         for key in log.frames()
     )

@@ -24,8 +24,16 @@ from .._torch import errors
 from .._torch.errors import chain, innermost
 
 __all__ = [
-    "RUNTIME", "chain", "compile_stage", "describe", "first_line", "importing", "innermost", "is_warning",
-    "rejected_arguments", "user_frame",
+    "RUNTIME",
+    "chain",
+    "compile_stage",
+    "describe",
+    "first_line",
+    "importing",
+    "innermost",
+    "is_warning",
+    "rejected_arguments",
+    "user_frame",
 ]
 
 DYNAMO = "Dynamo tracing"
@@ -37,7 +45,11 @@ RUNTIME = "run time"
 #: the longest exception text quoted in a failure (torch lists ~600 options in one line).
 MAX_MESSAGE = 600
 
-_STAGES = {errors.KERNEL_COMPILE: KERNEL_COMPILE, errors.LOWERING: LOWERING, errors.AOT_AUTOGRAD: AOT}
+_STAGES = {
+    errors.KERNEL_COMPILE: KERNEL_COMPILE,
+    errors.LOWERING: LOWERING,
+    errors.AOT_AUTOGRAD: AOT,
+}
 
 
 def is_warning(exc: BaseException) -> bool:
@@ -75,7 +87,11 @@ def importing(exc: BaseException) -> str | None:
 
 def _short_path(filename: str) -> str:
     parts = Path(filename).parts
-    return "/".join(parts[parts.index("site-packages") + 1 :]) if "site-packages" in parts else filename
+    return (
+        "/".join(parts[parts.index("site-packages") + 1 :])
+        if "site-packages" in parts
+        else filename
+    )
 
 
 def describe(exc: BaseException) -> str:
@@ -105,7 +121,9 @@ def compiler_output(exc: BaseException, lines: int = 8) -> str:
     output = errors.compiler_output(exc)
     if output is None:
         return ""
-    found = [line.strip() for line in output.splitlines() if "error" in line.lower()] or output.strip().splitlines()
+    found = [
+        line.strip() for line in output.splitlines() if "error" in line.lower()
+    ] or output.strip().splitlines()
     return "\n".join(f"  {line[:300]}" for line in found[:lines])
 
 

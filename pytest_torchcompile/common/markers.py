@@ -16,7 +16,9 @@ from collections.abc import Callable
 import pytest
 
 
-def marker_problem(item: pytest.Item, marker: str, fixture: str, parse: Callable[[pytest.Mark], str | None]) -> str | None:
+def marker_problem(
+    item: pytest.Item, marker: str, fixture: str, parse: Callable[[pytest.Mark], str | None]
+) -> str | None:
     """A usage error about `item`'s `marker` (None when there is none).
 
     `parse` checks the marker's keywords and returns the reworded error or

@@ -46,7 +46,9 @@ class CompileOptions:
         self.check_choice("fullgraph", self.fullgraph, (True, False))
         self._check_options()
         if self.mode is not None and self.options:
-            raise SpecError("mode= and options= cannot both be given (torch.compile takes one or the other)")
+            raise SpecError(
+                "mode= and options= cannot both be given (torch.compile takes one or the other)"
+            )
 
     @property
     def backend_name(self) -> str:
@@ -57,7 +59,11 @@ class CompileOptions:
 
     def compile_kwargs(self) -> dict[str, Any]:
         """The keyword arguments for `torch.compile`, leaving out defaults."""
-        kwargs: dict[str, Any] = {"backend": self.backend, "fullgraph": self.fullgraph, "dynamic": self.dynamic}
+        kwargs: dict[str, Any] = {
+            "backend": self.backend,
+            "fullgraph": self.fullgraph,
+            "dynamic": self.dynamic,
+        }
         if self.mode is not None:
             kwargs["mode"] = self.mode
         if self.options:
@@ -65,13 +71,19 @@ class CompileOptions:
         return kwargs
 
     @classmethod
-    def from_marker(cls: type[OptionsT], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> OptionsT:
+    def from_marker(
+        cls: type[OptionsT], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> OptionsT:
         """Build from `mark.args` / `mark.kwargs`, naming a wrong keyword and the allowed ones."""
         if args:
-            raise SpecError(f"{cls.marker} takes keyword arguments only, got positional {args!r}; allowed keywords: {cls.allowed_keywords()}")
+            raise SpecError(
+                f"{cls.marker} takes keyword arguments only, got positional {args!r}; allowed keywords: {cls.allowed_keywords()}"
+            )
         unknown = sorted(set(kwargs) - {f.name for f in cls.keywords()})
         if unknown:
-            raise SpecError(f"{cls.marker} got unknown keyword {', '.join(map(repr, unknown))}; allowed keywords: {cls.allowed_keywords()}")
+            raise SpecError(
+                f"{cls.marker} got unknown keyword {', '.join(map(repr, unknown))}; allowed keywords: {cls.allowed_keywords()}"
+            )
         return cls(**kwargs)
 
     @classmethod
@@ -91,12 +103,16 @@ class CompileOptions:
     def check_choice(self, name: str, value: object, allowed: tuple[object, ...]) -> None:
         # `True == 1`: compare by identity for bools and None so `fullgraph=1` is refused.
         if not any(value is a or (isinstance(a, str) and value == a) for a in allowed):
-            raise SpecError(f"{self.marker}({name}={value!r}) is not allowed; expected one of {', '.join(map(repr, allowed))}")
+            raise SpecError(
+                f"{self.marker}({name}={value!r}) is not allowed; expected one of {', '.join(map(repr, allowed))}"
+            )
 
     def _check_backend(self) -> None:
         if isinstance(self.backend, str):
             if not self.backend:
-                raise SpecError(f"{self.marker}(backend='') is empty; give a registered backend name such as 'inductor'")
+                raise SpecError(
+                    f"{self.marker}(backend='') is empty; give a registered backend name such as 'inductor'"
+                )
             return
         if not callable(self.backend):
             raise SpecError(
@@ -105,8 +121,12 @@ class CompileOptions:
 
     def _check_options(self) -> None:
         options = self.options
-        if options is not None and (not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options)):
-            raise SpecError(f"{self.marker}(options={options!r}) must be a dict of Inductor config names to values")
+        if options is not None and (
+            not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options)
+        ):
+            raise SpecError(
+                f"{self.marker}(options={options!r}) must be a dict of Inductor config names to values"
+            )
 
 
 def check_number(name: str, value: object, low: float, high: float, example: str) -> None:
@@ -116,7 +136,9 @@ def check_number(name: str, value: object, low: float, high: float, example: str
         raise ValueError(f"{name}={value!r} must be a number above {low:g}{below} ({example})")
 
 
-def folder_option(example: str, check: Callable[[str], object] | None = None) -> Callable[[str], str]:
+def folder_option(
+    example: str, check: Callable[[str], object] | None = None
+) -> Callable[[str], str]:
     """An argparse `type=` for a folder flag: a blank value, or one `check` refuses
     with a ValueError (its message shown), fails at parse time."""
 

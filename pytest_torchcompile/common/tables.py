@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def align(header: Sequence[str], rows: Sequence[Sequence[str]], numbers_right: bool = False) -> list[str]:
+def align(
+    header: Sequence[str], rows: Sequence[Sequence[str]], numbers_right: bool = False
+) -> list[str]:
     """Columns two spaces apart, left-aligned; with `numbers_right` every column
     after the first is right-aligned (columns of numbers). No trailing blanks."""
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]

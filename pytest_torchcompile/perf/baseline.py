@@ -6,7 +6,7 @@ per case, keyed by `<test node id>::<case name>`:
     {
       "cases": {
         "tests/test_perf.py::test_chain::case_0": {
-          "counters": {"graph_breaks": 0, "graphs": 1, "kernels": 1, "recompiles": 0},
+          "counters": {"graph_break_count": 0, "graph_count": 1, "kernel_count": 1, "recompile_count": 0},
           "metrics": {
             "speedup": {"ci_high": 2.4132, "ci_low": 2.3098, "median": 2.361, "min": 0.39885, "n": 12445, "q1": 2.0027, "q3": 2.9219},
             ...
@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .gate import Baseline
-from .record import CaseRecord, RecordError
 from ..common.files import atomic_write_text
 from ..common.locks import folder_lock
+from .gate import Baseline
+from .record import CaseRecord, RecordError
 
 FORMAT = 1
 
@@ -66,7 +66,9 @@ class Machine:
         import torch  # called from the benchmark fixture, where torch is loaded anyway
 
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-        return cls(device, cpu_model(), torch.__version__, _version("triton"), torch.version.cuda, threads)
+        return cls(
+            device, cpu_model(), torch.__version__, _version("triton"), torch.version.cuda, threads
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,6 +127,7 @@ class BaselineStore:
     machine: Machine
     problems: list[str] = field(default_factory=list)
     _files: list[BaselineFile] | None = None
+    _found: dict[str, Baseline | None] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -132,7 +135,11 @@ class BaselineStore:
 
     def files(self) -> list[BaselineFile]:
         if self._files is None:
-            self._files = [f for f in (self._read(p) for p in sorted(self.root.glob("*.json"))) if f is not None]
+            self._files = [
+                f
+                for f in (self._read(p) for p in sorted(self.root.glob("*.json")))
+                if f is not None
+            ]
         return self._files
 
     def _read(self, path: Path) -> BaselineFile | None:
@@ -147,11 +154,23 @@ class BaselineStore:
             return None
 
     def lookup(self, case: str) -> Baseline | None:
-        """This machine's record of `case`, else the closest other machine's."""
+        """This machine's record of `case`, else the closest other machine's (read once)."""
+        if case not in self._found:
+            self._found[case] = self._lookup(case)
+        return self._found[case]
+
+    def _lookup(self, case: str) -> Baseline | None:
         holders = [f for f in self.files() if case in f.cases]
         if not holders:
             return None
-        best = max(holders, key=lambda f: (f.machine == self.machine, self.machine.likeness(f.machine), f.path.name))
+        best = max(
+            holders,
+            key=lambda f: (
+                f.machine == self.machine,
+                self.machine.likeness(f.machine),
+                f.path.name,
+            ),
+        )
         try:
             record = CaseRecord.from_json(best.cases[case])
         except RecordError as exc:

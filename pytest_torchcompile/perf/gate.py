@@ -1,32 +1,20 @@
 """The perf gate: this run's records against the baseline, PASS, FAIL or INCONCLUSIVE.
 
-Pure functions over plain data (`CaseRecord`, `GateSettings`): no pytest, no
-torch, no files, so every verdict rule is unit-tested with synthetic numbers.
+Pure functions over plain data (`CaseRecord`, `GateSettings`): no pytest,
+torch or files, so every verdict rule is unit-tested with synthetic numbers.
 
-The rules (DESIGN section 5):
-- counters (graphs, graph breaks, recompiles, kernels) must equal the
-  baseline's exactly; they are deterministic and need no statistics;
-- so must exact metrics (peak GPU memory in bytes), on the baseline's own
-  machine: equal is PASS (0 == 0 included), different is FAIL with the
-  difference shown; no interval, so no [-inf, +inf] for a zero;
-- a statistical metric compares medians. The change is now/baseline - 1 with
-  a confidence interval from both measurements' intervals combined in log
-  space. It FAILs when the change is worse than the threshold *and* the
-  interval excludes no change; it PASSes when the change is within the
-  threshold and the interval excludes a regression of twice the threshold;
-  it is INCONCLUSIVE otherwise (possibly noise, or too noisy to tell);
-- ratios (speedup, measured interleaved) are gated whatever the machine;
-  absolute times only when the baseline's machine fingerprint is this one,
-  CPU wall times only when asked as well; the rest is reported;
-- GPU kernel times (`record.GPU_TIMES`) are compared only when measured by
-  the same method as the baseline's (CUDA-graph replay or per-call events:
-  they measure different things). Per-call event times are not gated when
-  the case is launch-bound (they time the CPU's launch path: 2-4x between
-  processes on an H100) or when Inductor runs its own CUDA graphs
-  (`mode="reduce-overhead"`: they cannot be captured again; the interleaved
-  wall-time `speedup` judges what they buy);
+- counters and exact metrics (peak GPU bytes, on the baseline's machine)
+  must equal the baseline's;
+- a statistical metric compares medians: the change now/baseline - 1 with an
+  interval combined in log space FAILs when it is worse than the threshold
+  and excludes no change, PASSes when within the threshold and excluding a
+  regression of twice the threshold, and is INCONCLUSIVE otherwise;
+- ratios (measured interleaved) are gated on any machine, absolute times
+  only on the baseline's machine fingerprint (CPU wall times when asked too);
+- GPU kernel times only against a baseline measured by the same method, and
+  per-call times not when launch-bound or under Inductor's own CUDA graphs;
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
-  with `strict` on any INCONCLUSIVE too.
+  with `strict` on any INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -37,8 +25,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
-from .record import COUNTERS, EVENTS, GPU_TIMES, METRICS, TIMING_LABELS, CaseRecord, Kind, MetricInfo
+from .record import (
+    COUNTERS,
+    EVENTS,
+    GPU_TIMES,
+    METRICS,
+    TIMING_LABELS,
+    CaseRecord,
+    Kind,
+    MetricInfo,
+)
 from .stats import Summary, log_se, round_sig, z_value
 
 COUNTER_METRIC = "counters"
@@ -112,11 +110,12 @@ class Row:
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """All rows of one case and whether it was re-measured before they stood."""
+    """All rows of one case, whether it was re-measured before they stood, and the threshold it was judged by."""
 
     case: str
     rows: tuple[Row, ...]
     remeasured: bool = False
+    threshold: float | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -127,8 +126,10 @@ class CaseVerdict:
         """A statistical metric that did not PASS may be noise: measure again.
         (Counters and exact metrics are deterministic: measuring again cannot change them.)"""
         return any(
-            row.metric in METRICS and METRICS[row.metric].kind is not Kind.EXACT
-            and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and row.baseline is not None
+            row.metric in METRICS
+            and METRICS[row.metric].kind is not Kind.EXACT
+            and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)
+            and row.baseline is not None
             for row in self.rows
         )
 
@@ -158,38 +159,72 @@ class Gate:
     def judge(self, case: str, record: CaseRecord, remeasured: bool = False) -> CaseVerdict:
         baseline = self.lookup(case)
         if baseline is None:
-            missing = Row(case, ALL_METRICS, "", None, "measured", None, None, Verdict.INCONCLUSIVE,
-                          "no baseline: record one with pytest --perf-update-baseline")
-            return CaseVerdict(case, (missing,), remeasured)
+            missing = Row(
+                case,
+                ALL_METRICS,
+                "",
+                None,
+                "measured",
+                None,
+                None,
+                Verdict.INCONCLUSIVE,
+                "no baseline: record one with pytest --perf-update-baseline",
+            )
+            return CaseVerdict(case, (missing,), remeasured, self.settings.threshold)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
-        return CaseVerdict(case, tuple(rows), remeasured)
+        return CaseVerdict(case, tuple(rows), remeasured, self.settings.threshold)
 
 
 def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> Row:
     """Counters must match exactly; the change names each one that moved."""
     names = [name for name in COUNTERS if name in now or name in base]
-    moved = [f"{name} {now.get(name, 0) - base.get(name, 0):+d}" for name in names if now.get(name) != base.get(name)]
-    shown = "/".join(str(now.get(name, "-")) for name in names), "/".join(str(base.get(name, "-")) for name in names)
+    moved = [
+        f"{COUNTER_LABELS[name]} {now.get(name, 0) - base.get(name, 0):+d}"
+        for name in names
+        if now.get(name) != base.get(name)
+    ]
+    shown = (
+        "/".join(str(now.get(name, "-")) for name in names),
+        "/".join(str(base.get(name, "-")) for name in names),
+    )
     verdict = Verdict.FAIL if moved else Verdict.PASS
     note = ", ".join(moved)
-    return Row(case, f"{COUNTER_METRIC} ({'/'.join(names)})", "", shown[1], shown[0], None, None, verdict, note or "exact")
+    return Row(
+        case,
+        f"{COUNTER_METRIC} ({'/'.join(COUNTER_LABELS[name] for name in names)})",
+        "",
+        shown[1],
+        shown[0],
+        None,
+        None,
+        verdict,
+        note or "exact",
+    )
 
 
-def metric_row(case: str, name: str, record: CaseRecord, baseline: Baseline, settings: GateSettings) -> Row:
+def metric_row(
+    case: str, name: str, record: CaseRecord, baseline: Baseline, settings: GateSettings
+) -> Row:
     """Compare one metric of `record`, or say why it is only reported."""
     info = METRICS.get(name, MetricInfo(Kind.INFO, ""))
     now, base = record.metrics[name], baseline.record.metrics.get(name)
     if base is None:
         verdict = Verdict.INCONCLUSIVE if info.kind is Kind.RATIO else Verdict.NOT_GATED
-        return Row(case, name, info.unit, None, now.median, None, None, verdict, "not in the baseline")
+        return Row(
+            case, name, info.unit, None, now.median, None, None, verdict, "not in the baseline"
+        )
     if info.kind is Kind.EXACT:
         return exact_row(case, name, info.unit, now.median, base.median, baseline)
     change, ci = relative_change(now, base, settings.confidence)
     reason = gpu_time_reason(record, baseline.record) if name in GPU_TIMES else ""
     reason = reason or _not_gated_reason(info.kind, baseline, settings)
-    verdict = Verdict.NOT_GATED if reason else decide(change, ci, info.higher_is_better, settings.threshold)
+    verdict = (
+        Verdict.NOT_GATED
+        if reason
+        else decide(change, ci, info.higher_is_better, settings.threshold)
+    )
     # a gated GPU time says how it was measured (in the confidence column)
     note = reason or (TIMING_LABELS.get(record.gpu_timing() or "", "") if name in GPU_TIMES else "")
     return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, note)
@@ -220,7 +255,17 @@ def gpu_time_reason(now: CaseRecord, base: CaseRecord) -> str:
 def exact_row(case: str, name: str, unit: str, now: float, base: float, baseline: Baseline) -> Row:
     """An exact metric is equal or not, like a counter: the difference shows in the change column."""
     if not baseline.same_machine:
-        return Row(case, name, unit, base, now, None, None, Verdict.NOT_GATED, f"other machine ({baseline.source})")
+        return Row(
+            case,
+            name,
+            unit,
+            base,
+            now,
+            None,
+            None,
+            Verdict.NOT_GATED,
+            f"other machine ({baseline.source})",
+        )
     if same_exact(now, base):
         return Row(case, name, unit, base, now, None, None, Verdict.PASS, "exact")
     difference = now - base
@@ -247,7 +292,9 @@ def _not_gated_reason(kind: Kind, baseline: Baseline, settings: GateSettings) ->
     return ""
 
 
-def relative_change(now: Summary, base: Summary, confidence: float) -> tuple[float, tuple[float, float]]:
+def relative_change(
+    now: Summary, base: Summary, confidence: float
+) -> tuple[float, tuple[float, float]]:
     """now/base - 1 and its interval, both measurements' uncertainty combined."""
     if now.median <= 0 or base.median <= 0:
         return (math.inf if now.median > base.median else 0.0), (-math.inf, math.inf)
@@ -256,7 +303,9 @@ def relative_change(now: Summary, base: Summary, confidence: float) -> tuple[flo
     return math.expm1(log_ratio), (math.expm1(log_ratio - spread), math.expm1(log_ratio + spread))
 
 
-def decide(change: float, ci: tuple[float, float], higher_is_better: bool, threshold: float) -> Verdict:
+def decide(
+    change: float, ci: tuple[float, float], higher_is_better: bool, threshold: float
+) -> Verdict:
     """The verdict on one metric from its change and the change's interval.
 
     FAIL: worse than the threshold, and the interval excludes no change.

@@ -1,42 +1,18 @@
 """GPU timings: kernel time (CUDA-graph replay or per-call events), per-kernel time, peak memory.
 
-Per-call time on a GPU measures the CPU's launch path as much as the
-kernels. Measured on an H100 (samples/h100-torch2.11/timing-probe.txt, 5
-fresh processes): on a launch-bound model (6 x Linear(64, 64) on 4x64)
-per-call CUDA events after an L2 flush moved 33-109 us (eager) and 75-201 us
-(compiled) between processes, while CUDA-graph replay
-(`triton.testing.do_bench_cudagraph`) moved 12.6-13.0 us; on a
-bandwidth-bound chain they agree within 10%. So, per pass:
-
-- per-call events: eager and compiled alternate call by call, CUDA events
-  around each call after warm-up, the L2 cache flushed (a 256 MiB buffer
-  zeroed) before every call, as `triton.testing.do_bench`;
-- CUDA-graph replay: each side is captured in a CUDA graph of n calls on a
-  side stream and replayed, as `triton.testing.do_bench_cudagraph` (triton
-  3.6), the two graphs alternating (ABBA). When both sides can be captured,
-  the replay times are the case's kernel times (`gpu_eager_s`,
-  `gpu_compiled_s`, their per-pair ratio `gpu_speedup`; method `REPLAY`) and
-  the per-call event times are reported as `gpu_*_call_s`; otherwise the
-  event times are the kernel times (method `EVENTS`). Inductor's own CUDA
-  graphs (`mode="reduce-overhead"`) are never captured again;
-- launch-bound: a side whose per-call event time is `LAUNCH_BOUND_RATIO`
-  times its replay time or more (see there) marks the case launch-bound;
-- per kernel (first pass): each Triton kernel Inductor generated with its
-  `benchmark_kernel` harness (`get_args()`, `call(args)`), timed as
-  Inductor's `wrapper_benchmark.benchmark_all_kernels` does;
-- peak memory (first pass): `torch.cuda.max_memory_allocated` over one call
-  of each, minus what was allocated before it, in whole bytes (exact).
-
-A baseline takes 5 passes, a gate 1 (and 2 more to re-measure), pooled like
-the CPU rounds, with the spread between passes kept as noise.
-
-NOT run on a GPU by this module's author (written on a CPU-only machine; its
-arithmetic is tested on the H100 sample numbers): every part records a note
-instead of failing the test when it cannot run.
+Per pass: eager and compiled alternate call by call under CUDA events after
+an L2 flush (as `triton.testing.do_bench`), and, where both sides can be
+captured, replay as CUDA graphs of n calls (as `do_bench_cudagraph`), which
+then gives the kernel times (`REPLAY`; else `EVENTS`). A side whose per-call
+time is `LAUNCH_BOUND_RATIO` times its replay time or more marks the case
+launch-bound. The first pass also times each Triton kernel with Inductor's
+own harness and the peak memory of one call of each side. A part that
+cannot run records a note instead of failing the test.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -61,7 +37,9 @@ MAX_CALLS_PER_GRAPH = 1000
 #: after an L2 flush, replay on a warm L2, so a cache-friendly kernel can read
 #: high too: it is then reported rather than gated, never falsely failed.)
 LAUNCH_BOUND_RATIO = 1.5
-_TRITON_KERNEL = re.compile(r"async_compile\.triton\('(\w+)', '''\n?(.*?)''', device_str=", re.DOTALL)
+_TRITON_KERNEL = re.compile(
+    r"async_compile\.triton\('(\w+)', '''\n?(.*?)''', device_str=", re.DOTALL
+)
 
 
 @dataclass
@@ -86,12 +64,18 @@ class GpuPass:
     def series(self, method: str) -> dict[str, tuple[float, ...]]:
         """Samples by metric name, as `method` names them (see module doc)."""
         if method == EVENTS:
-            return {"gpu_eager_s": self.eager_call, "gpu_compiled_s": self.compiled_call,
-                    "gpu_speedup": ratios(self.eager_call, self.compiled_call)}
+            return {
+                "gpu_eager_s": self.eager_call,
+                "gpu_compiled_s": self.compiled_call,
+                "gpu_speedup": ratios(self.eager_call, self.compiled_call),
+            }
         series = {"gpu_eager_call_s": self.eager_call, "gpu_compiled_call_s": self.compiled_call}
         if self.eager_replay and self.compiled_replay:
-            series.update(gpu_eager_s=self.eager_replay, gpu_compiled_s=self.compiled_replay,
-                          gpu_speedup=ratios(self.eager_replay, self.compiled_replay))
+            series.update(
+                gpu_eager_s=self.eager_replay,
+                gpu_compiled_s=self.compiled_replay,
+                gpu_speedup=ratios(self.eager_replay, self.compiled_replay),
+            )
         return series
 
 
@@ -145,7 +129,12 @@ class GpuMeasurement:
     broken: bool = False
 
     def add_pass(
-        self, eager: Callable[[], Any], compiled: Callable[[], Any], output_code: str, confidence: float, rep_ms: float = 100.0
+        self,
+        eager: Callable[[], Any],
+        compiled: Callable[[], Any],
+        output_code: str,
+        confidence: float,
+        rep_ms: float = 100.0,
     ) -> None:
         """Measure one more pass; a part that cannot run leaves a note, never an exception."""
         if self.broken:
@@ -154,14 +143,21 @@ class GpuMeasurement:
             timed = self._measure_pass(eager, compiled, output_code, confidence, rep_ms)
         except Exception as exc:  # a CUDA error: the GPU figures end here, the test goes on
             self.broken = True
-            self.notes.append(f"gpu: measuring stopped after {len(self.passes)} pass(es): {_exc_line(exc)}")
+            self.notes.append(
+                f"gpu: measuring stopped after {len(self.passes)} pass(es): {_exc_line(exc)}"
+            )
             return
         if self.method is None:
             self.method = REPLAY if timed.eager_replay and timed.compiled_replay else EVENTS
         self.passes.append(timed)
 
     def _measure_pass(
-        self, eager: Callable[[], Any], compiled: Callable[[], Any], output_code: str, confidence: float, rep_ms: float
+        self,
+        eager: Callable[[], Any],
+        compiled: Callable[[], Any],
+        output_code: str,
+        confidence: float,
+        rep_ms: float,
     ) -> GpuPass:
         flush = l2_flush_buffer()
         eager_call, compiled_call = event_times([eager, compiled], flush, rep_ms)
@@ -170,7 +166,12 @@ class GpuMeasurement:
             self._kernels(output_code, flush, rep_ms, confidence)
         del flush
         replays = self._replays({"eager": eager, "compiled": compiled})
-        return GpuPass(tuple(eager_call), tuple(compiled_call), replays.get("eager", ()), replays.get("compiled", ()))
+        return GpuPass(
+            tuple(eager_call),
+            tuple(compiled_call),
+            replays.get("eager", ()),
+            replays.get("compiled", ()),
+        )
 
     def _peaks(self, eager: Callable[[], Any], compiled: Callable[[], Any]) -> None:
         for name, fn in (("eager", eager), ("compiled", compiled)):
@@ -195,9 +196,13 @@ class GpuMeasurement:
                 continue
             try:
                 graphs[name] = capture(fn, REPLAY_GRAPH_MS)
-            except Exception as exc:  # a call that syncs with the CPU, or allocates outside the graph's pool
+            except (
+                Exception
+            ) as exc:  # a call that syncs with the CPU, or allocates outside the graph's pool
                 self.uncapturable.add(name)
-                self.notes.append(f"gpu: the {name} call could not be captured in a CUDA graph: {_exc_line(exc)}")
+                self.notes.append(
+                    f"gpu: the {name} call could not be captured in a CUDA graph: {_exc_line(exc)}"
+                )
                 _settle_after_failed_capture()
         if not graphs:
             return {}
@@ -211,10 +216,12 @@ class GpuMeasurement:
             try:
                 module = load_module(source)
                 if not (hasattr(module, "get_args") and hasattr(module, "call")):
-                    self.notes.append(f"kernel {name}: no benchmark harness (compiled without benchmark_kernel)")
+                    self.notes.append(
+                        f"kernel {name}: no benchmark harness (compiled without benchmark_kernel)"
+                    )
                     continue
                 args = module.get_args()
-                (times,) = event_times([lambda: module.call(args)], flush, rep_ms / 2)
+                (times,) = event_times([functools.partial(module.call, args)], flush, rep_ms / 2)
                 self.kernels[name] = summarize(times, confidence)
             except Exception as exc:  # one kernel's harness failing must not lose the rest
                 self.notes.append(f"kernel {name}: could not be timed: {_exc_line(exc)}")
@@ -241,7 +248,9 @@ class GpuMeasurement:
             parts = [s[name] for s in series if name in s and s[name]]
             if parts:
                 pooled = summarize([t for part in parts for t in part], confidence)
-                timings.metrics[name] = widen(pooled, noise.get(name, 0.0) / math.sqrt(len(parts)), confidence)
+                timings.metrics[name] = widen(
+                    pooled, noise.get(name, 0.0) / math.sqrt(len(parts)), confidence
+                )
         timings.metrics.update({name: Summary.exact(value) for name, value in self.peaks.items()})
         return timings
 
@@ -258,17 +267,37 @@ class GpuMeasurement:
         """The notes, with what the launch ratio says (read by people, in reports and baselines)."""
         found = launch_ratio(self.passes)
         if found is None:
-            return [*self.notes, "gpu: launch-bound or not is unknown: no side could be captured in a CUDA graph"] if self.passes else list(self.notes)
+            return (
+                [
+                    *self.notes,
+                    "gpu: launch-bound or not is unknown: no side could be captured in a CUDA graph",
+                ]
+                if self.passes
+                else list(self.notes)
+            )
         if not found.launch_bound:
             return list(self.notes)
-        timed = "per-call GPU times are reported, not gated" if self.method == EVENTS else "gated GPU times are replay times; per-call ones (gpu_*_call_s) are reported"
-        return [*self.notes, f"gpu: launch-bound: per-call event time {round_sig(found.ratio, 2)}x the CUDA-graph replay time "
-                             f"({found.side}): the GPU waits on the CPU's launches; {timed}"]
+        timed = (
+            "per-call GPU times are reported, not gated"
+            if self.method == EVENTS
+            else "gated GPU times are replay times; per-call ones (gpu_*_call_s) are reported"
+        )
+        return [
+            *self.notes,
+            f"gpu: launch-bound: per-call event time {round_sig(found.ratio, 2)}x the CUDA-graph replay time "
+            f"({found.side}): the GPU waits on the CPU's launches; {timed}",
+        ]
 
 
 def _ordered(names: set[str]) -> list[str]:
     """Metric names in a fixed order: the gated figures first."""
-    order = ("gpu_eager_s", "gpu_compiled_s", "gpu_speedup", "gpu_eager_call_s", "gpu_compiled_call_s")
+    order = (
+        "gpu_eager_s",
+        "gpu_compiled_s",
+        "gpu_speedup",
+        "gpu_eager_call_s",
+        "gpu_compiled_call_s",
+    )
     return [n for n in order if n in names] + sorted(names - set(order))
 
 
@@ -293,7 +322,9 @@ def l2_flush_buffer() -> Any:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
 
-def event_times(fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, warmup_ms: float = 25.0) -> list[list[float]]:
+def event_times(
+    fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, warmup_ms: float = 25.0
+) -> list[list[float]]:
     """Seconds per call of each function, alternating, L2 flushed before each call."""
     import torch
 
@@ -313,7 +344,13 @@ def event_times(fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, war
         for fn in fns:
             fn()
     repeat = max(10, min(10_000, int(rep_ms / estimate_ms)))
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeat)] for _ in fns]
+    events = [
+        [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            for _ in range(repeat)
+        ]
+        for _ in fns
+    ]
     for i in range(repeat):
         order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
         for j in order:
@@ -368,7 +405,11 @@ def capture(fn: Callable[[], Any], graph_ms: float) -> CapturedCall:
         end.record()
         torch.cuda.synchronize()
         estimate_ms = start.elapsed_time(end) / 5
-        calls = MAX_CALLS_PER_GRAPH if estimate_ms <= 0 else max(1, min(MAX_CALLS_PER_GRAPH, int(graph_ms / estimate_ms)))
+        calls = (
+            MAX_CALLS_PER_GRAPH
+            if estimate_ms <= 0
+            else max(1, min(MAX_CALLS_PER_GRAPH, int(graph_ms / estimate_ms)))
+        )
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for _ in range(calls):
@@ -392,7 +433,10 @@ def replay_times(captured: Sequence[CapturedCall], retries: int) -> list[list[fl
         for i in range(retries):
             order = range(len(captured)) if i % 2 == 0 else reversed(range(len(captured)))
             for j in order:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start, end = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
                 start.record()
                 captured[j].graph.replay()
                 end.record()

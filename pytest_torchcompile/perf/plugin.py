@@ -23,14 +23,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..common.crashes import guarded, guarded_report, reported_errors
 from ..common.files import atomic_write_text
+from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from ..common.tables import align
-from .gate import CaseVerdict, Gate, GateSettings, Row, Verdict, run_fails, worst
-from .record import CaseRecord
-from ..common.internal import guarded, guarded_report, reported_errors
-from ..common.markers import marker_problem
-from .report import GATE_HEADER, RESULT_HEADER, MeasuredCase, benchmark_json, gate_rows, json_report, markdown, result_rows
+from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
+from .report import (
+    GATE_HEADER,
+    RESULT_HEADER,
+    MeasuredCase,
+    benchmark_json,
+    gate_rows,
+    json_report,
+    markdown,
+    result_rows,
+)
 from .spec import MARKER, BenchmarkSpec
 from .timing import TimingSettings
 
@@ -38,7 +46,6 @@ if TYPE_CHECKING:
     from .baseline import BaselineStore
     from .fixture import CompileBenchmark
 
-BENCH_PROPERTY = "torchcompile_benchmark"
 INTERNAL_PROPERTY = "torchcompile_perf_internal_error"
 XDIST_SKIP = (
     "compile_benchmark does not run in pytest-xdist workers (benchmarks running in parallel measure each other): "
@@ -55,28 +62,77 @@ bench_key = pytest.StashKey["CompileBenchmark"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcompile", "torch.compile snapshots (pytest-torchcompile)")
-    group.addoption("--perf-update-baseline", action="store_true", default=False,
-                    help="record this run's compile_benchmark results as this machine's baseline")
-    group.addoption("--perf-gate", nargs="?", const="on", default=None, type=gate_mode, metavar="strict",
-                    help="compare compile_benchmark results with the baseline and fail the run on a regression; "
-                         "=strict also fails on INCONCLUSIVE (e.g. a missing baseline)")
-    group.addoption("--perf-baseline-dir", default=None, type=folder_option("perf-baselines"), metavar="DIR",
-                    help="baseline folder relative to the rootdir (overrides ini torchcompile_perf_baseline)")
-    group.addoption("--perf-report", default=None, type=file_path, metavar="PATH", help="write the benchmark and gate results as JSON")
-    group.addoption("--perf-benchmark-json", default=None, type=file_path, metavar="PATH",
-                    help="write the benchmark results in pytest-benchmark's JSON format (for pytest-benchmark compare)")
-    parser.addini("torchcompile_perf_baseline", default="perf-baselines", help="baseline folder, relative to the rootdir")
-    parser.addini("torchcompile_perf_threshold", default="0.10", help="smallest relative regression that fails the gate (0.10 = 10%%)")
-    parser.addini("torchcompile_perf_confidence", default="0.95", help="confidence of the gate's intervals")
-    parser.addini("torchcompile_perf_max_time", default="1.0", help="seconds of timing per benchmark case (before re-measuring)")
-    parser.addini("torchcompile_perf_threads", default="1", help="intra-op threads benchmarks are pinned to")
-    parser.addini("torchcompile_perf_gate_cpu_times", type="bool", default=False,
-                  help="also gate CPU wall times per call when the baseline is this machine's")
+    group.addoption(
+        "--perf-update-baseline",
+        action="store_true",
+        default=False,
+        help="record this run's compile_benchmark results as this machine's baseline",
+    )
+    group.addoption(
+        "--perf-gate",
+        nargs="?",
+        const="on",
+        default=None,
+        type=gate_mode,
+        metavar="strict",
+        help="compare compile_benchmark results with the baseline and fail the run on a regression; "
+        "=strict also fails on INCONCLUSIVE (e.g. a missing baseline)",
+    )
+    group.addoption(
+        "--perf-baseline-dir",
+        default=None,
+        type=folder_option("perf-baselines"),
+        metavar="DIR",
+        help="baseline folder relative to the rootdir (overrides ini torchcompile_perf_baseline)",
+    )
+    group.addoption(
+        "--perf-report",
+        default=None,
+        type=file_path,
+        metavar="PATH",
+        help="write the benchmark and gate results as JSON",
+    )
+    group.addoption(
+        "--perf-benchmark-json",
+        default=None,
+        type=file_path,
+        metavar="PATH",
+        help="write the benchmark results in pytest-benchmark's JSON format (for pytest-benchmark compare)",
+    )
+    parser.addini(
+        "torchcompile_perf_baseline",
+        default="perf-baselines",
+        help="baseline folder, relative to the rootdir",
+    )
+    parser.addini(
+        "torchcompile_perf_threshold",
+        default="0.10",
+        help="smallest relative regression that fails the gate (0.10 = 10%%)",
+    )
+    parser.addini(
+        "torchcompile_perf_confidence", default="0.95", help="confidence of the gate's intervals"
+    )
+    parser.addini(
+        "torchcompile_perf_max_time",
+        default="1.0",
+        help="seconds of timing per benchmark case (before re-measuring)",
+    )
+    parser.addini(
+        "torchcompile_perf_threads", default="1", help="intra-op threads benchmarks are pinned to"
+    )
+    parser.addini(
+        "torchcompile_perf_gate_cpu_times",
+        type="bool",
+        default=False,
+        help="also gate CPU wall times per call when the baseline is this machine's",
+    )
 
 
 def gate_mode(value: str) -> str:
     if value not in GATE_MODES:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a gate mode: use --perf-gate or --perf-gate=strict (write --perf-gate=on before a path)")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a gate mode: use --perf-gate or --perf-gate=strict (write --perf-gate=on before a path)"
+        )
     return value
 
 
@@ -109,12 +165,20 @@ class PerfSettings:
                 strict=mode == "strict",
                 gate_cpu_times=_ini_bool(config, "torchcompile_perf_gate_cpu_times"),
             )
-            timing = TimingSettings(max_time=_ini_number(config, "torchcompile_perf_max_time", float), confidence=gate.confidence)
+            timing = TimingSettings(
+                max_time=_ini_number(config, "torchcompile_perf_max_time", float),
+                confidence=gate.confidence,
+            )
             threads = _ini_threads(config)
-            baseline_dir = config.getoption("perf_baseline_dir") or _ini_folder(config, "torchcompile_perf_baseline")
+            baseline_dir = config.getoption("perf_baseline_dir") or _ini_folder(
+                config, "torchcompile_perf_baseline"
+            )
         except ValueError as exc:
             raise pytest.UsageError(f"pytest-torchcompile ini option: {exc}") from None
-        report, bench_json = config.getoption("perf_report"), config.getoption("perf_benchmark_json")
+        report, bench_json = (
+            config.getoption("perf_report"),
+            config.getoption("perf_benchmark_json"),
+        )
         return cls(
             baseline_dir=rootdir / baseline_dir,
             update=bool(config.getoption("perf_update_baseline")),
@@ -138,7 +202,10 @@ def _ini_bool(config: pytest.Config, name: str) -> bool:
     """pytest's own bool parsing, with a message that names the setting."""
     try:
         return bool(config.getini(name))
-    except (ValueError, pytest.UsageError) as exc:  # pytest 9 raises UsageError, older ones ValueError
+    except (
+        ValueError,
+        pytest.UsageError,
+    ) as exc:  # pytest 9 raises UsageError, older ones ValueError
         raise ValueError(f"{name}: {exc} (use true or false)") from None
 
 
@@ -150,14 +217,18 @@ def _ini_threads(config: pytest.Config) -> int:
     if threads < 1:
         raise ValueError(f"torchcompile_perf_threads={threads} must be at least 1")
     if threads > cpus:
-        raise ValueError(f"torchcompile_perf_threads={threads} is more than this machine's {cpus} CPUs: use at most {cpus}")
+        raise ValueError(
+            f"torchcompile_perf_threads={threads} is more than this machine's {cpus} CPUs: use at most {cpus}"
+        )
     return threads
 
 
 def _ini_folder(config: pytest.Config, name: str) -> str:
     value = str(config.getini(name)).strip()
     if not value:
-        raise ValueError(f"{name} is empty: name a folder relative to the rootdir, e.g. perf-baselines")
+        raise ValueError(
+            f"{name} is empty: name a folder relative to the rootdir, e.g. perf-baselines"
+        )
     return value
 
 
@@ -166,11 +237,16 @@ def _ini_number(config: pytest.Config, name: str, kind: type[float] | type[int])
     try:
         return kind(raw)
     except ValueError:
-        raise ValueError(f"{name} = {raw!r} is not {'an integer' if kind is int else 'a number'}") from None
+        raise ValueError(
+            f"{name} = {raw!r} is not {'an integer' if kind is int else 'a number'}"
+        ) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{BenchmarkSpec.marker_signature()}: time eager against compiled and gate on the baseline (pytest-torchcompile)")
+    config.addinivalue_line(
+        "markers",
+        f"{BenchmarkSpec.marker_signature()}: time eager against compiled and gate on the baseline (pytest-torchcompile)",
+    )
     session = PerfSession.from_config(config)
     config.stash[perf_key] = session
     config.pluginmanager.register(session, "torchcompile-perf-session")
@@ -226,7 +302,9 @@ class PerfSession:
         if self._store is None:
             from .baseline import BaselineStore, Machine
 
-            self._store = BaselineStore(self.settings.baseline_dir, Machine.current(self.settings.threads))
+            self._store = BaselineStore(
+                self.settings.baseline_dir, Machine.current(self.settings.threads)
+            )
         return self._store
 
     def benchmark_for(self, item: pytest.Item) -> CompileBenchmark:
@@ -235,18 +313,41 @@ class PerfSession:
 
         marker = item.get_closest_marker(MARKER)
         try:
-            spec = BenchmarkSpec.from_marker(marker.args, marker.kwargs) if marker else BenchmarkSpec()
+            spec = (
+                BenchmarkSpec.from_marker(marker.args, marker.kwargs) if marker else BenchmarkSpec()
+            )
         except SpecError as exc:
-            return CompileBenchmark(item.nodeid, None, str(exc), self.settings.timing, self.settings.threads)
-        overrides = {"max_time": spec.max_time, "confidence": spec.confidence, "threshold": spec.threshold}
-        given: dict[str, Any] = {name: value for name, value in overrides.items() if value is not None}
-        timing = replace(self.settings.timing, **{k: v for k, v in given.items() if k != "threshold"})
+            return CompileBenchmark(
+                item.nodeid, None, str(exc), self.settings.timing, self.settings.threads
+            )
+        overrides = {
+            "max_time": spec.max_time,
+            "confidence": spec.confidence,
+            "threshold": spec.threshold,
+        }
+        given: dict[str, Any] = {
+            name: value for name, value in overrides.items() if value is not None
+        }
+        timing = replace(
+            self.settings.timing, **{k: v for k, v in given.items() if k != "threshold"}
+        )
         gate = None
         if self.settings.gate is not None:
-            settings = replace(self.settings.gate, **{k: v for k, v in given.items() if k != "max_time"})
+            settings = replace(
+                self.settings.gate, **{k: v for k, v in given.items() if k != "max_time"}
+            )
             gate = Gate(settings, self.store().lookup)
         passes = BASELINE_PASSES if self.settings.update else 1
-        return CompileBenchmark(item.nodeid, spec, None, timing, self.settings.threads, gate, self.store().lookup, passes)
+        return CompileBenchmark(
+            item.nodeid,
+            spec,
+            None,
+            timing,
+            self.settings.threads,
+            gate,
+            self.store().lookup,
+            passes,
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -256,7 +357,9 @@ class PerfSession:
             pytest.fail(problem, pytrace=False)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, Any]:
         report = yield
         benchmark = item.stash.get(bench_key, None)
         if call.when == "call" and benchmark is not None:
@@ -264,19 +367,22 @@ class PerfSession:
                 self._attach_cases(report, item, benchmark)
         return report
 
-    def _attach_cases(self, report: pytest.TestReport, item: pytest.Item, benchmark: CompileBenchmark) -> None:
+    def _attach_cases(
+        self, report: pytest.TestReport, item: pytest.Item, benchmark: CompileBenchmark
+    ) -> None:
+        """The test's measured cases and verdicts, straight into the session.
+
+        Benchmarks never run in an xdist worker (the fixture skips there), so
+        the process that measured a case is the one that reports it.
+        """
         for key, case in benchmark.finished():
-            verdict = case.verdict
-            data = {
-                "key": key,
-                "nodeid": item.nodeid,
-                "record": case.final.record.to_json() if case.final else None,
-                "verdict": None if verdict is None else {"rows": [r.to_json() for r in verdict.rows], "remeasured": verdict.remeasured},
-            }
-            report.user_properties.append((BENCH_PROPERTY, json.dumps(data)))
+            if case.final is not None:
+                self.cases.append(MeasuredCase(key, item.nodeid, case.final.record))
+            if case.verdict is not None:
+                self.verdicts.append(case.verdict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect cases here so the xdist controller would see its workers' too."""
+        """Count the benchmarks xdist workers skipped; collect the plugin's own crashes."""
         self.internal_errors.extend(reported_errors(report, INTERNAL_PROPERTY))
         with guarded("pytest_runtest_logreport", self.internal_errors):
             self._collect(report)
@@ -284,14 +390,6 @@ class PerfSession:
     def _collect(self, report: pytest.TestReport) -> None:
         if report.skipped and XDIST_SKIP in str(report.longrepr):
             self.skipped_in_workers += 1
-        for name, value in report.user_properties:
-            if name != BENCH_PROPERTY:
-                continue
-            data = json.loads(str(value))
-            self.cases.append(MeasuredCase(data["key"], data["nodeid"], CaseRecord.from_json(data["record"])))
-            if data["verdict"] is not None:
-                rows = tuple(Row.from_json(r) for r in data["verdict"]["rows"])
-                self.verdicts.append(CaseVerdict(data["key"], rows, data["verdict"]["remeasured"]))
 
     @property
     def run_verdict(self) -> Verdict | None:
@@ -316,14 +414,25 @@ class PerfSession:
         if self.worker or not self.cases:
             return
         failed = self.fails_run
-        for write in (self._write_baseline, self._write_report, self._write_benchmark_json, self._append_step_summary):
+        for write in (
+            self._write_baseline,
+            self._write_report,
+            self._write_benchmark_json,
+            self._append_step_summary,
+        ):
             try:
                 write()
-            except (OSError, ValueError, TypeError) as exc:  # a hook must not raise: say it, fail the run
+            except (
+                OSError,
+                ValueError,
+                TypeError,
+            ) as exc:  # a hook must not raise: say it, fail the run
                 self.messages.append(f"error: {type(exc).__name__}: {exc}")
                 failed = True
         if self._store is not None:
-            self.messages.extend(dict.fromkeys(self._store.problems))  # the gate and the fixture look a case up twice
+            self.messages.extend(
+                dict.fromkeys(self._store.problems)
+            )  # the gate and the fixture look a case up twice
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -349,7 +458,9 @@ class PerfSession:
         if self.settings.benchmark_json is None:
             return
         path = self.rootdir / self.settings.benchmark_json
-        atomic_write_text(path, json.dumps(benchmark_json(self.cases, self._machine()), indent=2) + "\n")
+        atomic_write_text(
+            path, json.dumps(benchmark_json(self.cases, self._machine()), indent=2) + "\n"
+        )
         self.messages.append(f"pytest-benchmark JSON written: {self._show(path)}")
 
     def _append_step_summary(self) -> None:
@@ -360,28 +471,53 @@ class PerfSession:
             handle.write("\n".join(self.summary_lines(markdown_tables=True)) + "\n")
 
     def _show(self, path: Path) -> str:
-        return str(path.relative_to(self.rootdir)) if path.is_relative_to(self.rootdir) else str(path)
+        return (
+            str(path.relative_to(self.rootdir)) if path.is_relative_to(self.rootdir) else str(path)
+        )
 
     def refresh_command(self) -> str:
         """The one command that re-records the baselines of the cases that did not pass."""
-        nodeids = sorted({c.case.rsplit("::", 1)[0] for c in self.verdicts if c.verdict is not Verdict.PASS})
+        nodeids = sorted(
+            {c.case.rsplit("::", 1)[0] for c in self.verdicts if c.verdict is not Verdict.PASS}
+        )
         return " ".join(["pytest --perf-update-baseline", *map(shlex.quote, nodeids)])
 
     def summary_lines(self, markdown_tables: bool) -> list[str]:
         """The gate's verdict, its table (or the results table) and what to do next."""
         render = markdown if markdown_tables else align
         if self.settings.gate is None:
-            title, table = "torch.compile benchmarks", render(RESULT_HEADER, result_rows(self.cases))
+            title, table = (
+                "torch.compile benchmarks",
+                render(RESULT_HEADER, result_rows(self.cases)),
+            )
         else:
             verdict = self.run_verdict
             title = f"perf gate: {verdict.value if verdict else 'nothing to gate'}"
             if verdict is Verdict.INCONCLUSIVE:
-                title += ": the run fails (--perf-gate=strict)" if self.fails_run else ": the run does not fail (it would under --perf-gate=strict)"
+                title += (
+                    ": the run fails (--perf-gate=strict)"
+                    if self.fails_run
+                    else ": the run does not fail (it would under --perf-gate=strict)"
+                )
             table = render(GATE_HEADER, gate_rows(self.verdicts))
         lines = [f"### {title}", "", *table, ""] if markdown_tables else [title, *table]
         if self.settings.gate is not None and self.run_verdict not in (None, Verdict.PASS):
-            lines.append(f"if the new numbers are intended, update the baseline: {self.refresh_command()}")
+            lines.append(
+                f"if the new numbers are intended, update the baseline: {self.refresh_command()}"
+            )
         return lines
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(
+        self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
+    ) -> None:
+        """pytest-html's report opens with the gate's chart (each case's speedup interval)."""
+        if self.settings.gate is None or not self.verdicts or self.worker:
+            return
+        with guarded("pytest_html_results_summary", self.internal_errors):
+            from .chart import speedup_chart
+
+            prefix.append(speedup_chart(self.verdicts, self.settings.gate.threshold))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         with guarded("pytest_terminal_summary", self.internal_errors):
@@ -401,6 +537,8 @@ class PerfSession:
             for line in self.summary_lines(markdown_tables=False):
                 terminalreporter.write_line(line)
         if self.skipped_in_workers:
-            terminalreporter.write_line(f"{self.skipped_in_workers} compile_benchmark test(s): {XDIST_SKIP}")
+            terminalreporter.write_line(
+                f"{self.skipped_in_workers} compile_benchmark test(s): {XDIST_SKIP}"
+            )
         for message in self.messages:
             terminalreporter.write_line(message)

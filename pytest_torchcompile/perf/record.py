@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.counters import COUNTER_LABELS
 from .stats import FieldError, Summary
 
 
@@ -63,8 +64,15 @@ REPLAY = "cudagraph"
 EVENTS = "events"
 TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
 
-#: deterministic counters, compared exactly (never with statistics).
-COUNTERS = ("graphs", "graph_breaks", "recompiles", "kernels")
+#: deterministic counters, compared exactly (never with statistics), by attribute name.
+COUNTERS = tuple(COUNTER_LABELS)
+#: the names baselines recorded before the counters had one spelling everywhere.
+_LEGACY_COUNTERS = {
+    "graphs": "graph_count",
+    "graph_breaks": "graph_break_count",
+    "recompiles": "recompile_count",
+    "kernels": "kernel_count",
+}
 
 
 @dataclass(frozen=True)
@@ -118,11 +126,17 @@ class CaseRecord:
         _check_settings(settings)
         return cls(
             metrics=_summaries(data, "metrics", required=True),
-            counters={name: _count(f"counters.{name}", v) for name, v in _section(data, "counters", required=True).items()},
+            counters={
+                _LEGACY_COUNTERS.get(name, name): _count(f"counters.{name}", v)
+                for name, v in _section(data, "counters", required=True).items()
+            },
             settings=dict(settings),
             notes=tuple(str(note) for note in _sequence(data, "notes")),
             kernels=_summaries(data, "kernels", required=False),
-            samples={name: tuple(_sequence(data["samples"], name, "samples.")) for name in _section(data, "samples", required=False)},
+            samples={
+                name: tuple(_sequence(data["samples"], name, "samples."))
+                for name in _section(data, "samples", required=False)
+            },
         )
 
 
@@ -177,5 +191,11 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
     if not isinstance(noise, Mapping):
         raise RecordError("settings.noise", f"{noise!r} is not an object")
     for metric, value in noise.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_NOISE:
-            raise RecordError(f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= MAX_NOISE
+        ):
+            raise RecordError(
+                f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}"
+            )

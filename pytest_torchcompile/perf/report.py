@@ -70,12 +70,30 @@ def gate_cells(row: Row) -> tuple[str, ...]:
     """A row's cells; why a metric is not gated goes in the verdict column,
     what moved of the counters in the change column."""
     counters_moved = row.change is None and row.verdict is Verdict.FAIL
-    change = fmt_percent(row.change) if row.change is not None else row.note if counters_moved else ""
+    change = (
+        fmt_percent(row.change) if row.change is not None else row.note if counters_moved else ""
+    )
     ci = f"[{fmt_percent(row.ci[0])}, {fmt_percent(row.ci[1])}]" if row.ci else ""
     if row.verdict is Verdict.NOT_GATED:
-        return (row.case, row.metric, fmt_value(row.baseline, row.unit), fmt_value(row.now, row.unit), change, ci, f"not gated: {row.note}")
+        return (
+            row.case,
+            row.metric,
+            fmt_value(row.baseline, row.unit),
+            fmt_value(row.now, row.unit),
+            change,
+            ci,
+            f"not gated: {row.note}",
+        )
     confidence = " ".join(part for part in (ci, "" if counters_moved else row.note) if part)
-    return (row.case, row.metric, fmt_value(row.baseline, row.unit), fmt_value(row.now, row.unit), change, confidence, row.verdict.value)
+    return (
+        row.case,
+        row.metric,
+        fmt_value(row.baseline, row.unit),
+        fmt_value(row.now, row.unit),
+        change,
+        confidence,
+        row.verdict.value,
+    )
 
 
 def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
@@ -84,7 +102,11 @@ def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
     for verdict in sorted(verdicts, key=lambda v: v.case):
         for row in verdict.rows:
             cells = gate_cells(row)
-            if verdict.remeasured and row.verdict is not Verdict.NOT_GATED and row.change is not None:
+            if (
+                verdict.remeasured
+                and row.verdict is not Verdict.NOT_GATED
+                and row.change is not None
+            ):
                 cells = (*cells[:-1], f"{cells[-1]} (re-measured)")
             rows.append(cells)
     return rows
@@ -96,15 +118,17 @@ def result_rows(cases: Sequence[MeasuredCase]) -> list[tuple[str, ...]]:
     for case in sorted(cases, key=lambda c: c.key):
         m = case.record.metrics
         speedup = m["speedup"]
-        rows.append((
-            case.key,
-            fmt_seconds(m["eager_s"].median),
-            fmt_seconds(m["compiled_s"].median),
-            fmt_value(speedup.median, "x"),
-            f"{speedup.ci_low:.3g}-{speedup.ci_high:.3g}",
-            f"{m['compile_s'].median:.2f}",
-            f"{m['first_call_s'].median:.2f}",
-        ))
+        rows.append(
+            (
+                case.key,
+                fmt_seconds(m["eager_s"].median),
+                fmt_seconds(m["compiled_s"].median),
+                fmt_value(speedup.median, "x"),
+                f"{speedup.ci_low:.3g}-{speedup.ci_high:.3g}",
+                f"{m['compile_s'].median:.2f}",
+                f"{m['first_call_s'].median:.2f}",
+            )
+        )
     return rows
 
 
@@ -127,18 +151,32 @@ def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) ->
             data = case.record.samples.get(f"{side}_s")
             if not data:
                 continue
-            benchmarks.append({
-                "group": case.key,
-                "name": f"{case.key.rsplit('::', 2)[-2]}[{case.key.rsplit('::', 1)[-1]}-{side}]",
-                "fullname": f"{case.key}[{side}]",
-                "params": {"side": side},
-                "param": side,
-                "extra_info": {"speedup": case.record.metrics["speedup"].median, **case.record.settings},
-                "options": {"timer": "perf_counter", "disable_gc": True, "warmup": True, "min_rounds": len(data)},
-                "stats": benchmark_stats(data),
-            })
+            benchmarks.append(
+                {
+                    "group": case.key,
+                    "name": f"{case.key.rsplit('::', 2)[-2]}[{case.key.rsplit('::', 1)[-1]}-{side}]",
+                    "fullname": f"{case.key}[{side}]",
+                    "params": {"side": side},
+                    "param": side,
+                    "extra_info": {
+                        "speedup": case.record.metrics["speedup"].median,
+                        **case.record.settings,
+                    },
+                    "options": {
+                        "timer": "perf_counter",
+                        "disable_gc": True,
+                        "warmup": True,
+                        "min_rounds": len(data),
+                    },
+                    "stats": benchmark_stats(data),
+                }
+            )
     return {
-        "machine_info": {"node": machine.get("device", ""), "cpu": {"brand_raw": machine.get("cpu", "")}, **dict(machine)},
+        "machine_info": {
+            "node": machine.get("device", ""),
+            "cpu": {"brand_raw": machine.get("cpu", "")},
+            **dict(machine),
+        },
         "commit_info": {},
         "benchmarks": benchmarks,
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
@@ -157,16 +195,33 @@ def benchmark_stats(data: Sequence[float]) -> dict[str, Any]:
     iqr_outliers = len(ordered) - len(inside)
     stddev_outliers = sum(1 for x in ordered if abs(x - mean) > stddev)
     return {
-        "min": ordered[0], "max": ordered[-1], "mean": mean, "stddev": stddev, "rounds": len(ordered),
-        "median": statistics.median(ordered), "iqr": iqr, "q1": q1, "q3": q3,
-        "iqr_outliers": iqr_outliers, "stddev_outliers": stddev_outliers, "outliers": f"{stddev_outliers};{iqr_outliers}",
-        "ld15iqr": inside[0], "hd15iqr": inside[-1], "ops": 1.0 / mean if mean else 0.0,
-        "total": sum(ordered), "iterations": 1, "data": list(data),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "mean": mean,
+        "stddev": stddev,
+        "rounds": len(ordered),
+        "median": statistics.median(ordered),
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": iqr_outliers,
+        "stddev_outliers": stddev_outliers,
+        "outliers": f"{stddev_outliers};{iqr_outliers}",
+        "ld15iqr": inside[0],
+        "hd15iqr": inside[-1],
+        "ops": 1.0 / mean if mean else 0.0,
+        "total": sum(ordered),
+        "iterations": 1,
+        "data": list(data),
     }
 
 
 def json_report(
-    verdict: str | None, verdicts: Sequence[CaseVerdict], cases: Sequence[MeasuredCase], machine: Mapping[str, Any], notes: Sequence[str]
+    verdict: str | None,
+    verdicts: Sequence[CaseVerdict],
+    cases: Sequence[MeasuredCase],
+    machine: Mapping[str, Any],
+    notes: Sequence[str],
 ) -> dict[str, Any]:
     """This plugin's report: the run's verdict, every gate row and every case's record."""
     return {
@@ -174,7 +229,9 @@ def json_report(
         "verdict": verdict,
         "machine": dict(machine),
         "rows": [row.to_json() for v in verdicts for row in v.rows],
-        "verdicts": {v.case: {"verdict": v.verdict.value, "remeasured": v.remeasured} for v in verdicts},
+        "verdicts": {
+            v.case: {"verdict": v.verdict.value, "remeasured": v.remeasured} for v in verdicts
+        },
         "cases": {c.key: {"nodeid": c.nodeid, **c.record.to_json()} for c in cases},
         "notes": list(notes),
     }

@@ -53,12 +53,16 @@ class Summary:
         is a damaged file, not a measurement.
         """
         if not isinstance(data, Mapping):
-            raise FieldError("", f"{data!r} is not an object with {', '.join(cls.__dataclass_fields__)}")
+            raise FieldError(
+                "", f"{data!r} is not an object with {', '.join(cls.__dataclass_fields__)}"
+            )
         values = {name: _stored_number(name, data) for name in cls.__dataclass_fields__}
         if isinstance(values["n"], float) or values["n"] < 1:
             raise FieldError("n", f"{data['n']!r} is not a positive count")
         if values["ci_low"] > values["ci_high"]:
-            raise FieldError("ci_low", f"{values['ci_low']!r} is above ci_high {values['ci_high']!r}")
+            raise FieldError(
+                "ci_low", f"{values['ci_low']!r} is above ci_high {values['ci_high']!r}"
+            )
         return cls(**values)
 
     @classmethod
@@ -85,7 +89,12 @@ def _stored_number(name: str, data: Mapping[str, Any]) -> float:
     if name not in data:
         raise FieldError(name, "missing")
     value = data[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise FieldError(name, f"{value!r} is not a finite non-negative number")
     return value
 
@@ -112,10 +121,14 @@ def summarize(samples: Sequence[float], confidence: float) -> Summary:
     spread = batch_spread(samples, confidence)
     if spread is not None and median > 0:
         low, high = min(low, median * math.exp(-spread)), max(high, median * math.exp(spread))
-    return Summary(median, data[0], quantile(data, 0.25), quantile(data, 0.75), low, high, len(data))
+    return Summary(
+        median, data[0], quantile(data, 0.25), quantile(data, 0.75), low, high, len(data)
+    )
 
 
-def batch_spread(samples: Sequence[float], confidence: float, batches: int = BATCHES) -> float | None:
+def batch_spread(
+    samples: Sequence[float], confidence: float, batches: int = BATCHES
+) -> float | None:
     """Half-width, in log space, of the median's interval from batch medians.
 
     Timings on a shared machine are not independent: a neighbour's burst
@@ -164,7 +177,9 @@ def median_ci(data: Sequence[float], confidence: float) -> tuple[float, float]:
 
 def _half_binomial_pmf(n: int, k: int) -> float:
     """P(Binomial(n, 1/2) = k), in log space so thousands of rounds do not overflow."""
-    return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2.0))
+    return math.exp(
+        math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2.0)
+    )
 
 
 def z_value(confidence: float) -> float:

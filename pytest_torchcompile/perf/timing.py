@@ -1,15 +1,10 @@
-"""Time eager against compiled, interleaved in one process (DESIGN section 5).
+"""Time eager against compiled, interleaved in one process.
 
-Absolute times on a shared machine move 6-120% between runs; the ratio of
-two calls timed back to back moves ~2.5%, because a slow phase (a neighbour's
-compile, a frequency change) slows both sides of a round alike. So each round
-times a block of eager calls and a block of compiled calls, in alternating
-order (ABBA...) so a drift within a round does not favour one side, and the
-per-round ratio eager/compiled is the quantity the gate uses.
-
+Each round times a block of eager calls and a block of compiled calls, in
+alternating order (ABBA...), so a slow phase slows both sides alike and the
+per-round ratio eager/compiled, the quantity the gate uses, stays steady.
 The loop is plain Python over two callables and a `sync` (a no-op on CPU,
-`torch.cuda.synchronize` on GPU): it does not import torch and is unit-tested
-with sleeping functions.
+`torch.cuda.synchronize` on GPU): no torch import.
 """
 
 from __future__ import annotations
@@ -51,7 +46,9 @@ class TimingSettings:
     def __post_init__(self) -> None:
         check_number("max_time", self.max_time, 0.0, math.inf, "seconds of timing per measurement")
         if self.min_rounds < 2 or self.max_rounds < self.min_rounds:
-            raise ValueError(f"rounds must satisfy 2 <= min_rounds ({self.min_rounds}) <= max_rounds ({self.max_rounds})")
+            raise ValueError(
+                f"rounds must satisfy 2 <= min_rounds ({self.min_rounds}) <= max_rounds ({self.max_rounds})"
+            )
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,11 @@ class PairedTiming:
 
     def merged(self, other: PairedTiming) -> PairedTiming:
         """Pool two measurements of the same case (a re-measure adds rounds)."""
-        return PairedTiming(self.eager + other.eager, self.compiled + other.compiled, max(self.iterations, other.iterations))
+        return PairedTiming(
+            self.eager + other.eager,
+            self.compiled + other.compiled,
+            max(self.iterations, other.iterations),
+        )
 
     def series(self) -> dict[str, tuple[float, ...]]:
         """Per-round values by metric name: speedup, eager_s and compiled_s."""
@@ -107,7 +108,9 @@ def interleave(
         eager()
         compiled()
     sync()
-    fastest = min(statistics.median(_block(fn, 1, sync, clock) for _ in range(5)) for fn in (eager, compiled))
+    fastest = min(
+        statistics.median(_block(fn, 1, sync, clock) for _ in range(5)) for fn in (eager, compiled)
+    )
     iterations = choose_iterations(fastest, settings.block_time, iterations)
     eager_times: list[float] = []
     compiled_times: list[float] = []
@@ -131,7 +134,12 @@ def choose_iterations(fastest: float, block_time: float, hint: int | None = None
     return 2 ** max(0, min(20, math.ceil(math.log2(max(block_time / fastest, 1.0)))))
 
 
-def _block(fn: Callable[[], object], iterations: int, sync: Callable[[], object], clock: Callable[[], float]) -> float:
+def _block(
+    fn: Callable[[], object],
+    iterations: int,
+    sync: Callable[[], object],
+    clock: Callable[[], float],
+) -> float:
     started = clock()
     for _ in range(iterations):
         fn()
@@ -139,7 +147,9 @@ def _block(fn: Callable[[], object], iterations: int, sync: Callable[[], object]
     return clock() - started
 
 
-def _done(eager: list[float], compiled: list[float], elapsed: float, settings: TimingSettings) -> bool:
+def _done(
+    eager: list[float], compiled: list[float], elapsed: float, settings: TimingSettings
+) -> bool:
     rounds = len(eager)
     if rounds < settings.min_rounds:
         return False

@@ -15,23 +15,23 @@ from typing import Any
 
 from .._torch import config
 from ..common.capture import reset_dynamo
-from ..common.cases import CaseFailure, fail_test_on_case_failure
+from ..common.capture_log import CaptureLog
 from ..common.compiling import compile_with, compiling, eager_failed
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
-from ..common.records import CaptureLog
-from .calls import SEED, Inputs, observed_call
-from .guards import GuardChecker, read_guards
-from .normalize import Normalizer
-from .precompile import PrecompileFailure, RoundTrip
-from .program.check import ProgramCheck, ProgramMismatch
-from .program.facts import collect as collect_program_facts
-from .program.writer import write_program
-from .precompile import check as precompile_check
-from .replay import Replay
+from ..common.named_cases import CaseFailure, fail_test_on_case_failure
+from .artifacts.case_artifacts import CaseArtifacts, frame_results
+from .artifacts.guards import GuardChecker, read_guards
+from .artifacts.normalize import Normalizer
+from .artifacts.program.facts import collect as collect_program_facts
+from .artifacts.program.writer import write_program
+from .numerics.calls import SEED, Inputs, observed_call
+from .numerics.precompile import PrecompileFailure, RoundTrip
+from .numerics.precompile import check as precompile_check
+from .numerics.program_run import ProgramCheck, ProgramMismatch
+from .numerics.replay import Replay
 from .result import CompileResult
 from .spec import CompileSpec
-from .view import CaseArtifacts, frame_results
 
 
 @dataclass
@@ -70,8 +70,16 @@ class CompileCase:
         assert self.replay is not None, "start() first"
         self.calls.append(clone_inputs((args, kwargs)))
         eager_inputs = clone_inputs((args, kwargs))
-        before = (copy_model(self.eager_model), clone_inputs((args, kwargs))) if self.spec.precompile else None
-        unrun = (copy_model(self.model), clone_inputs((args, kwargs))) if self.spec.run_program else None
+        before = (
+            (copy_model(self.eager_model), clone_inputs((args, kwargs)))
+            if self.spec.precompile
+            else None
+        )
+        unrun = (
+            (copy_model(self.model), clone_inputs((args, kwargs)))
+            if self.spec.run_program
+            else None
+        )
         eager_out, eager_seen = self._run_eager(eager_inputs)
         out, seen = self._run_compiled((args, kwargs))
         self.result = self._result(out, eager_out)
@@ -109,21 +117,25 @@ class CompileCase:
         }
         try:
             collect_program_facts(self.log, self.model, *inputs, settings)
-        except Exception as exc:  # a fact that cannot be read makes write_program refuse, never the test fail
+        except (
+            Exception
+        ) as exc:  # a fact that cannot be read makes write_program refuse, never the test fail
             self.log.program.setdefault("error", f"{type(exc).__name__}: {exc}")
 
     def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
         breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
         try:
-            self.round_trip = precompile_check(self.round_trip, self.spec, model, inputs, reference, breaks, SEED)
+            self.round_trip = precompile_check(
+                self.round_trip, self.spec, model, inputs, reference, breaks, SEED
+            )
         except PrecompileFailure as exc:
             raise CaseFailure(self.normalizer(str(exc))) from exc
         if self.result is not None:
             self.result.precompile = self.round_trip.report
 
     def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
-        """The program file of the case as of this call, run fresh on this call's inputs (program/check.py)."""
+        """The program file of the case as of this call, run fresh on this call's inputs (numerics/program_run.py)."""
         if self.program_check is None:
             self.program_check = ProgramCheck(self.spec.backend_name)
         try:
@@ -151,7 +163,9 @@ class CompileCase:
             kernel_count=counted.kernel_count,
             artifacts=CaseArtifacts(log, backend, self.spec.artifacts, self.normalizer),
             compile_seconds=self.compile_seconds,
-            _call=lambda *args, **kwargs: fail_test_on_case_failure(self.name, lambda: self.call(*args, **kwargs)),
+            _call=lambda *args, **kwargs: fail_test_on_case_failure(
+                self.name, lambda: self.call(*args, **kwargs)
+            ),
             _frames=functools.partial(frame_results, log, counted, backend, self.normalizer),
             _check_guards=self.check_guards,
             _write_program=functools.partial(write_program, log, backend),

@@ -11,20 +11,17 @@ ordinary failure. Nothing here depends on pytest: a failing case raises
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ..common.capture import reset_dynamo
-from ..common.cases import FixtureFailure, NamedCases, fail_test_on_case_failure
 from ..common.compiling import check_backend
+from ..common.named_cases import FixtureFailure, NamedCases, fail_test_on_case_failure
+from .artifacts.normalize import Normalizer
 from .case import CompileCase
-from .normalize import Normalizer
 from .result import CompileResult
 from .spec import CompileSpec
-from .store import Outcome, SnapshotStore, artifact_filename
-
-__all__ = ["CompileCase", "CompileModel"]
 
 
 @dataclass
@@ -37,7 +34,9 @@ class CompileModel(NamedCases[CompileResult]):
     cases: list[CompileCase] = field(default_factory=list)
     fixture_name: ClassVar[str] = "compile_model"
 
-    def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
+    def _run(
+        self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> CompileResult:
         if self.spec is None:
             raise FixtureFailure(f"usage error: {self.spec_error}")
         check_backend(self.spec)
@@ -56,15 +55,10 @@ class CompileModel(NamedCases[CompileResult]):
         for case in self.cases:
             case.close()
 
-    def check_snapshots(self, store: SnapshotStore, test_dir: Path) -> list[Outcome]:
-        """Compare every case's artifacts with the stored files (or write them)."""
-        outcomes = []
-        finished = [c for c in self.cases if c.result is not None]
-        try:
-            folders = [test_dir] if len(self.cases) == 1 else store.case_folders(test_dir, [c.name for c in finished])
-        except ValueError as exc:
-            raise FixtureFailure(f"usage error: {exc}") from None
-        for case, case_dir in zip(finished, folders):
-            for artifact, text in case.result.artifacts.items():  # as of the case's last call
-                outcomes.append(store.check(case_dir / artifact_filename(artifact), text))
-        return outcomes
+    def finished(self) -> list[CompileCase]:
+        """The cases whose calls all ran (a failing case has no result to snapshot)."""
+        return [c for c in self.cases if c.result is not None]
+
+    def snapshot_texts(self) -> list[tuple[str, Mapping[str, str]]]:
+        """(case name, artifact name -> text) of every case that finished, as of its last call."""
+        return [(c.name, c.result.artifacts) for c in self.finished() if c.result is not None]

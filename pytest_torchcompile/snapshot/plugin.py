@@ -10,23 +10,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.internal import guarded, guarded_report, internal_error, reported_errors
+from ..common.crashes import guarded, guarded_report, internal_error, reported_errors
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
-from .diff import compare_case
-from .failure import FULL_DIFF_FLAG, compose
-from .housekeeping import Housekeeping, owner_of
-from .normalize import Normalizer
-from .placeholders import PlaceholderError, case_device, installed_torch_minor, placeholders, resolve, resolve_some, torch_minor
-from .report import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .artifacts.normalize import Normalizer
+from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .compare.failure import FULL_DIFF_FLAG, compose
+from .compare.html import failure_fragment
+from .files.housekeeping import Housekeeping
+from .files.placeholders import (
+    PlaceholderError,
+    case_device,
+    installed_torch_minor,
+    placeholders,
+    resolve,
+    resolve_some,
+    torch_minor,
+)
+from .files.store import FolderClash, SnapshotStore
 from .spec import MARKER, CompileSpec
-from .store import Outcome, SnapshotStore
 
 if TYPE_CHECKING:
     from .fixture import CompileModel
@@ -38,6 +46,9 @@ WRITES_PROPERTY = "torchcompile_writes"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
+html_key = pytest.StashKey[
+    str
+]()  # a failing test's verdicts and side-by-side diffs, for pytest-html
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,7 +82,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)")
+    config.addinivalue_line(
+        "markers",
+        f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)",
+    )
     session = TorchCompileSession.from_config(config)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "torchcompile-session")
@@ -118,10 +132,20 @@ class TorchCompileSession:
     """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
     update bookkeeping (housekeeping.py, which judges unused files and stale folders)."""
 
-    def __init__(self, folder: str, store: SnapshotStore, rootdir: Path, worker: bool, housekeeping: Housekeeping, full_diff: bool = False) -> None:
+    def __init__(
+        self,
+        folder: str,
+        store: SnapshotStore,
+        rootdir: Path,
+        worker: bool,
+        housekeeping: Housekeeping,
+        full_diff: bool = False,
+    ) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
         self.uses = placeholders(folder)
-        self.store = store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
+        self.store = (
+            store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
+        )
         self.rootdir = rootdir
         self.update = store.update
         self.worker = worker
@@ -130,7 +154,6 @@ class TorchCompileSession:
         self.full_diff = full_diff
         self.writes = {"written": 0, "updated": 0}
         self.rows: list[CaseRow] = []
-        self.outcomes: list[Outcome] = []
         self.precompile_rows: list[PrecompileRow] = []
         self.internal_errors: list[str] = []
 
@@ -140,7 +163,9 @@ class TorchCompileSession:
         update = bool(config.getoption("update_snapshots"))
         folder, setting = _snapshot_setting(config)
         if not folder.strip():
-            raise pytest.UsageError(f"{setting} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)")
+            raise pytest.UsageError(
+                f"{setting} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)"
+            )
         try:
             placeholders(folder)
         except PlaceholderError as exc:
@@ -150,8 +175,17 @@ class TorchCompileSession:
             folder = resolve_some(folder, torch=version)
         root = _snapshot_root(setting, rootdir / resolve_some(folder, device="cpu"))
         store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
-        full_diff = bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
-        return cls(folder, store, rootdir, hasattr(config, "workerinput"), Housekeeping.from_config(config, store), full_diff)
+        full_diff = (
+            bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
+        )
+        return cls(
+            folder,
+            store,
+            rootdir,
+            hasattr(config, "workerinput"),
+            Housekeeping.from_config(config, store),
+            full_diff,
+        )
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -163,10 +197,17 @@ class TorchCompileSession:
             return self.store
         import torch
 
-        folder = resolve(self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases))
+        folder = resolve(
+            self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases)
+        )
         root = self.rootdir / folder
         if root not in self.stores:
-            self.stores[root] = SnapshotStore(root=root, rootdir=self.rootdir, update=self.store.update, started=self.store.started)
+            self.stores[root] = SnapshotStore(
+                root=root,
+                rootdir=self.rootdir,
+                update=self.store.update,
+                started=self.store.started,
+            )
         return self.stores[root]
 
     def _device(self, nodeid: str, cases: list[Any]) -> str:
@@ -200,45 +241,58 @@ class TorchCompileSession:
         model = pyfuncitem.stash.get(model_key, None)
         if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
             return result
-        outcomes: list[Outcome] = []
-        crash = ""
+        crash = failure = ""
         try:
-            store = self.store_for(pyfuncitem.nodeid, [c for c in model.cases if c.result is not None])
+            store = self.store_for(pyfuncitem.nodeid, model.finished())
             test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-            collision = self.housekeeping.shared_folder(pyfuncitem, store) or store.claim(test_dir, owner_of(pyfuncitem))
-            if collision:
-                pytest.fail(f"usage error: {collision}", pytrace=False)
-            outcomes = model.check_snapshots(store, test_dir)
-            self.outcomes.extend(outcomes)
+            clash = self.housekeeping.shared_folder(pyfuncitem, store)
+            if clash:
+                pytest.fail(f"usage error: {clash}", pytrace=False)
+            outcomes = store.check_test(test_dir, model.snapshot_texts())
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
             pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
-            failure = compose(outcomes, test_dir, store.show(test_dir), self.full_diff, _verdict(outcomes, test_dir)) if any(o.failed for o in outcomes) else ""
+            if any(o.failed for o in outcomes):
+                failure = compose(outcomes, store.show(test_dir), self.full_diff)
+                if _html_report_wanted(pyfuncitem.config):
+                    pyfuncitem.stash[html_key] = failure_fragment(outcomes)
+        except FolderClash as exc:
+            failure = f"usage error: {exc}"
         except OSError:
             raise  # the file system's own error, with its path (the store's to word)
         except Exception as exc:  # the plugin's bug: fail this test with a line that says so
             crash = internal_error(exc, "the snapshot check")
-        if crash:
-            pytest.fail(crash, pytrace=False)  # outside `except`: no chained traceback
-        if failure:
-            pytest.fail(failure, pytrace=False)
+        if crash or failure:
+            pytest.fail(crash or failure, pytrace=False)  # outside `except`: no chained traceback
         self.housekeeping.after_test(pyfuncitem, test_dir, store)
         return result
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Iterator[Any]:
         report = yield
         model = item.stash.get(model_key, None)
         if call.when == "call" and model is not None:
             with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_rows(report, item, model)
+                if html_key in item.stash:
+                    _attach_html(report, item.stash[html_key])
         return report
 
-    def _attach_rows(self, report: pytest.TestReport, item: pytest.Item, model: CompileModel) -> None:
+    def _attach_rows(
+        self, report: pytest.TestReport, item: pytest.Item, model: CompileModel
+    ) -> None:
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
         report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
-        trips = [_precompile_row(item.nodeid, case) for case in model.cases if case.round_trip is not None]
+        trips = [
+            _precompile_row(item.nodeid, case)
+            for case in model.cases
+            if case.round_trip is not None
+        ]
         if trips:
-            report.user_properties.append((PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips])))
+            report.user_properties.append(
+                (PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
+            )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
@@ -275,8 +329,13 @@ class TorchCompileSession:
         if self.rows:
             self._write_tables(terminalreporter)
         if self.store.update:
-            deleted = sum(line.startswith(("deleted: ", "removed stale: ")) for line in self.housekeeping.lines)
-            counts = ", ".join(f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items())
+            deleted = sum(
+                line.startswith(("deleted: ", "removed stale: "))
+                for line in self.housekeeping.lines
+            )
+            counts = ", ".join(
+                f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items()
+            )
             terminalreporter.write_line(f"torch.compile snapshots: {counts}")
 
     def _write_tables(self, terminalreporter: Any) -> None:
@@ -284,38 +343,36 @@ class TorchCompileSession:
         for line in format_table(self.rows):
             terminalreporter.write_line(line)
         if self.precompile_rows:
-            terminalreporter.write_sep("-", "torch.compile precompile round trips (aot_compile, save, load in a fresh process)")
+            terminalreporter.write_sep(
+                "-",
+                "torch.compile precompile round trips (aot_compile, save, load in a fresh process)",
+            )
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
 
 
-def _verdict(outcomes: list[Outcome], test_dir: Path) -> Callable[[str, Mapping[str, tuple[str, str]]], str | None]:
-    """The upgrade report's classifier (`diff.compare_case`) for one case of a failing test.
+def _html_report_wanted(config: pytest.Config) -> bool:
+    """pytest-html is loaded and this run writes its report (`--html PATH`); it stays optional."""
+    return config.pluginmanager.hasplugin("html") and bool(config.getoption("htmlpath", None))
 
-    It reads whole cases: the artifacts that matched are the same on both
-    sides (an unchanged output code is what shows a reprinted graph is the
-    same program), the changed ones carry their stored and new texts.
-    """
-    texts: dict[str, dict[str, str]] = {}
-    for outcome in outcomes:
-        if outcome.new is not None:
-            case = outcome.path.parent.relative_to(test_dir).as_posix() if outcome.path.parent != test_dir else ""
-            texts.setdefault(case, {})[outcome.path.name.split(".", 1)[0]] = outcome.new
 
-    def verdict(case: str, changed: Mapping[str, tuple[str, str]]) -> str | None:
-        new = dict(texts.get(case, {}))
-        old = {**new, **{name: pair[0] for name, pair in changed.items()}}
-        new.update({name: pair[1] for name, pair in changed.items()})
-        return compare_case(old, new).line()
+def _attach_html(report: pytest.TestReport, fragment: str) -> None:
+    """Show `fragment` under the test's row of pytest-html's report."""
+    from pytest_html import extras  # only when its report is written
 
-    return verdict
+    report.extras = [*getattr(report, "extras", []), extras.html(fragment)]  # type: ignore[attr-defined]
 
 
 def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:
     """The snapshot folder template and how the user set it (for messages)."""
     flag = config.getoption("torchcompile_snapshot_dir")
     folder = flag or config.getini("torchcompile_snapshot_dir")
-    return str(folder), f"--torchcompile-snapshot-dir={folder}" if flag else f"ini torchcompile_snapshot_dir = {folder!r}"
+    return (
+        str(folder),
+        f"--torchcompile-snapshot-dir={folder}"
+        if flag
+        else f"ini torchcompile_snapshot_dir = {folder!r}",
+    )
 
 
 def _snapshot_root(setting: str, root: Path) -> Path:
@@ -323,17 +380,35 @@ def _snapshot_root(setting: str, root: Path) -> Path:
     for path in (root, *root.parents):
         if path.exists():
             if not path.is_dir():
-                raise pytest.UsageError(f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file")
+                raise pytest.UsageError(
+                    f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file"
+                )
             break
     return root
 
 
 def _row(nodeid: str, case: Any) -> CaseRow:
     r = case.result
-    return CaseRow(nodeid, case.name, r.graph_count, r.graph_break_count, r.recompile_count, r.kernel_count, round(case.compile_seconds, 2))
+    return CaseRow(
+        nodeid,
+        case.name,
+        r.graph_count,
+        r.graph_break_count,
+        r.recompile_count,
+        r.kernel_count,
+        round(case.compile_seconds, 2),
+    )
 
 
 def _precompile_row(nodeid: str, case: Any) -> PrecompileRow:
     r = case.round_trip.report
     first_load = r.load_seconds[0] if r.load_seconds else 0.0
-    return PrecompileRow(nodeid, case.name, r.artifact_bytes, round(r.compile_seconds, 2), round(r.save_seconds, 3), round(first_load, 2), len(r.load_seconds))
+    return PrecompileRow(
+        nodeid,
+        case.name,
+        r.artifact_bytes,
+        round(r.compile_seconds, 2),
+        round(r.save_seconds, 3),
+        round(first_load, 2),
+        len(r.load_seconds),
+    )

@@ -8,19 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .artifacts.case_artifacts import FrameResult
+
 if TYPE_CHECKING:
-    from .precompile import PrecompileReport
-    from .program.check import ProgramReport
-
-
-@dataclass(frozen=True)
-class FrameResult:
-    """One Dynamo frame compile and the artifacts it produced (normalized)."""
-
-    frame_id: int
-    compile_id: int
-    name: str
-    artifacts: Mapping[str, str]
+    from .numerics.precompile import PrecompileReport
+    from .numerics.program_run import ProgramReport
 
 
 @dataclass
@@ -47,6 +39,7 @@ class CompileResult:
     def frames(self) -> tuple[FrameResult, ...]:
         """One record per Dynamo frame compile, normalized when first read."""
         return self._frames()
+
     _check_guards: Callable[..., bool] | None = field(default=None, repr=False)
     #: `precompile=True`: artifact size and compile/save/load seconds (not snapshotted: they vary)
     precompile: PrecompileReport | None = None

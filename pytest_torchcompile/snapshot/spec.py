@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..common.options import COMPILE_MODES, CompileOptions, SpecError
-from .catalogue import ARTIFACT_EXTENSIONS
+from .artifacts.catalogue import ARTIFACT_EXTENSIONS
 
 __all__ = ["ARTIFACT_EXTENSIONS", "COMPILE_MODES", "MARKER", "CompileSpec", "SpecError"]
 
@@ -63,7 +63,14 @@ class CompileSpec(CompileOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("numerics", "fallback_random", "bisect", "check_stride", "precompile", "run_program"):
+        for name in (
+            "numerics",
+            "fallback_random",
+            "bisect",
+            "check_stride",
+            "precompile",
+            "run_program",
+        ):
             self.check_choice(name, getattr(self, name), (True, False))
         self.check_choice("grads", self.grads, (None, True, False))
         self.check_choice("fp64_reference", self.fp64_reference, (None, True, False))
@@ -76,7 +83,9 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
     if artifacts is None:
         return None
     if isinstance(artifacts, str) or not isinstance(artifacts, (tuple, list)):
-        raise SpecError(f"{MARKER}(artifacts={artifacts!r}) must be a tuple of artifact names, e.g. ('summary', 'guards')")
+        raise SpecError(
+            f"{MARKER}(artifacts={artifacts!r}) must be a tuple of artifact names, e.g. ('summary', 'guards')"
+        )
     odd = [a for a in artifacts if not isinstance(a, str)]
     if odd:
         raise SpecError(
@@ -115,4 +124,6 @@ def _check_tolerances(rtol: object, atol: object) -> None:
                 "(to skip the numerics check, set numerics=False)"
             )
     if (rtol is None) != (atol is None):
-        raise SpecError(f"{MARKER}: give both rtol= and atol=, or neither (as torch.testing.assert_close)")
+        raise SpecError(
+            f"{MARKER}: give both rtol= and atol=, or neither (as torch.testing.assert_close)"
+        )

@@ -31,7 +31,17 @@ DEFAULT_SAMPLES = HERE.parents[1].parent / "shared" / "samples" / "h100-torch2.1
 OUT = HERE / "h100_gate_samples.json"
 
 PROBE_LINE = re.compile(r"^PROBE (\d+) (\w+) (\w+) (.*)$")
-UNITS = {"x": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "B": 1.0, "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30}
+UNITS = {
+    "x": 1.0,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "ns": 1e-9,
+    "B": 1.0,
+    "KiB": 2.0**10,
+    "MiB": 2.0**20,
+    "GiB": 2.0**30,
+}
 
 
 def probe(text: str) -> dict[str, Any]:
@@ -74,13 +84,21 @@ def tidy(value: float) -> float:
 def percent(cell: str) -> float | None:
     if cell in ("", "exact"):
         return None
-    return {"+inf": float("inf"), "-inf": float("-inf")}.get(cell, None) if "inf" in cell else tidy(float(cell.rstrip("%")) / 100)
+    return (
+        {"+inf": float("inf"), "-inf": float("-inf")}.get(cell, None)
+        if "inf" in cell
+        else tidy(float(cell.rstrip("%")) / 100)
+    )
 
 
 def gate_table(text: str) -> dict[str, dict[str, dict[str, Any]]]:
     """The perf-gate table's rows: {case: {metric: {baseline, now, change, ci, verdict}}}."""
     lines = text.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.startswith("case ") and "verdict" in line and "metric" in line)
+    header = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("case ") and "verdict" in line and "metric" in line
+    )
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for line in lines[header + 1 :]:
         if not line.startswith("cases_bench.py"):
@@ -104,14 +122,17 @@ def gate_table(text: str) -> dict[str, dict[str, dict[str, Any]]]:
 
 def baseline_records(report: dict[str, Any]) -> dict[str, Any]:
     """The report's case records as a baseline file holds them (no raw rounds, no node id)."""
-    return {case: {k: v for k, v in data.items() if k not in ("samples", "nodeid")} for case, data in report["cases"].items()}
+    return {
+        case: {k: v for k, v in data.items() if k not in ("samples", "nodeid")}
+        for case, data in report["cases"].items()
+    }
 
 
 def build(samples: Path) -> dict[str, Any]:
     report = json.loads(gzip.decompress((samples / "gate-baseline-report.json.gz").read_bytes()))
     return {
         "source": f"{samples.name}: timing-probe.txt, gate-baseline-report.json.gz, gate-aa2-false-fail.txt "
-                  "(built by tests/data/build_h100_gate_samples.py)",
+        "(built by tests/data/build_h100_gate_samples.py)",
         "machine": report["machine"],
         "probe": probe((samples / "timing-probe.txt").read_text()),
         "baseline": baseline_records(report),

@@ -1,0 +1,66 @@
+"""How torch prints guards: Dynamo's guard tree, its leaf guards' code and comments."""
+
+import re
+
+# --- the tree ----------------------------------------------------------------------
+
+#: `| | +- ...`: the indentation and branch of one tree line, and the rest
+TREE_LINE = re.compile(r"^((?:\| )*)\+- (.*)$")
+#: the start of a tree line, up to its content
+TREE_LINE_START = re.compile(r"^[| ]*\+- ")
+#: the start of a tree line, up to its content or a `KeyManager: ` on it
+TREE_PREFIX_OR_KEY = re.compile(r"^[| ]*\+- (?:KeyManager: )?")
+#: a structure line (a manager, not a check): `GuardManager: source=L['x'], ...`, `KeyManager: ...`
+MANAGER_LINE = re.compile(
+    r"^(?:TREE_GUARD_MANAGER|\w*GuardManager|KeyManager|ValueManager|KeyValueManager)\b"
+)
+#: a guard manager with its source: `GuardManager: source=L['self'].lin, accessed_by=...`
+MANAGER_SOURCE = re.compile(r"^(?:\w*GuardManager)(?:: source=(.*?), accessed_by=.*)?$")
+#: the manager of a frame's globals, whose children guard one global each
+GLOBALS_MANAGER = re.compile(
+    r"^((?:\| )*)\+- GuardManager: source=G, accessed_by=GlobalsGuardAccessor\b"
+)
+#: `TENSOR_MATCH: check_tensor(...)`: a leaf guard's kind and code
+LEAF_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)(?::\s*(.*))?$")
+#: a kind alone on its line
+BARE_KIND = re.compile(r"^[A-Z][A-Z_]+$")
+#: the guard that a tensor carries no `_dynamo_*` dynamic-dimension marks
+DIMENSION_KIND = "DIMENSION_DYNAMIC_MARKING_GUARD"
+#: `DIMENSION_DYNAMIC_MARKING_GUARD: hasattr(L['x'], '_dynamo_dynamic_indices') == False`
+DIMENSION_MARK = re.compile(
+    r"^DIMENSION_DYNAMIC_MARKING_GUARD: hasattr\((.+), '(_dynamo_\w+)'\) == False$"
+)
+#: the compact form's one line for a tensor's five `hasattr(X, '_dynamo_...') == False` guards
+NO_ATTRS = re.compile(r"^(.+) has no (_dynamo_\w+(?:, _dynamo_\w+)*)$")
+#: `Guard latency = 70.56 us`: a timing printed below the tree
+GUARD_LATENCY = re.compile(r"^\s*Guard latency = [^\n]*\n?", re.MULTILINE)
+
+# --- a leaf guard's code -----------------------------------------------------------
+
+#: `___check_obj_id(G['torch'], 1400...)`: the object id an ID_MATCH guard compares with
+OBJ_ID_VALUE = re.compile(r"(___check_(?:obj|type)_id\([^\n]*?, )(?:\d+|<id>)(\))")
+#: `___check_obj_id(...), type=<class ...>`: the type note some torch versions append
+TYPE_NOTE = re.compile(r"^(___check_(?:obj|type)_id\(.*?\)), type=.*$")
+#: `"num_threads":2` in GLOBAL_STATE's recorded state
+NUM_THREADS = re.compile(r'("num_threads":)\d+')
+#: `L['x']`, `G['torch'].nn`: where Dynamo's sources start (a frame's locals, its globals)
+SOURCE_START = re.compile(r"(?<![\w.])[LG]\[")
+#: `list(dict.keys(G[...]))[13] == "<class ...>"`: a key of a global dict, guarded by position
+GLOBAL_DICT_KEY = re.compile(
+    r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')"
+)
+
+# --- a leaf guard's comment --------------------------------------------------------
+
+#: `# x = self.lin(x)  # model.py:12 in forward`: the comment after a guard's code
+COMMENT_TAIL = re.compile(r"\s+#\s.*$")
+#: a path in a guard's comment, shortened relative to torch's install dir: `ome/u/m.py:12`
+COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
+#: ` and (_inductor/codegen/cpp.py:12 in need_use_acc_helper)`: which torch function
+#: installed a shape guard, at the end of its comment
+PROVENANCE_TAIL = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$", re.MULTILINE)
+#: `  # (_inductor/codegen/simd.py:1877 in can_use_32bit_indexing)`: the same, as the
+#: whole comment of a shape guard with no user code
+BARE_PROVENANCE = re.compile(
+    r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE
+)

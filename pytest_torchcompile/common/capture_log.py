@@ -1,0 +1,80 @@
+"""What a capture holds: trace records and rewritten bytecode per frame compile.
+
+Plain data, no torch import: the artifact builders, the counters and the
+guard emission read it, and the plugin loads them before anything imports
+torch. `capture.py` fills it while a compiled call runs.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._torch.guard_tree import GuardRow
+
+
+@dataclass(frozen=True, order=True)
+class FrameKey:
+    """One Dynamo frame compile: the frame and which compile of it."""
+
+    frame_id: int
+    compile_id: int
+
+
+@dataclass
+class TraceRecord:
+    """One artifact payload as torch emitted it, before normalization."""
+
+    key: FrameKey
+    name: str
+    payload: str
+
+
+@dataclass
+class BytecodeRecord:
+    """A frame's code before and after Dynamo rewrote it."""
+
+    key: FrameKey
+    original: types.CodeType
+    transformed: types.CodeType
+
+
+@dataclass
+class CaptureLog:
+    """Everything captured for one case, across all of its calls."""
+
+    records: list[TraceRecord] = field(default_factory=list)
+    bytecode: list[BytecodeRecord] = field(default_factory=list)
+    #: guard rows per frame compile, read from Dynamo's cache right after the compile
+    guards: dict[FrameKey, tuple[GuardRow, ...]] = field(default_factory=dict)
+    #: what the runnable program needs beyond the records, read from live objects right after a call
+    #: (the snapshot wing's `program/facts.py`): per frame compile, and under "case" for the case
+    program: dict[object, object] = field(default_factory=dict)
+
+    def frames(self) -> list[FrameKey]:
+        """Frame compiles in (frame, compile) order."""
+        keys = {r.key for r in self.records} | {b.key for b in self.bytecode}
+        return sorted(keys)
+
+    def payloads(self, name: str, key: FrameKey | None = None) -> list[str]:
+        """Payloads of one artifact in (frame, compile, occurrence) order."""
+        hits = [r for r in self.records if r.name == name and (key is None or r.key == key)]
+        return [r.payload for r in sorted(hits, key=lambda r: r.key)]
+
+    def frame_names(self) -> dict[FrameKey, str]:
+        """The user function each frame compile traced (from the bytecode hook)."""
+        return {b.key: b.original.co_name for b in self.bytecode}
+
+    def only(self, key: FrameKey) -> CaptureLog:
+        """The records and bytecode of one frame compile."""
+        return CaptureLog(
+            [r for r in self.records if r.key == key], [b for b in self.bytecode if b.key == key]
+        )
+
+    def frozen(self) -> CaptureLog:
+        """A copy as of now: later calls of the case add to this log, not to the copy."""
+        return CaptureLog(
+            list(self.records), list(self.bytecode), dict(self.guards), dict(self.program)
+        )

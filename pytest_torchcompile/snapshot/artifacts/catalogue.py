@@ -1,0 +1,178 @@
+"""The artifact catalogue: every artifact the snapshot wing writes, declared once.
+
+Name, file extension, sources, builder, extra normalization rules, its stage
+in the pipeline and how a comparison reads it; everything else reads this
+table. No torch import (the plugin loads it through the spec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...common.capture_log import CaptureLog
+from ...common.counters import counters
+from . import summary
+from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
+from .normalize import Normalizer, Rule, unmask_names
+from .program.stamp import mask_python_version
+from .sections import record_artifact
+from .transformed import transformed_code
+
+#: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
+BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
+
+Builder = Callable[[CaptureLog, str], str]
+
+#: how a comparison reads an artifact: the counters, FX graphs as dataflow, guards as
+#: checks, generated code as kernels and calls, or plain text (no behaviour read).
+READINGS = ("counters", "graph", "guards", "generated code", "text")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One artifact: its file, its sources, how it is built and normalized.
+
+    `produced_if` is the source whose presence means the artifact was
+    produced (None: always); `per_frame` artifacts are one trace stream laid
+    out frame by frame, and also appear in each `FrameResult`. `opt_in`
+    artifacts are built only when a test names them in `artifacts=`.
+    `stage` orders artifacts as the compiler produces them (a failure shows
+    the earliest changed one first); `reading` is how a comparison reads the
+    text for behaviour (`READINGS`).
+    """
+
+    name: str
+    extension: str
+    sources: tuple[str, ...]
+    build: Builder  # (capture, backend name) -> raw text
+    produced_if: str | None
+    stage: int
+    reading: str
+    rules: tuple[Rule, ...] = ()
+    per_frame: bool = False
+    opt_in: bool = False
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.{self.extension}"
+
+    def produced(self, log: CaptureLog) -> bool:
+        if self.produced_if is None:
+            return True
+        if self.produced_if == BYTECODE:
+            return bool(log.bytecode)
+        return bool(log.payloads(self.produced_if))
+
+    def normalize(self, normalizer: Normalizer, raw: str) -> str:
+        """The common rules, then this artifact's own."""
+        text = normalizer(raw)
+        for rule in self.rules:
+            text = rule(text)
+        return text
+
+    def text(self, log: CaptureLog, backend: str, normalizer: Normalizer) -> str:
+        """The normalized text as snapshotted; a line saying so when the backend did not produce it."""
+        if not self.produced(log):
+            return f"# {self.name} was not produced by backend {backend}\n"
+        return self.normalize(normalizer, self.build(log, backend))
+
+
+def _frame_by_frame(
+    name: str,
+    extension: str,
+    stage: int,
+    reading: str,
+    rules: tuple[Rule, ...] = (),
+    opt_in: bool = False,
+) -> Artifact:
+    """An artifact that is one trace stream of its own name, frame by frame."""
+    return Artifact(
+        name,
+        extension,
+        (name,),
+        lambda log, backend: record_artifact(log, name),
+        name,
+        stage,
+        reading,
+        rules,
+        per_frame=True,
+        opt_in=opt_in,
+    )
+
+
+def _summary(log: CaptureLog, backend: str) -> str:
+    return summary.write(backend, counters(log))
+
+
+def _transformed_code(log: CaptureLog, backend: str) -> str:
+    return transformed_code(log)
+
+
+def _program(log: CaptureLog, backend: str) -> str:
+    from .program.writer import (
+        program_artifact,
+    )  # late: it imports torch, and the plugin loads this table first
+
+    return program_artifact(log, backend)
+
+
+#: the stored form of an FX graph (compact.py): names numbered in order, no blank lines.
+FX_FORM: tuple[Rule, ...] = (renumber_fx_names, drop_fx_blank_lines)
+
+CATALOGUE: tuple[Artifact, ...] = (
+    Artifact(
+        "summary",
+        "txt",
+        ("dynamo_graph", "output_code", "graph_break_reason", "recompile_reasons", BYTECODE),
+        _summary,
+        None,
+        stage=-1,  # the counters of every stage, read first
+        reading="counters",
+    ),
+    _frame_by_frame("dynamo_graph", "fx.txt", 0, "graph", FX_FORM),
+    _frame_by_frame("guards", "guards.txt", 1, "guards", (compact_guards,)),
+    _frame_by_frame("aot_forward", "fx.txt", 3, "graph", FX_FORM),
+    _frame_by_frame("aot_backward", "fx.txt", 5, "graph", FX_FORM),
+    _frame_by_frame("aot_inference", "fx.txt", 4, "graph", FX_FORM),
+    # the AOT graph after Inductor's graph passes, whose effect shows in output_code
+    _frame_by_frame("post_grad_graph", "fx.txt", 7, "graph", FX_FORM, opt_in=True),
+    _frame_by_frame("output_code", "code.txt", 8, "generated code", (compact_output_code,)),
+    _frame_by_frame("runtime_wrapper", "code.txt", 6, "text"),
+    Artifact("transformed_code", "code.txt", (BYTECODE,), _transformed_code, BYTECODE, 2, "text"),
+    Artifact(
+        "program",
+        "py.txt",
+        (
+            BYTECODE,
+            GUARD_TREE,
+            "aot_metadata",
+            "output_code",
+            "aot_forward",
+            "aot_backward",
+            "aot_inference",
+            "dynamo_graph",
+        ),
+        _program,
+        BYTECODE,
+        stage=9,
+        reading="text",
+        rules=(unmask_names, mask_python_version),  # it must parse as Python
+        opt_in=True,  # it holds the other artifacts again, as the file that runs them
+    ),
+)
+
+ARTIFACTS: dict[str, Artifact] = {a.name: a for a in CATALOGUE}
+#: artifact name -> file extension (public: `pytest_torchcompile.ARTIFACT_EXTENSIONS`).
+ARTIFACT_EXTENSIONS: dict[str, str] = {a.name: a.extension for a in CATALOGUE}
+#: the artifacts each `FrameResult` holds.
+FRAME_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if a.per_frame)
+#: artifact names read as FX graphs: their ops and dataflow are behaviour.
+GRAPH_ARTIFACTS: tuple[str, ...] = tuple(a.name for a in CATALOGUE if a.reading == "graph")
+#: the artifacts a test without `artifacts=` snapshots (those produced, of these).
+DEFAULT_ARTIFACTS: tuple[Artifact, ...] = tuple(a for a in CATALOGUE if not a.opt_in)
+
+
+def normalize_artifact(normalizer: Normalizer, name: str, raw: str) -> str:
+    """The stored form of artifact `name`'s raw text: the common rules, then its own."""
+    return ARTIFACTS[name].normalize(normalizer, raw)

@@ -1,0 +1,199 @@
+"""The stored form of the large artifacts: every fact once, no renumbering noise.
+
+Pure, idempotent text functions over one artifact's normalized text (each
+artifact names its own in `catalogue.py`). What they drop is the same in
+every compile or said by the lines they keep; every guard, op with its
+shape, dtype and stride, kernel body and wrapper call stays.
+
+- `compact_guards`: one leaf guard per line in Dynamo's check order, without
+  the accessor tree; a comment once for a run of guards from one user line;
+  a tensor's five `DIMENSION_DYNAMIC_MARKING_GUARD`s as one line.
+- `renumber_fx_names`: names defined in a graph body renumbered in order of
+  definition (`add`, `add_1`, ...), so the same ops and edges read the same.
+- `drop_fx_blank_lines`: each group of a graph already starts with its
+  `# File:` comment.
+- `compact_output_code`: Inductor's output code without its module
+  boilerplate, `call`'s size checks of its inputs and the integer-division
+  checks every C++ kernel opens and closes with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ..._torch.patterns.code import (
+    CPP_HEADER,
+    FX_BLANK_LINE,
+    FX_DEFINED,
+    INPUT_ASSERT,
+    KERNEL_BOILERPLATE,
+    OUTPUT_ALIAS,
+    OUTPUT_BOILERPLATE_BLOCK,
+    OUTPUT_BOILERPLATE_LINE,
+    OUTPUT_IMPORT,
+)
+from ..._torch.patterns.guards import BARE_KIND, DIMENSION_MARK, MANAGER_LINE, TREE_LINE_START
+from .sections import per_frame_section
+
+Rule = Callable[[str], str]
+
+# --- guards --------------------------------------------------------------------
+
+
+@per_frame_section
+def compact_guards(section: str) -> str:
+    """One leaf guard per line, each comment once per run; see the module docstring."""
+    out: list[str] = []
+    marks: list[str] | None = None  # [source, comment, name, name, ...]
+    last_comment = ""
+    kinds_with_code = {
+        line.split(":", 1)[0] for line in map(_leaf, section.splitlines()) if line and ":" in line
+    }
+
+    def flush() -> None:
+        nonlocal marks
+        if marks is not None:
+            source, comment, *names = marks
+            out.append(
+                f"DIMENSION_DYNAMIC_MARKING_GUARD: {source} has no {', '.join(names)}"
+                + (f"  {comment}" if comment else "")
+            )
+            marks = None
+
+    for raw in section.splitlines():
+        if not TREE_LINE_START.match(
+            raw
+        ):  # headers, and anything not laid out as a tree, stay as they are
+            flush()
+            if not MANAGER_LINE.match(raw):
+                out.append(raw)
+            continue
+        leaf = _leaf(raw)
+        if leaf is None or (BARE_KIND.match(leaf) and leaf in kinds_with_code):
+            continue  # a manager line, or a relational guard repeated under each value it relates
+        code, comment = _split_comment(leaf)
+        shown = "" if comment == last_comment else comment
+        last_comment = comment or last_comment
+        mark = DIMENSION_MARK.match(code)
+        if mark and marks is not None and marks[0] == mark.group(1):
+            marks.append(mark.group(2))
+            continue
+        flush()
+        if mark:
+            marks = [mark.group(1), shown, mark.group(2)]
+            continue
+        out.append(code + (f"  {shown}" if shown else ""))
+    flush()
+    return "\n".join(out) + ("\n" if section.endswith("\n") else "")
+
+
+def _leaf(line: str) -> str | None:
+    """The guard on a tree line, or None for a manager (structure) line."""
+    body = TREE_LINE_START.sub("", line, count=1)
+    return None if MANAGER_LINE.match(body) else body
+
+
+def _split_comment(leaf: str) -> tuple[str, str]:
+    """`code<padding>  # comment` -> (code, `# comment`); Dynamo pads code to a column."""
+    code, sep, comment = leaf.partition("  # ")
+    return code.rstrip(), (f"# {comment.strip()}" if sep else "")
+
+
+# --- FX graphs -----------------------------------------------------------------
+
+_COUNTER = re.compile(r"^(.*?)(?:_(\d+))?$")
+#: a name in code, not an attribute (`aten.add`) or inside a string
+_NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
+
+
+@per_frame_section
+def renumber_fx_names(section: str) -> str:
+    """Body names of each graph renumbered in order of definition: `add`, `add_1`, ..."""
+    defined = list(dict.fromkeys(FX_DEFINED.findall(section)))
+    families: dict[str, list[str]] = {}
+    for name in defined:
+        families.setdefault(_COUNTER.match(name).group(1) or name, []).append(name)  # type: ignore[union-attr]
+    tokens = {
+        t
+        for line in section.split("\n")
+        for t in _NAME.findall(_outside_comment(line, lambda code: code, keep_comment=False))
+    }
+    renamed = set(defined)
+    mapping: dict[str, str] = {}
+    for base, names in families.items():
+        new = [base if k == 0 else f"{base}_{k}" for k in range(len(names))]
+        if any(n in tokens and n not in renamed for n in new):
+            continue  # a new name would collide with a name this rule does not own (an input, a global)
+        mapping.update((old, n) for old, n in zip(names, new) if old != n)
+    if not mapping:
+        return section
+    pattern = re.compile(
+        _NAME.pattern.replace(
+            "[A-Za-z_]\\w*", "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))
+        )
+    )
+    return "\n".join(
+        _outside_comment(line, lambda code: pattern.sub(lambda m: mapping[m.group(1)], code))
+        for line in section.split("\n")
+    )
+
+
+def _outside_comment(line: str, rewrite: Callable[[str], str], keep_comment: bool = True) -> str:
+    """Rewrite the code part of a line; `# File: ... code: ...` comments quote user code."""
+    if line.lstrip().startswith("#"):
+        return line if keep_comment else ""
+    code, sep, comment = line.partition("  # ")
+    return rewrite(code) + (sep + comment if keep_comment else "")
+
+
+def drop_fx_blank_lines(text: str) -> str:
+    """No blank line inside a graph; sections stay apart."""
+    previous = None
+    while previous != text:
+        previous, text = text, FX_BLANK_LINE.sub("\n", text)
+    return text
+
+
+# --- output code ---------------------------------------------------------------
+
+_TRIPLE = re.compile(r"'''|\"\"\"")
+
+
+def compact_output_code(text: str) -> str:
+    """Output code without its module boilerplate; kernels and `call` verbatim."""
+    out: list[str] = []
+    in_string = False
+    block_indent: int | None = None
+    for line in text.split("\n"):
+        if in_string:
+            if line.strip() in KERNEL_BOILERPLATE:
+                continue
+            if line.strip() == "{" and out and CPP_HEADER.match(out[-1]):
+                out[-1] += " {"
+                continue
+        else:
+            if block_indent is not None:
+                if not line.strip() or _indent(line) > block_indent:
+                    continue
+                block_indent = None
+            if OUTPUT_BOILERPLATE_BLOCK.match(line):
+                block_indent = _indent(line)
+                continue
+            if (
+                OUTPUT_IMPORT.match(line)
+                or OUTPUT_ALIAS.match(line)
+                or OUTPUT_BOILERPLATE_LINE.match(line)
+                or INPUT_ASSERT.match(line)
+            ):
+                continue
+            if not line.strip() and (not out or not out[-1].strip()):
+                continue
+        out.append(line)
+        if len(_TRIPLE.findall(line)) % 2:
+            in_string = not in_string
+    return "\n".join(out)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))

@@ -1,0 +1,238 @@
+"""Dynamo's guards as data, then as a Python function a reader can follow.
+
+Right after a compile, `read_guards` reads the guard tree of each cache entry
+(`_torch/guard_tree.py`: leaf guards, child managers, epilogue lambda guards)
+as plain `GuardRow`s: guard kind, guarded source, code, comment. Nothing is
+recompiled; the tree already exists. How guard code is spelled (tensor
+matches, id checks, global state) and the prelude of helpers the emitted
+functions call are torch's text formats, in `_torch/formats.py`.
+
+`guard_function` turns one frame compile's rows into the
+`def guards_<frame>(L, G) -> bool` of the `program` artifact: tensor checks
+spelled out (type, device, dispatch keys, dtype, requires_grad, size, stride),
+identity and type checks, shape guards of dynamic dimensions, global state.
+Object ids differ in every process, so the function reads them from a table
+(`IDS_<frame>[source]`) that is bound when the function runs, never written
+into the text. Guards with no Python form are kept as comments.
+
+`GuardChecker` runs that emitted text on new inputs, binding L and G as
+Dynamo does (L: the frame's arguments, `self` included; G: its globals).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from ..._torch.formats import (
+    BACKEND_DEVICES,
+    CHECK_HELPER,
+    GLOBAL_STATE,
+    GLOBAL_STATE_SEPARATOR,
+    ID_CHECK,
+    PRELUDE,
+    SAVED_HOOKS_GUARD,
+    TENSOR_MATCH,
+    TENSOR_TYPES,
+    TYPE_SUFFIX,
+    parse_tensor_match,
+)
+from ..._torch.guard_tree import GuardRow, cached_guards
+from ...common.capture_log import CaptureLog, FrameKey
+
+__all__ = ["PRELUDE", "GuardChecker", "GuardFunction", "GuardRow", "guard_function", "read_guards"]
+
+#: what reading a guarded value raises when the value is gone (the guard then fails).
+_ACCESS_ERRORS = "(AttributeError, KeyError, IndexError)"
+
+
+@dataclass(frozen=True)
+class GuardFunction:
+    """The emitted `guards_<frame>` source and the ids it reads from its table."""
+
+    name: str
+    table: str
+    text: str
+    ids: dict[str, int]
+
+
+# --- reading the guard trees ---------------------------------------------------
+
+
+def read_guards(log: CaptureLog) -> None:
+    """Add the guard rows of every frame compile of `log` that has none yet."""
+    wanted = {b.key for b in log.bytecode} - set(log.guards)
+    if not wanted:
+        return
+    for code in dict.fromkeys(b.original for b in log.bytecode if b.key in wanted):
+        for frame_id, compile_id, rows in cached_guards(code):
+            key = FrameKey(frame_id, compile_id)
+            if key in wanted and key not in log.guards:
+                log.guards[key] = rows
+
+
+# --- emitting the guard function -----------------------------------------------
+
+
+def frame_label(key: FrameKey) -> str:
+    return f"f{key.frame_id}c{key.compile_id}"
+
+
+@functools.lru_cache(maxsize=64)
+def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -> GuardFunction:
+    """`def guards_<frame>(L, G) -> bool`: all checks joined by `and`, in Dynamo's order."""
+    label = frame_label(key)
+    name, table = f"guards_{label}_{frame_name}", f"IDS_{label}"
+    ids: dict[str, int] = {}
+    body: list[str] = []
+    first, last_comment = True, ""
+    for row in rows:
+        note = f"  # {row.kind}" + (
+            f"  # {row.comment}" if row.comment and row.comment != last_comment else ""
+        )
+        last_comment = row.comment or last_comment
+        checks = row_checks(row, table, ids)
+        if not checks:
+            body.append(f"# not re-checked here: {row.kind} {row.code}".replace("\n", " "))
+        for index, check in enumerate(checks):
+            body.append(("" if first else "and ") + check + (note if index == 0 else ""))
+            first = False
+    header = [
+        f"def {name}(L, G) -> bool:",
+        f'    """Frame {key.frame_id} compile {key.compile_id} ({frame_name}): True lets this compile\'s code run."""',
+    ]
+    if first:
+        return GuardFunction(name, table, "\n".join([*header, "    return True"]) + "\n", ids)
+    lines = [
+        *header,
+        "    try:",
+        "        return (",
+        *(f"            {line}" for line in body),
+        "        )",
+        f"    except {_ACCESS_ERRORS}:",
+        "        return False  # a value these guards read is gone: Dynamo fails the guard too",
+    ]
+    return GuardFunction(name, table, "\n".join(lines) + "\n", ids)
+
+
+def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
+    """The Python checks of one row; [] when the guard has no Python form."""
+    if row.kind == TENSOR_MATCH:
+        return _tensor_checks(row, table, ids)
+    if row.kind == GLOBAL_STATE and GLOBAL_STATE_SEPARATOR in row.code:
+        return [f"global_state_matches({row.code.split(GLOBAL_STATE_SEPARATOR, 1)[1]!r})"]
+    if SAVED_HOOKS_GUARD.match(row.code):
+        return ["saved_tensors_hooks_ids() is None"]
+    code = ID_CHECK.sub(
+        lambda m: _id_lookup(m.group(1), m.group(2), int(m.group(3)), table, ids),
+        TYPE_SUFFIX.sub("", row.code),
+    )
+    return [code] if _parses(code) else []
+
+
+def _id_lookup(what: str, source: str, value: int, table: str, ids: dict[str, int]) -> str:
+    subject = source if what == "obj" else f"type({source})"
+    ids[subject] = value
+    return f"id({subject}) == {table}[{subject!r}]"
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code, mode="eval")
+    except SyntaxError:
+        return False
+    return CHECK_HELPER not in code
+
+
+def _tensor_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
+    """`check_tensor(src, Tensor, DispatchKeySet(...), dtype, device=, requires_grad=, size=, stride=)`."""
+    match = parse_tensor_match(row.code)
+    if match is None:
+        return []
+    src, kw = match.source, match.keywords
+    if match.type_name in TENSOR_TYPES:
+        checks = [f"type({src}) is {TENSOR_TYPES[match.type_name]}"]
+    else:
+        ids[f"type({src})"] = row.type_id
+        checks = [f"id(type({src})) == {table}[{f'type({src})'!r}]"]
+    if match.backend_key in BACKEND_DEVICES:
+        index = "" if kw.get("device") is None else f", {kw['device']}"
+        checks.append(
+            f"{src}.device == torch.device({BACKEND_DEVICES[match.backend_key]!r}{index})"
+        )
+    checks += [
+        f"dispatch_keys({src}) == {match.dispatch_keys!r}",
+        f"{src}.dtype == {match.dtype}",
+        f"{src}.requires_grad == {kw.get('requires_grad')}",
+    ]
+    checks += _dims(src, "size", kw.get("size")) + _dims(src, "stride", kw.get("stride"))
+    return checks
+
+
+def _dims(src: str, what: str, values: list[int | None] | None) -> list[str]:
+    """`x.size() == (4, 8)`; with dynamic dimensions (None) only the static ones."""
+    if values is None:
+        return []
+    if None not in values:
+        return [f"{src}.{what}() == {tuple(values)!r}"]
+    checks = [f"{src}.dim() == {len(values)}"] if what == "size" else []
+    return checks + [f"{src}.{what}()[{i}] == {v}" for i, v in enumerate(values) if v is not None]
+
+
+# --- running the emitted function on new inputs -------------------------------
+
+
+class GuardChecker:
+    """Evaluate the emitted guards of a case's first frame compile on new inputs."""
+
+    def __init__(self, log: CaptureLog, model: Any) -> None:
+        if not log.guards:
+            raise ValueError(
+                "check_guards: no compiled frame with guards was captured for this case"
+            )
+        self.key = min(log.guards)
+        record = next(b for b in log.bytecode if b.key == self.key)
+        self.function, self.self_arg = frame_function(model, record.original)
+        emitted = guard_function(self.key, record.original.co_name, log.guards[self.key])
+        scope: dict[str, Any] = {emitted.table: emitted.ids}
+        exec(compile(PRELUDE + "\n\n" + emitted.text, f"<program: {emitted.name}>", "exec"), scope)
+        self.guards = scope[emitted.name]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+        return bool(
+            self.guards(
+                frame_locals(self.function, self.self_arg + args, kwargs), self.function.__globals__
+            )
+        )
+
+
+def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType, tuple[Any, ...]]:
+    """The function whose frame Dynamo compiled (a module's forward, or the function) and its `self`."""
+    forward = getattr(type(model), "forward", None)
+    if isinstance(forward, types.FunctionType) and forward.__code__ is code:
+        return forward, (model,)
+    for candidate in (model, inspect.unwrap(model) if callable(model) else None):
+        if isinstance(candidate, types.FunctionType) and candidate.__code__ is code:
+            return candidate, ()
+    raise ValueError(
+        f"check_guards: the case's first compiled frame is {code.co_name!r}, which is neither the model's "
+        "forward nor the compiled function itself; its locals cannot be bound from the call's arguments"
+    )
+
+
+def frame_locals(
+    function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """L as Dynamo sees it: bound arguments with defaults, then closure cells."""
+    bound = inspect.signature(function, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the frame's own parameters, not a wrapped function's
+    bound.apply_defaults()
+    scope = dict(bound.arguments)
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        scope[name] = cell.cell_contents
+    return scope

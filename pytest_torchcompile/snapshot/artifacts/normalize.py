@@ -1,0 +1,466 @@
+"""Pure, idempotent text rules that make compiler output the same in every run.
+
+Each rule masks one thing that varies between processes, checkouts, hosts,
+caches or test order, and leaves the code itself (ops, shapes, dtypes,
+strides, kernel bodies) intact. `STATIC_RULES` gives their order, top to
+bottom; `Normalizer.for_paths` puts the checkout's path rule first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..._torch.patterns.code import (
+    AOT_ID,
+    BACKEND_HASH,
+    DEVICE_PROPERTIES,
+    DEVICE_PROPERTY_NUMBER,
+    GRAPH_ID,
+    KERNEL_PATH,
+    SPACED_PRODUCT,
+    SYM_ANNOTATION,
+    SYMPY_OPERATOR,
+    TYPE_ANNOTATION,
+)
+from ..._torch.patterns.dynamo import (
+    BUILTINS_DICT,
+    COMPILED_FN,
+    GLOBAL_WITH_ID,
+    NONE_TRACE,
+    RESUME_FN,
+    RESUME_IN_AT,
+    TEMP,
+    USER_TRACEBACK,
+)
+from ..._torch.patterns.guards import (
+    BARE_PROVENANCE,
+    COMMENT_PATH,
+    GLOBAL_DICT_KEY,
+    GLOBALS_MANAGER,
+    GUARD_LATENCY,
+    NUM_THREADS,
+    OBJ_ID_VALUE,
+    PROVENANCE_TAIL,
+    TREE_PREFIX_OR_KEY,
+)
+from .sections import per_frame_section
+
+Rule = Callable[[str], str]
+
+_LINE_REF = re.compile(r"(\.py):\d+\b")
+_LINE_WORD = re.compile(r"(, line )\d+\b")
+_FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
+_CODE_OBJECT_ADDRESS = re.compile(
+    r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )"
+)
+_ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
+_TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
+_MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
+
+
+# --- numbers the process hands out: object ids, counters ---------------------------
+
+
+def mask_object_ids(text: str) -> str:
+    """`___check_obj_id(G['torch'], 1400...)` -> `___check_obj_id(G['torch'], <id>)`."""
+    return OBJ_ID_VALUE.sub(r"\1<id>\2", text)
+
+
+def mask_graph_ids(text: str) -> str:
+    """`# graph id: 1398...` is an object address of the graph module."""
+    return GRAPH_ID.sub(r"\1<id>", text)
+
+
+def renumber_compiled_fns(text: str) -> str:
+    """`__compiled_fn_7_595f6bce_...` -> `__compiled_fn_<k>`, k in order of first use.
+
+    The counter is process-global and the suffix a uuid; renumbering keeps
+    two different graphs apart while hiding both.
+    """
+    return _renumber(COMPILED_FN, "__compiled_fn_{}", text)
+
+
+def renumber_builtins_dicts(text: str) -> str:
+    """`G['__builtins_dict___20']` -> `G['__builtins_dict___0']`, in order of first use.
+
+    Dynamo names the builtins dict of each new globals scope with a
+    process-global counter, so the number says what compiled earlier.
+    """
+    return _renumber(BUILTINS_DICT, "__builtins_dict___{}", text)
+
+
+def renumber_dynamo_globals(text: str) -> str:
+    """`___module_collections_1402..._c0` -> `___module_collections_obj0`, in order of first use.
+
+    The number is an object id and a compile counter that moves with every
+    compile earlier in the process; two distinct objects stay distinct.
+    """
+    return _renumber(GLOBAL_WITH_ID, "_obj{}", text)
+
+
+def mask_aot_ids(text: str) -> str:
+    """`# AOT ID: ['3_inference']` keeps the kind and masks the global counter."""
+    return AOT_ID.sub(r"\1<N>\2", text)
+
+
+def mask_bytecode_counters(text: str) -> str:
+    """`__resume_at_60_4` and `__temp_35` carry global counters of Dynamo."""
+    text = RESUME_FN.sub("__resume_at_<N>", text)
+    return _renumber(TEMP, "__temp_{}", text)
+
+
+def drop_addresses(text: str) -> str:
+    """`<function f at 0x7f38...>` -> `<function f>`."""
+    return _ADDRESS.sub("", text)
+
+
+def drop_code_object_addresses(text: str) -> str:
+    """`<code object silu at 0x7f8b..., file "f.py", line 9>` -> `<code object silu, file "f.py", line 9>`.
+
+    torch 2.11 prints an ID_MATCH guard's `type=` as the code object's repr,
+    where the address is followed by `, file`, not `>` (`drop_addresses`).
+    """
+    return _CODE_OBJECT_ADDRESS.sub(r"\1", text)
+
+
+def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
+    seen: dict[str, str] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        return seen.setdefault(match.group(0), template.format(len(seen)))
+
+    return pattern.sub(replace, text)
+
+
+# --- the host, the checkout and the cache -----------------------------------------
+
+
+def mask_num_threads(text: str) -> str:
+    """The GLOBAL_STATE guard records the host's thread count."""
+    return NUM_THREADS.sub(r"\1<N>", text)
+
+
+def drop_guard_latency(text: str) -> str:
+    """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
+    return GUARD_LATENCY.sub("", text)
+
+
+def mask_kernel_paths(text: str) -> str:
+    """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
+    return KERNEL_PATH.sub(r"\1<cache>", text)
+
+
+@lru_cache(maxsize=8)
+def _at_path_start(folder: str) -> re.Pattern[str]:
+    """`folder/` where a path starts, not inside a longer one.
+
+    With the rootdir `/work/main`, a cache filled by a checkout at
+    `/check/work/main` replays `/check/work/main/fixtures/zoo.py`, which must
+    not become `/checkfixtures/zoo.py`.
+    """
+    return re.compile(
+        r"(?<![\w<>.~+@%/-])" + re.escape(folder.rstrip("/") + "/")
+    )  # `<>`: as `_ABSOLUTE_PY`
+
+
+def _never_local(relative: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """Rewrite absolute paths: the rootdir becomes relative, torch's dir `<torch>`.
+
+    A warm Inductor/AOTAutograd cache replays graphs with the `# File:` paths
+    of whichever checkout filled it, so an absolute path from elsewhere is
+    mapped to the longest suffix that names a file under this rootdir
+    (`/other/checkout/fixtures/zoo.py` -> `fixtures/zoo.py`); `is_local`
+    answers that question, which keeps the rule itself a pure function. Other
+    absolute paths to Python files (site-packages, a script outside the
+    rootdir) keep only their basename. The same cache is shared by every
+    install of one torch version (two venvs of 2.13: the cache key holds the
+    version, not the path), so a path into another install's `torch/` that
+    names a file of this torch (`is_torch_file`) is `<torch>/...` too.
+    """
+
+    rootdir: str
+    torch_dir: str | None = None
+    is_local: Callable[[str], bool] = _never_local
+    is_torch_file: Callable[[str], bool] = _never_local
+
+    def __call__(self, text: str) -> str:
+        if self.torch_dir:
+            text = _at_path_start(self.torch_dir).sub("<torch>/", text)
+        text = _at_path_start(self.rootdir).sub("", text)
+        return _ABSOLUTE_PY.sub(self._foreign, text)
+
+    def _foreign(self, match: re.Match[str]) -> str:
+        parts = [p for p in match.group(0).split("/") if p]
+        for start in range(1, len(parts) - 1):
+            relative = "/".join(parts[start:])
+            if self.is_local(relative):
+                return relative
+        for at in reversed([n for n, part in enumerate(parts[:-1]) if part == "torch"]):
+            inside = "/".join(parts[at + 1 :])
+            if self.is_torch_file(inside):
+                return f"<torch>/{inside}"
+        return parts[-1]
+
+
+def shorten_guard_comment_paths(text: str) -> str:
+    """Guard comments shorten paths relative to torch's install dir; keep the basename."""
+    return COMMENT_PATH.sub(r"\1\2", text)
+
+
+def mask_line_numbers(text: str) -> str:
+    """`file.py:9`, `, line 9`, `resume_in_f_at_13`: a moved line is not a regression."""
+    text = _LINE_REF.sub(r"\1:<N>", text)
+    text = _LINE_WORD.sub(r"\1<N>", text)
+    return RESUME_IN_AT.sub(r"\1<N>", text)
+
+
+def mask_frozen_line_numbers(text: str) -> str:
+    """`<frozen os>:677` is a line of the Python build, not of the model."""
+    return _FROZEN_LINE.sub(r"\1:<N>", text)
+
+
+def strip_trailing_space(text: str) -> str:
+    """Trailing blanks differ with padding of variable-width fields."""
+    return _TRAILING_SPACE.sub("", text)
+
+
+# --- one thing printed two ways ---------------------------------------------------
+
+
+def drop_user_traceback(text: str) -> str:
+    """Graph-break reasons end with a traceback through pytest's own frames."""
+    return NONE_TRACE.sub("", USER_TRACEBACK.sub("", text))
+
+
+def drop_guard_provenance(text: str) -> str:
+    """A shape guard's comment ends with the torch function that installed it.
+
+    That is Inductor's codegen on a cache miss and AOTAutograd's cache check on
+    a hit (` and (_inductor/codegen/cpp.py:12 in need_use_acc_helper)`): the
+    same guard, found by a different path.
+    """
+    return PROVENANCE_TAIL.sub("", text)
+
+
+def drop_bare_guard_provenance(text: str) -> str:
+    """A shape guard with no user code has only the torch function that installed it as its comment.
+
+    `LAMBDA_GUARD: 64*L['x'].size()[0] <= 2147483647  # (_inductor/codegen/simd.py:1877
+    in can_use_32bit_indexing)` on an Inductor cache miss is the same guard as
+    `... # (_functorch/_aot_autograd/autograd_cache.py:970 in evaluate_guards)` on a
+    hit (torch 2.11 on a GPU). The guard stays; the comment goes, and so does the
+    ` and (...)` form (`drop_guard_provenance`): dropping either can bare the other at
+    the line's end, so both go until neither is left.
+    """
+    while True:
+        dropped = drop_guard_provenance(BARE_PROVENANCE.sub("", text))
+        if dropped == text:
+            return text
+        text = dropped
+
+
+def unspace_sym_products(text: str) -> str:
+    """`"Sym(s27 * s52)"` -> `"Sym(s27*s52)"`: the same symbolic size, printed two ways.
+
+    torch 2.11 prints a graph's symbolic-size annotation with sympy's `str`
+    (`s27*s52`) when it traces and spaced (`s27 * s52`) when it replays a
+    cached graph (dynamic Llama on an H100, cold vs warm). Only products in
+    `Sym(...)` annotations are touched; `+`, `-` and `//` print alike in both.
+    """
+    return SYM_ANNOTATION.sub(lambda m: SPACED_PRODUCT.sub(r"\1", m.group(0)), text)
+
+
+def canonical_sympy_spacing(text: str) -> str:
+    """`Sym(2 * s50)` -> `Sym(2*s50)`: sympy prints a product with spaces on a cache hit only.
+
+    Only inside FX type annotations (`"Sym(...)"`, `"f32[2*s50, 32]..."`).
+    """
+    return TYPE_ANNOTATION.sub(lambda m: '"' + SYMPY_OPERATOR.sub(r"\1", m.group(1)) + '"', text)
+
+
+def stable_global_dict_keys(text: str) -> str:
+    """Guards on a dict reached from a module global: by key, not by position.
+
+    Dynamo guards a dict key by key, by position: `list(dict.keys(D))[13] ==
+    "<class '...BartEncoder'>"`. When D is process-global state of a library
+    (transformers' `_CAN_RECORD_REGISTRY` gains a key for every model class
+    built in the process), the positions, and the keys before the one looked
+    up, say which models earlier tests built. So for a dict under `G[...]`:
+    a key the compile read (its value is guarded too) stays, written as
+    `K in dict.keys(D)` and `D[K]`; a key it only checked by position is left
+    out. Dicts reached from the frame's locals (`L[...]`) are untouched: their
+    order is the test's own. Nested dicts come out on the next pass.
+    """
+    for _ in range(4):
+        rewritten = _global_dict_keys_once(text)
+        if rewritten == text:
+            break
+        text = rewritten
+    return text
+
+
+def _global_dict_keys_once(text: str) -> str:
+    keys = {(m.group(1), m.group(2)): m.group(3) for m in GLOBAL_DICT_KEY.finditer(text)}
+    if not keys:
+        return text
+    read = set()
+    for (d, index), key in keys.items():
+        lookup = f"dict.__getitem__({d}, list(dict.keys({d}))[{index}])"
+        if lookup in text or f"{d}[{key}]" in text:
+            read.add((d, index))
+            text = text.replace(lookup, f"{d}[{key}]")
+    lines = []
+    for line in text.split("\n"):
+        found = [(d, i) for (d, i) in keys if f"list(dict.keys({d}))[{i}]" in line]
+        if found and not any(f in read for f in found) and _droppable_key_line(line):
+            continue
+        for d, index in found:
+            line = line.replace(
+                f"list(dict.keys({d}))[{index}] == {keys[(d, index)]}",
+                f"{keys[(d, index)]} in dict.keys({d})",
+            )
+            line = line.replace(f"list(dict.keys({d}))[{index}]", f"list(dict.keys({d}))[<key>]")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _droppable_key_line(line: str) -> bool:
+    """A tree or compact guard line, or a joined `and ...` line of the program."""
+    return bool(TREE_PREFIX_OR_KEY.match(line)) or line.lstrip().startswith(
+        ("and ", "EQUALS_MATCH:", "KeyManager:")
+    )
+
+
+def sort_global_guards(text: str) -> str:
+    """The guards on a frame's globals, one block per global, sorted by the block's text.
+
+    Dynamo installs guards sorted by the length of their name, and names it
+    numbered with a process-global counter (`G['__builtins_dict___17']`,
+    `G['_1402..._c7']`) grow with every compile earlier in the process, so the
+    order of these blocks says how many compiles came first. Guards are a
+    conjunction: the order is not part of what they check.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = GLOBALS_MANAGER.match(lines[i])
+        out.append(lines[i])
+        i += 1
+        if not match:
+            continue
+        child = len(match.group(1)) + 2  # children sit one `| ` deeper
+        blocks: list[list[str]] = []
+        while i < len(lines) and _tree_depth(lines[i]) >= child:
+            if _tree_depth(lines[i]) == child or not blocks:
+                blocks.append([])
+            blocks[-1].append(lines[i])
+            i += 1
+        out.extend(line for block in sorted(blocks, key=lambda b: b[0][child:]) for line in block)
+    return "\n".join(out)
+
+
+def _tree_depth(line: str) -> int:
+    """Characters before `+- ` on a guard tree line; -1 for any other line."""
+    index = line.find("+- ")
+    return index if index >= 0 and not line[:index].replace("| ", "").strip() else -1
+
+
+# --- the GPU model (the snapshot folder's {device} keys it instead) -----------------
+
+
+def mask_backend_hash(text: str) -> str:
+    """`'backend_hash': '91D1...'` in a Triton kernel's metadata hashes the Triton build, not the kernel."""
+    return BACKEND_HASH.sub(r"\1<hash>", text)
+
+
+def mask_device_properties(text: str) -> str:
+    """`DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, ...)` -> `..., multi_processor_count=<N>, cc=<N>, ...`.
+
+    The numbers describe the GPU model (SM count, compute capability, registers,
+    warp size), which the snapshot folder keys instead: `{device}` is
+    `cuda-sm90` for cc 9.0. Masked here, GPUs of one compute capability (H100
+    SXM with 132 SMs, H100 PCIe with 114) share a snapshot set; a kernel that
+    Inductor generates differently for them still shows in the kernel's code.
+    The device type and index stay: they are where the user put the model.
+    """
+    return DEVICE_PROPERTIES.sub(lambda m: DEVICE_PROPERTY_NUMBER.sub(r"\1<N>", m.group(0)), text)
+
+
+# --- the order ----------------------------------------------------------------------
+
+#: Every rule, in the order it runs. Order matters where one rule's output is another's
+#: input: provenance comments go before guard comment paths are shortened (which would
+#: eat a bare provenance's `(`), and the per-frame renumberings run last, on text whose
+#: other counters are already masked.
+STATIC_RULES: tuple[Rule, ...] = (
+    drop_user_traceback,
+    mask_object_ids,
+    mask_graph_ids,
+    drop_guard_latency,
+    renumber_compiled_fns,
+    renumber_builtins_dicts,
+    mask_aot_ids,
+    mask_bytecode_counters,
+    mask_num_threads,
+    drop_addresses,
+    mask_kernel_paths,
+    drop_guard_provenance,
+    drop_code_object_addresses,
+    drop_bare_guard_provenance,
+    mask_backend_hash,
+    mask_device_properties,
+    unspace_sym_products,
+    shorten_guard_comment_paths,
+    mask_line_numbers,
+    strip_trailing_space,
+    per_frame_section(renumber_dynamo_globals),
+    per_frame_section(renumber_builtins_dicts),
+    mask_frozen_line_numbers,
+    canonical_sympy_spacing,
+    stable_global_dict_keys,
+    sort_global_guards,
+)
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """All rules in order; path rewriting first so later rules see short paths."""
+
+    rules: Sequence[Rule]
+
+    @classmethod
+    def for_paths(cls, rootdir: str, torch_dir: str | None) -> Normalizer:
+        """The rules for one checkout; foreign paths are matched against its files."""
+        root, torch_root = Path(rootdir), Path(torch_dir) if torch_dir else None
+        rule = PathRule(
+            rootdir,
+            torch_dir,
+            is_local=lambda relative: (root / relative).is_file(),
+            is_torch_file=lambda inside: torch_root is not None and (torch_root / inside).is_file(),
+        )
+        return cls((rule, *STATIC_RULES))
+
+    def __call__(self, text: str) -> str:
+        for rule in self.rules:
+            text = rule(text)
+        return text
+
+
+def unmask_names(text: str) -> str:
+    """`resume_in_f_at_<N>` -> `resume_in_f_at_N`: a masked name stays a Python name.
+
+    Only for artifacts that must parse as Python (`program`); elsewhere the
+    `<N>` reads better.
+    """
+    return _MASK_IN_NAME.sub(lambda m: "N" * (len(m.group(0)) // 3), text)

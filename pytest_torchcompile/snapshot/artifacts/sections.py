@@ -1,0 +1,87 @@
+"""The per-frame layout every artifact file shares: one section per frame compile.
+
+Written as `# ===== frame F compile C: NAME =====` (`frame_header`) and read
+back by `split_sections`, so a graph break or a recompile is a new section in
+a diff, and a comparison can pair sections by frame compile.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...common.capture_log import CaptureLog, FrameKey
+
+#: `# ===== frame 0 compile 1: forward ===== [2 of 2]`, as `frame_header` and `record_artifact` write it.
+SECTION_HEADER = re.compile(
+    r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$"
+)
+#: where each section starts (a zero-width split point)
+_SECTION_START = re.compile(r"(?m)^(?=# ===== frame )")
+
+
+def frame_header(key: FrameKey, code_name: str | None) -> str:
+    where = f": {code_name}" if code_name else ""
+    return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
+
+
+def record_artifact(log: CaptureLog, name: str) -> str:
+    """All payloads of one artifact, frame by frame; '' when none was produced."""
+    names = log.frame_names()
+    sections = []
+    for key in log.frames():
+        payloads = log.payloads(name, key)
+        for index, payload in enumerate(payloads):
+            suffix = f" [{index + 1} of {len(payloads)}]" if len(payloads) > 1 else ""
+            sections.append(
+                f"{frame_header(key, names.get(key))}{suffix}\n{payload.strip(chr(10))}\n"
+            )
+    return "\n".join(sections)
+
+
+@dataclass(frozen=True, order=True)
+class GraphKey:
+    """One frame compile (a Dynamo graph), and which of its payloads (forward/backward)."""
+
+    frame: int
+    compile: int
+    part: int = 1
+
+    def label(self) -> str:
+        part = f" #{self.part}" if self.part > 1 else ""
+        return f"frame {self.frame}/{self.compile}{part}"
+
+
+def split_sections(text: str) -> dict[GraphKey, str]:
+    """The text of each frame compile; a text without headers is one section, frame 0/0."""
+    sections: dict[GraphKey, list[str]] = {}
+    current = GraphKey(0, 0)
+    for line in text.splitlines():
+        match = SECTION_HEADER.match(line)
+        if match:
+            current = GraphKey(int(match[1]), int(match[2]), int(match[4] or 1))
+            sections.setdefault(current, [])
+            continue
+        sections.setdefault(current, []).append(line)
+    return {
+        key: "\n".join(lines)
+        for key, lines in sections.items()
+        if any(line.strip() for line in lines)
+    }
+
+
+def per_frame_section(rule: Callable[[str], str]) -> Callable[[str], str]:
+    """Apply `rule` to each `# ===== frame F compile C` section of an artifact on its own.
+
+    Each section is one frame compile: its graph's names, its guards. A rule
+    that numbers things per section gives a recompile the same numbers as the
+    first compile, and a change in one frame does not renumber the next.
+    """
+
+    def apply(text: str) -> str:
+        return "".join(rule(section) for section in _SECTION_START.split(text))
+
+    apply.__name__ = getattr(rule, "__name__", "rule").lstrip("_")
+    apply.__doc__ = rule.__doc__
+    return apply

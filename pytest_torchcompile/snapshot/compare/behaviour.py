@@ -1,0 +1,551 @@
+"""Did the compiler's behaviour move between two snapshots of one case, or only its text?
+
+`compare_case(old, new)` takes one case's artifact texts on each side (artifact
+name -> text, stored or captured) and returns a `CaseDiff`: the verdict
+(`behaviour changed`, `text only`, `unchanged`), the counters old -> new and
+each finding, marked behaviour or text. Pure: no files, torch or pytest.
+
+Behaviour is what the compiled program does and when it is reused: the
+counters and break/recompile reasons; the ops of each FX graph and, with the
+same ops, its dataflow (unless the generated code on both sides is the
+same); kernels fused differently, added, removed or with other code, and the
+calls the wrapper makes; guards added, removed or checking other values.
+Text is everything else: renumbering, renamed kernels with the same body,
+comments and layout, a guard moved in the tree, artifacts with no reading
+(`transformed_code`, `program`, `runtime_wrapper`), an artifact one side
+did not record, and the stored form of an older version of this plugin
+(`stored_form` brings both sides to today's first).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from ...common.counters import COUNTER_LABELS
+from ..artifacts import summary
+from ..artifacts.catalogue import ARTIFACTS
+from ..artifacts.normalize import STATIC_RULES, Normalizer
+from ..artifacts.sections import GraphKey, split_sections
+from ..artifacts.summary import CaseSummary
+from .readers import (
+    Graph,
+    Guard,
+    Program,
+    global_state,
+    parse_graph,
+    parse_guards,
+    parse_output_code,
+)
+
+BEHAVIOUR = "behaviour changed"
+TEXT = "text only"
+UNCHANGED = "unchanged"
+
+#: the counters of a case's row, in order.
+COUNTERS = (*COUNTER_LABELS.values(), "ops")
+_SHOWN = 4
+#: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
+_NORMALIZE = Normalizer(STATIC_RULES)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that moved. `topic` is the short name the one-line verdict lists."""
+
+    behaviour: bool
+    topic: str
+    message: str
+    artifacts: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        """The message, naming the artifacts it was found in unless it starts with the one it names."""
+        named = len(self.artifacts) == 1 and self.message.startswith(self.artifacts[0])
+        return (
+            self.message
+            if named or not self.artifacts
+            else f"{self.message} ({', '.join(self.artifacts)})"
+        )
+
+
+Counts = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class CaseDiff:
+    """The verdict for one case, its counters old -> new, and what moved."""
+
+    verdict: str
+    counters: dict[str, Counts] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+    def moved(self) -> list[str]:
+        """`kernels 5 -> 7` for each counter that moved."""
+        return [
+            f"{name} {old} -> {new}"
+            for name, (old, new) in self.counters.items()
+            if _moved(old, new)
+        ]
+
+    def line(self) -> str:
+        """`behaviour changed: kernels 5 -> 7, ops 59 -> 105`, or `text only: ...`, or `unchanged`."""
+        if self.verdict == UNCHANGED:
+            return UNCHANGED
+        wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
+        parts = self.moved() if self.verdict == BEHAVIOUR else []
+        topics = list(dict.fromkeys(f.topic for f in wanted if f.topic != "counters"))
+        parts += topics[:_SHOWN] + (
+            [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
+        )
+        return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
+
+
+def _moved(old: str | None, new: str | None) -> bool:
+    """A counter one side does not state (another summary format) is not compared."""
+    return old is not None and new is not None and old != new
+
+
+def _show(value: str | None) -> str:
+    return "-" if value is None else value
+
+
+def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
+    """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
+    raw_old, raw_new = old, new
+    old, new = stored_form(old), stored_form(new)
+    findings: list[Finding] = [
+        Finding(False, "stored form", f"{name}: older stored form of the same text", (name,))
+        for name in sorted(set(old) & set(new))
+        if old[name] == new[name] and raw_old[name] != raw_new[name]
+    ]
+    summaries = (summary.read(old.get("summary", "")), summary.read(new.get("summary", "")))
+    counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
+    if counters:
+        findings += _summary_findings(
+            *summaries, counters, has_code="output_code" in old and "output_code" in new
+        )
+    same_program, program_findings = _compare_programs(
+        old.get("output_code"), new.get("output_code")
+    )
+    findings += program_findings
+    for name in sorted(set(old) | set(new)):
+        findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
+    findings = _merged(findings)
+    named = {a for f in findings for a in f.artifacts}
+    if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(
+        summaries[1]
+    ):
+        named.add("summary")  # only the kernel names moved: the output_code findings say how
+    findings += [
+        Finding(False, f"{name} text", f"{name}: text differs, same facts", (name,))
+        for name in sorted(set(old) | set(new))
+        if old.get(name) != new.get(name) and name not in named
+    ]
+    if any(f.behaviour for f in findings):
+        verdict = BEHAVIOUR
+    elif findings:
+        verdict = TEXT
+    else:
+        verdict = UNCHANGED
+    return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
+    """Each artifact in the form this version of the plugin stores it (`normalize`).
+
+    A set recorded by an earlier version of the plugin stored some artifacts
+    otherwise (guards as Dynamo's tree, output code with its module
+    boilerplate, FX names as traced); compared as they are, a kernel would
+    differ by five `#include`-like lines it never ran. The rules are pure text
+    and idempotent, so a text already in the stored form is left as it is.
+    """
+    return {name: _stored(name, text) for name, text in texts.items()}
+
+
+def _stored(name: str, text: str) -> str:
+    """One artifact in the stored form; a file the catalogue does not name gets the common rules."""
+    artifact = ARTIFACTS.get(name)
+    return artifact.normalize(_NORMALIZE, text) if artifact else _NORMALIZE(text)
+
+
+def _compare_artifact(
+    name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]
+) -> list[Finding]:
+    if old == new:
+        return []
+    known = ARTIFACTS.get(name)
+    reading = known.reading if known is not None else "text"
+    if old is None or new is None:
+        side = "NEW" if old is None else "OLD"
+        produced = reading in ("graph", "generated code")  # its absence is a program not produced
+        return [
+            Finding(produced, f"{name} only in {side.lower()}", f"{name}: only in {side}", (name,))
+        ]
+    if reading in ("counters", "generated code"):  # read above, with the other side's facts
+        return []
+    if reading == "graph":
+        return _compare_graphs(name, old, new, same_program)
+    if reading == "guards":
+        return _compare_guards(old, new)
+    return [Finding(False, "unread text", "text differs, not read for behaviour", (name,))]
+
+
+# ---------------------------------------------------------------- summary
+
+
+def _counters(old: CaseSummary, new: CaseSummary) -> dict[str, Counts]:
+    def ops(s: CaseSummary) -> str | None:
+        per_graph = s.ops_per_graph()
+        return None if per_graph is None else "+".join(map(str, per_graph))
+
+    def text(s: CaseSummary, name: str) -> str | None:
+        value = getattr(s, name)
+        return None if value is None else str(value)
+
+    found = {label: (text(old, name), text(new, name)) for name, label in COUNTER_LABELS.items()}
+    return {**found, "ops": (ops(old), ops(new))}
+
+
+def _without_kernel_names(s: CaseSummary) -> CaseSummary:
+    return replace(s, frames=tuple(replace(f, kernels=()) for f in s.frames))
+
+
+def _summary_findings(
+    old: CaseSummary, new: CaseSummary, counters: dict[str, Counts], has_code: bool
+) -> list[Finding]:
+    found = [
+        Finding(True, "counters", f"{name}: {o} -> {n}")
+        for name, (o, n) in counters.items()
+        if _moved(o, n)
+    ]
+    if old.backend != new.backend:
+        found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
+    found += _multiset_findings(
+        "graph break", old.break_reasons, new.break_reasons, topic="break reasons"
+    )
+    found += _multiset_findings(
+        "recompile reason", old.recompile_reasons, new.recompile_reasons, topic="recompile reasons"
+    )
+    old_kernels = [k for f in old.frames for k in f.kernels]
+    new_kernels = [k for f in new.frames for k in f.kernels]
+    if not has_code and Counter(old_kernels) != Counter(new_kernels):
+        message = "summary: kernel names differ, and no output_code on both sides tells a rename from a new fusion"
+        found.append(Finding(True, "kernel names", message, ("summary",)))
+    return found
+
+
+def _multiset_findings(
+    what: str, old: Iterable[str], new: Iterable[str], topic: str
+) -> list[Finding]:
+    before, after = Counter(old), Counter(new)
+    found = [Finding(True, topic, f"{what} removed: {r}") for r in (before - after).elements()]
+    return found + [Finding(True, topic, f"{what} added: {r}") for r in (after - before).elements()]
+
+
+# ---------------------------------------------------------------- graphs
+
+
+def _compare_graphs(
+    name: str, old: str, new: str, same_program: set[tuple[int, int]]
+) -> list[Finding]:
+    before, after = split_sections(old), split_sections(new)
+    found: list[Finding] = []
+    for key in sorted(set(before) | set(after)):
+        if key not in before or key not in after:
+            side = "NEW" if key not in before else "OLD"
+            found.append(Finding(True, "graphs", f"{key.label()}: graph only in {side}", (name,)))
+            continue
+        if before[key] != after[key]:
+            found.append(
+                _graph_finding(
+                    name, key, parse_graph(before[key]), parse_graph(after[key]), same_program
+                )
+            )
+    return found
+
+
+def _graph_finding(
+    name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]
+) -> Finding:
+    if old.ops != new.ops:
+        return Finding(True, "ops", f"{key.label()} ops: {_delta(old.ops, new.ops)}", (name,))
+    if old.dataflow == new.dataflow:
+        return Finding(
+            False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,)
+        )
+    removed, added = (
+        list((old.nodes - new.nodes).elements()),
+        list((new.nodes - old.nodes).elements()),
+    )
+    example = f": {_node_change(removed[0], added[0])}" if removed and added else ""
+    count = max(len(removed), len(added))
+    if (key.frame, key.compile) in same_program:
+        message = f"{key.label()}: same ops and output code, {_nodes(count)} with other arguments{example}"
+        return Finding(False, "graph arguments", message, (name,))
+    return Finding(
+        True,
+        "graph dataflow",
+        f"{key.label()}: same ops, {_nodes(count)} with other arguments or types{example}",
+        (name,),
+    )
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node" + ("s" if count != 1 else "")
+
+
+def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
+    """`aten.sum.dim_IntList(_, [-1], True) -> aten.sum.dim_IntList(_, [1], True)`, with result types where they differ."""
+    if old[1] == new[1]:
+        op, paren, _ = old[0].partition("(")
+        return f"{old[0]} -> {new[0].removeprefix(op) if paren and new[0].startswith(op + paren) else new[0]}"
+    return f"{old[0]}: {old[1]} -> {new[0]}: {new[1]}"
+
+
+def _delta(old: Counter[str], new: Counter[str]) -> str:
+    removed = [f"-{op}" + (f" x{n}" if n > 1 else "") for op, n in sorted((old - new).items())]
+    added = [f"+{op}" + (f" x{n}" if n > 1 else "") for op, n in sorted((new - old).items())]
+    return " ".join(removed + added)
+
+
+# ---------------------------------------------------------------- generated code
+
+
+def _compare_programs(
+    old: str | None, new: str | None
+) -> tuple[set[tuple[int, int]], list[Finding]]:
+    """Findings on the output code, and the frame compiles whose generated program did not change."""
+    if old is None or new is None:
+        return set(), []
+    before, after = split_sections(old), split_sections(new)
+    found: list[Finding] = []
+    changed: set[tuple[int, int]] = set()
+    for key in sorted(set(before) | set(after)):
+        frame = (key.frame, key.compile)
+        if key not in before or key not in after:
+            side = "NEW" if key not in before else "OLD"
+            found.append(
+                _code(True, "generated code", f"output_code {key.label()}: only in {side}")
+            )
+            changed.add(frame)
+            continue
+        if before[key] == after[key]:
+            continue
+        program_findings = _program_findings(
+            key, parse_output_code(before[key]), parse_output_code(after[key])
+        )
+        if any(f.behaviour for f in program_findings):
+            changed.add(frame)
+        found += program_findings or [
+            _code(False, "wrapper text", "output_code: wrapper text only, same kernels and calls")
+        ]
+    frames = {(k.frame, k.compile) for k in (*before, *after)}
+    return frames - changed, found
+
+
+def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding]:
+    where = f"output_code {key.label()}"
+    renamed, pairs, removed, added = _pair_kernels(old, new)
+    found = [
+        _code(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}")
+        for a, b in renamed
+    ]
+    for a, b in pairs:
+        if a.fused == b.fused:
+            found.append(
+                _code(
+                    True,
+                    "kernel code",
+                    f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})",
+                )
+            )
+        else:
+            found.append(
+                _code(True, "fusion", f"{where}: kernel fused differently: {a.name} -> {b.name}")
+            )
+    found += [_code(True, "fusion", f"{where}: kernel removed: {k.name}") for k in removed]
+    found += [_code(True, "fusion", f"{where}: kernel added: {k.name}") for k in added]
+    if old.externs() != new.externs():
+        found.append(
+            _code(
+                True,
+                "extern calls",
+                f"{where}: extern calls {_delta(old.externs(), new.externs())}",
+            )
+        )
+    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
+        found.append(
+            _code(True, "call order", f"{where}: kernels and extern ops called in another order")
+        )
+    return found
+
+
+def _code(behaviour: bool, topic: str, message: str) -> Finding:
+    return Finding(behaviour, topic, message, ("output_code",))
+
+
+def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
+    """(renamed pairs), (changed pairs), removed, added: same body first, then same name, then same index."""
+    left, right = list(old.kernels), list(new.kernels)
+    renamed: list[tuple[str, str]] = []
+    for kernel in list(left):
+        twin = next((k for k in right if k.body == kernel.body and k.name == kernel.name), None)
+        twin = twin or next((k for k in right if k.body == kernel.body), None)
+        if twin is not None:
+            left.remove(kernel)
+            right.remove(twin)
+            if twin.name != kernel.name:
+                renamed.append((kernel.name, twin.name))
+    pairs = []
+    for same in (
+        lambda a, b: a.name == b.name,
+        lambda a, b: a.name.rsplit("_", 1)[-1] == b.name.rsplit("_", 1)[-1],
+    ):
+        for kernel in list(left):
+            twin = next((k for k in right if same(kernel, k)), None)
+            if twin is not None:
+                left.remove(kernel)
+                right.remove(twin)
+                pairs.append((kernel, twin))
+    return renamed, pairs, left, right
+
+
+def _lines_changed(old: str, new: str) -> str:
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0))[2:]
+    return f"-{sum(line.startswith('-') for line in diff)} +{sum(line.startswith('+') for line in diff)} lines"
+
+
+def _call_order(program: Program) -> list[str]:
+    bodies = {k.name: k.body for k in program.kernels}
+    return [bodies.get(call, call) for call in program.calls]
+
+
+# ---------------------------------------------------------------- guards
+
+
+def _compare_guards(old: str, new: str) -> list[Finding]:
+    before, after = split_sections(old), split_sections(new)
+    found: list[Finding] = []
+    for key in sorted(set(before) | set(after)):
+        found += _guard_findings(
+            key, parse_guards(before.get(key, "")), parse_guards(after.get(key, ""))
+        )
+    if not found:
+        found.append(
+            Finding(
+                False,
+                "guards text",
+                "guards: same checks; comments, layout or markers only",
+                ("guards",),
+            )
+        )
+    return found
+
+
+def _guard_findings(key: GraphKey, old: list[Guard], new: list[Guard]) -> list[Finding]:
+    checks_old = Counter(g.check for g in old if g.check)
+    checks_new = Counter(g.check for g in new if g.check)
+    found: list[Finding] = []
+    relabelled = _relabelled(old, new, checks_old & checks_new)
+    if relabelled:
+        found.append(
+            Finding(
+                False,
+                "guards relabelled",
+                f"guards: same checks, other kind or place: {', '.join(relabelled)}",
+                ("guards",),
+            )
+        )
+    lost = _excess(old, checks_old - checks_new)
+    gained = _excess(new, checks_new - checks_old)
+    for a in list(lost):
+        b = next((g for g in gained if (g.kind, g.source) == (a.kind, a.source)), None)
+        if b is not None:
+            lost.remove(a)
+            gained.remove(b)
+            found.append(_changed_guard(key, a, b))
+    found += _added_or_removed(key, "removed", lost)
+    found += _added_or_removed(key, "added", gained)
+    return found
+
+
+def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Finding]:
+    """One finding per guard kind: the check itself for a single guard, the sources for several."""
+    found = []
+    for kind in dict.fromkeys(g.kind for g in guards):
+        same = [g for g in guards if g.kind == kind]
+        sources = Counter(g.source or g.check for g in same)
+        listed = ", ".join(f"{source} x{n}" if n > 1 else source for source, n in sources.items())
+        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on {listed}"
+        found.append(Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",)))
+    return found
+
+
+def _excess(guards: list[Guard], extra: Counter[str]) -> list[Guard]:
+    """The guards whose check this side has more often than the other (the last ones, when repeated)."""
+    budget = Counter(extra)
+    picked = []
+    for guard in reversed(guards):
+        if budget[guard.check] > 0:
+            budget[guard.check] -= 1
+            picked.append(guard)
+    return picked[::-1]
+
+
+def _relabelled(old: list[Guard], new: list[Guard], common: Counter[str]) -> list[str]:
+    """`LAMBDA_GUARD -> OBJECT_ALIASING` for each check both sides have, under another kind or source."""
+    places: tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]] = ({}, {})
+    for side, guards in zip(places, (old, new)):
+        for g in guards:
+            if g.check in common:
+                side.setdefault(g.check, []).append((g.kind, g.source))
+    moves = []
+    for check in common:
+        before, after = sorted(places[0][check]), sorted(places[1][check])
+        if before != after:
+            moves.append(
+                f"{before[0][0]} -> {after[0][0]}"
+                if before[0][0] != after[0][0]
+                else f"{before[0][0]} moved"
+            )
+    return [f"{move} x{n}" if n > 1 else move for move, n in Counter(moves).items()]
+
+
+def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
+    before, after = global_state(old.check), global_state(new.check)
+    if old.kind == "GLOBAL_STATE" and before is not None and after is not None:
+        shared = set(before) & set(after)
+        if all(before[k] == after[k] for k in shared):
+            extra = sorted(set(before) ^ set(after))
+            message = f"guards: GLOBAL_STATE checks a switch only one side knows ({', '.join(extra)}), the others equal"
+            return Finding(False, "GLOBAL_STATE switches", message, ("guards",))
+        moved = ", ".join(
+            f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k]
+        )
+        return Finding(True, "guards", f"guards {key.label()}: GLOBAL_STATE {moved}", ("guards",))
+    return Finding(
+        True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",)
+    )
+
+
+def _where(guard: Guard) -> str:
+    """`ID_MATCH: ___check_obj_id(G['f'], <id>)`; the source is named when the check does not show it."""
+    shown = guard.source and guard.source not in guard.check
+    return (
+        f"{guard.kind} on {guard.source}: {guard.check}"
+        if shown
+        else f"{guard.kind}: {guard.check}"
+    )
+
+
+# ---------------------------------------------------------------- grouping
+
+
+def _merged(findings: list[Finding]) -> list[Finding]:
+    """One finding per message: the same ops moving in four graph artifacts is one line naming the four."""
+    merged: dict[tuple[bool, str, str], dict[str, None]] = {}
+    for f in findings:
+        merged.setdefault((f.behaviour, f.topic, f.message), {}).update(dict.fromkeys(f.artifacts))
+    return [Finding(b, t, m, tuple(a)) for (b, t, m), a in merged.items()]

@@ -1,0 +1,204 @@
+"""A snapshot failure a reviewer reads in seconds.
+
+`compose` turns one test's comparison outcomes into the failure text:
+
+1. one line that says what moved (pytest's short test summary shows it):
+   `summary: kernels 5 -> 7, ops 59 -> 105`, or without a summary change
+   `snapshot changed: output_code (summary unchanged)`;
+2. one block: every changed artifact with its +/- line counts (an artifact
+   whose old and new text differ only by consistently renamed numbered names,
+   `add_9` for `add_7` or `buf3` for `buf2`, is marked `names only`), the
+   verdict line when a classifier is plugged in, and the `summary` diff;
+   each diff opens with `snapshot <path> differs:`, `---` the stored file,
+   `+++` this run;
+3. the diff of the earliest pipeline stage that changed (Dynamo's graph, its
+   guards and bytecode, the AOT graphs, post-grad, output code);
+4. one line naming the other changed artifacts and how to see their diffs
+   (`--torchcompile-full-diff`, or `-vv`), which then follow.
+
+Pure: text in, text out; nothing here imports torch or pytest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..artifacts import summary
+from ..artifacts.catalogue import ARTIFACTS
+from ..files.store import Outcome
+from .behaviour import compare_case
+
+FULL_DIFF_FLAG = "--torchcompile-full-diff"
+UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
+MAX_STAGE_LINES = 120
+#: after every artifact of the catalogue: one the catalogue does not name
+_LAST_STAGE = max(a.stage for a in ARTIFACTS.values()) + 1
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed artifact of one case."""
+
+    case: str  # "" for a test with one case
+    artifact: str
+    filename: str
+    old: str
+    new: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.case}/{self.filename}" if self.case else self.filename
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        diff = unified(self.old, self.new, n=0)[2:]  # without the ---/+++ header
+        return sum(1 for line in diff if line.startswith("+")), sum(
+            1 for line in diff if line.startswith("-")
+        )
+
+    @property
+    def names_only(self) -> bool:
+        return canonical_names(self.old) == canonical_names(self.new)
+
+    @property
+    def stage(self) -> int:
+        known = ARTIFACTS.get(self.artifact)
+        return known.stage if known is not None else _LAST_STAGE
+
+
+def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
+    """The failure text of one test whose snapshots did not all match.
+
+    `shown_dir` is the test's snapshot folder as the message names it; `full`
+    appends every diff.
+    """
+    changes = [
+        Change(o.case, o.artifact, o.path.name, o.old, o.new)
+        for o in outcomes
+        if o.status == "changed" and o.old is not None and o.new is not None
+    ]
+    other = [o.message for o in outcomes if o.failed and o.status != "changed"]
+    if not changes:
+        return "\n\n".join([_missing_headline(outcomes), *other, UPDATE_HINT])
+    lines = [headline(changes), f"changed artifacts in {shown_dir}:", *_table(changes)]
+    lines += _verdicts(changes, outcomes)
+    summaries = [c for c in changes if c.artifact == "summary"]
+    lines += [line for c in summaries for line in _diff_block(c, shown_dir, None, limit=None)]
+    if not summaries:
+        lines.append("summary: unchanged (same graphs, graph breaks, recompiles, kernels and ops)")
+    stages = sorted(
+        (c for c in changes if c.artifact != "summary"), key=lambda c: (c.names_only, c.stage)
+    )
+    if stages and not stages[0].names_only:
+        lines += _diff_block(
+            stages[0],
+            shown_dir,
+            f"earliest pipeline stage that changed: {stages[0].artifact}",
+            limit=None if full else MAX_STAGE_LINES,
+        )
+        rest = stages[1:]
+    else:
+        rest = stages
+    if rest and not full:
+        named = ", ".join(c.label + (" (names only)" if c.names_only else "") for c in rest)
+        lines += ["", f"also changed: {named}; their diffs: pytest {FULL_DIFF_FLAG} (or -vv)"]
+    elif rest:
+        for c in rest:
+            lines += _diff_block(
+                c,
+                shown_dir,
+                "names only: the same text once numbered names are renumbered"
+                if c.names_only
+                else None,
+                limit=None,
+            )
+    return "\n".join([*lines, *(["", *other] if other else []), "", UPDATE_HINT])
+
+
+def headline(changes: Sequence[Change]) -> str:
+    """The first line: what moved in the summary, else which artifacts changed."""
+    moved = []
+    for c in changes:
+        if c.artifact == "summary":
+            said = summary.moves(c.old, c.new) or "text changed"
+            moved.append(f"{'[' + c.case + '] ' if c.case else ''}summary: {said}")
+    if moved:
+        return "; ".join(moved)
+    real = [c for c in changes if not c.names_only]
+    named = ", ".join(dict.fromkeys(c.artifact for c in (real or changes)))
+    return f"snapshot changed: {named} (summary unchanged{'; names only' if not real else ''})"
+
+
+_NUMBERED = re.compile(
+    r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z][A-Za-z0-9]*)*)_(\d+)\b|\b(buf|tmp)(\d+)\b"
+)
+
+
+def canonical_names(text: str) -> str:
+    """Numbered names (`add_9`, `getitem_3`, `buf4`, `tmp12`) renumbered in order of first use, per family.
+
+    Two texts with the same canonical form differ only by a consistent renaming:
+    the same ops on the same edges. Dtypes (`f32`, `bf16`), sizes and symbols
+    (`s27`) are not numbered names here and are never renamed.
+    """
+    seen: dict[str, dict[str, int]] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        family = match.group(1) or match.group(3)
+        numbers = seen.setdefault(family, {})
+        token = match.group(0)
+        return f"{family}_#{numbers.setdefault(token, len(numbers))}"
+
+    return _NUMBERED.sub(rename, text)
+
+
+def unified(
+    old: str, new: str, n: int = 3, names: tuple[str, str] = ("snapshot", "this run")
+) -> list[str]:
+    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), *names, lineterm="", n=n))
+
+
+def _table(changes: Sequence[Change]) -> list[str]:
+    width = max(len(c.label) for c in changes)
+    rows = []
+    for c in sorted(changes, key=lambda c: (c.case, c.stage if c.artifact != "summary" else -1)):
+        plus, minus = c.counts
+        rows.append(
+            f"  {c.label:<{width}}  +{plus:<4} -{minus:<4}"
+            + ("  names only" if c.names_only else "").rstrip()
+        )
+    return [row.rstrip() for row in rows]
+
+
+def _verdicts(changes: Sequence[Change], outcomes: Sequence[Outcome]) -> list[str]:
+    """One verdict line per changed case: did its behaviour move, or only its text?
+
+    It reads whole cases: the artifacts that matched are the same on both
+    sides (an unchanged output code is what shows a reprinted graph is the
+    same program), the changed ones carry their stored and new texts.
+    """
+    lines = []
+    for case in dict.fromkeys(c.case for c in changes):
+        new = {o.artifact: o.new for o in outcomes if o.case == case and o.new is not None}
+        old = {**new, **{c.artifact: c.old for c in changes if c.case == case}}
+        said = compare_case(old, new).line()
+        lines.append(f"{'[' + case + '] ' if case else ''}verdict: {said}")
+    return lines
+
+
+def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | None) -> list[str]:
+    """`snapshot <path> differs:` and a unified diff (`---` the stored file, `+++` this run)."""
+    diff = unified(change.old, change.new)
+    if limit is not None and len(diff) > limit:
+        diff = diff[:limit] + [f"... {len(diff) - limit} more diff lines: pytest {FULL_DIFF_FLAG}"]
+    return ["", *([title] if title else []), f"snapshot {shown_dir}/{change.label} differs:", *diff]
+
+
+def _missing_headline(outcomes: Sequence[Outcome]) -> str:
+    missing = [o for o in outcomes if o.status == "missing"]
+    if missing:
+        return f"snapshot missing: {len(missing)} file{'s' if len(missing) > 1 else ''} do{'es' if len(missing) == 1 else ''} not exist yet"
+    return "snapshot unreadable"

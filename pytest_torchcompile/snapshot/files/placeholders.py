@@ -1,0 +1,123 @@
+"""`{torch}` and `{device}` in the snapshot folder: one snapshot set per torch and device.
+
+Compiler output depends on the torch version (every release changes graphs,
+guards and generated code) and, on a GPU, on the device's compute capability
+(Triton kernels are tuned and compiled for it). A suite tested on several
+keeps one set per pair: `torchcompile_snapshot_dir = snapshots/{torch}/{device}`.
+
+The template is checked when pytest starts (an unknown placeholder is a usage
+error naming it) but resolved only when a test's snapshots are compared: the
+entry modules must not import torch, and `{device}` is a property of the
+test's cases, not of the machine (a CPU case on a GPU machine is `cpu`).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable
+from typing import Any
+
+#: placeholder -> what it stands for (the usage error lists these).
+PLACEHOLDERS: dict[str, str] = {
+    "torch": "torch's major.minor version, e.g. 2.13",
+    "device": "where the test's cases ran: cpu, or cuda-sm<major><minor> from the GPU's compute capability, e.g. cuda-sm90",
+}
+
+
+class PlaceholderError(ValueError):
+    """The folder template names an unknown placeholder or is malformed."""
+
+
+def placeholders(template: str) -> frozenset[str]:
+    """The placeholders a folder template uses; raises `PlaceholderError` for unknown ones.
+
+    `{{` and `}}` stand for literal braces, as in `str.format`.
+    """
+    try:
+        fields = [
+            (name, spec, conversion)
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
+    except ValueError as exc:  # an unmatched brace
+        raise PlaceholderError(
+            f"{template!r} is not a valid folder template ({exc}); write {{{{ and }}}} for literal braces"
+        ) from None
+    for name, spec, conversion in fields:
+        if name not in PLACEHOLDERS:
+            shown = "{" + name + "}" if name else "{}"
+            raise PlaceholderError(
+                f"{template!r} has unknown placeholder {shown}; known: {_known()}"
+            )
+        if spec or conversion:
+            raise PlaceholderError(
+                f"{template!r}: placeholder {{{name}}} takes no format spec or conversion; known: {_known()}"
+            )
+    return frozenset(name for name, _, _ in fields)
+
+
+def resolve(template: str, torch: str, device: str) -> str:
+    """The folder for one torch version and device."""
+    return template.format(torch=torch, device=device)
+
+
+def resolve_some(template: str, **values: str) -> str:
+    """Fill the given placeholders, keep the others (`{device}` stays until a case ran)."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def installed_torch_minor() -> str | None:
+    """torch's major.minor from its package metadata, without importing torch (None if not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return torch_minor(version("torch"))
+    except PackageNotFoundError:
+        return None
+
+
+def torch_minor(version: str) -> str:
+    """`2.13.0+cpu`, `2.15.0.dev20260101+cu132` -> `2.13`, `2.15`."""
+    parts = version.split("+", 1)[0].split(".")
+    return ".".join(parts[:2])
+
+
+def device_key(kind: str, capability: tuple[int, int] | None) -> str:
+    """`cpu`; `cuda-sm90` for compute capability (9, 0); any other device type by its name."""
+    if kind == "cuda" and capability is not None:
+        return f"cuda-sm{capability[0]}{capability[1]}"
+    return kind
+
+
+def case_device(model: Any, inputs: Iterable[Any]) -> str:
+    """The device key of one case: the first non-CPU tensor among the model's
+    parameters and buffers and the inputs decides; all on CPU (or no tensors) is `cpu`.
+
+    Not `torch.cuda.is_available()`: a CPU case on a GPU machine compiles to
+    C++, exactly as on a CPU-only machine, and shares that snapshot set.
+    """
+    import torch
+
+    from ..._torch.tensors import tree_leaves
+
+    tensors = (
+        list(model.parameters()) + list(model.buffers())
+        if isinstance(model, torch.nn.Module)
+        else []
+    )
+    tensors += [t for t in tree_leaves(list(inputs)) if isinstance(t, torch.Tensor)]
+    for tensor in tensors:
+        if tensor.device.type != "cpu":
+            capability = (
+                torch.cuda.get_device_capability(tensor.device)
+                if tensor.device.type == "cuda"
+                else None
+            )
+            return device_key(tensor.device.type, capability)
+    return "cpu"
+
+
+def _known() -> str:
+    return "; ".join(f"{{{name}}} ({meaning})" for name, meaning in PLACEHOLDERS.items())

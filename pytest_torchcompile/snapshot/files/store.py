@@ -1,0 +1,352 @@
+"""Snapshot files: compare a test's artifact texts with the stored files, or write them.
+
+`TextSnapshotExtension` is syrupy's single-file extension in text mode with
+two roles overridden: reading (not UTF-8 is a clear message) and writing
+(atomic, so an interrupted update leaves each file old or new). `SnapshotStore`
+compares and writes the layout of `paths.py`, remembers which files a test
+used, and deletes only the plugin's own files; a file system that refuses
+gives an `Outcome` with a message, never an exception.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from syrupy.data import Snapshot, SnapshotCollection
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from ...common.files import atomic_write_text
+from ...common.locks import is_locked
+from .paths import (
+    artifact_filename,
+    folds_case,
+    is_artifact_file,
+    is_temp_file,
+    segment,
+)
+
+#: how to write a snapshot that does not exist yet
+RECORD_HINT = "run `pytest --update-snapshots` to accept the new output"
+
+
+class FolderClash(ValueError):
+    """Two cases of one test whose snapshot folders would be one folder."""
+
+
+class UnreadableSnapshot(Exception):
+    """A stored snapshot exists but cannot be read as text."""
+
+
+class TextSnapshotExtension(SingleFileSnapshotExtension):
+    """Plain UTF-8 text files, written atomically."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "txt"
+
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> str | None:
+        try:
+            raw = Path(snapshot_location).read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnreadableSnapshot(
+                f"snapshot {snapshot_location} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                "it was edited or damaged outside pytest: run `pytest --update-snapshots` to rewrite it with this run's output"
+            ) from None
+
+    @classmethod
+    def write_snapshot_collection(
+        cls, *, snapshot_collection: SnapshotCollection, name_order: dict[str, int] | None = None
+    ) -> None:
+        target = Path(snapshot_collection.location)
+        data = next(iter(snapshot_collection)).data
+        if not isinstance(data, str):
+            raise TypeError(f"snapshot data must be str, got {type(data).__name__}")
+        atomic_write_text(target, data)
+
+
+def normalize_newlines(text: str) -> str:
+    """CRLF as LF, and exactly one final newline where there was none: how files are compared."""
+    text = text.replace("\r\n", "\n")
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+@dataclass
+class Outcome:
+    """What comparing one artifact of one case found; `message` is empty when it matched.
+
+    `case` is the case's folder under the test's (empty for a test with one
+    case); `old` is the stored text of a changed file, `new` this run's text
+    of every compared file (a whole case feeds the verdict).
+    """
+
+    path: Path
+    status: str  # "matched", "written", "updated", "missing", "changed", "unreadable", "unwritable"
+    message: str = ""
+    old: str | None = None
+    new: str | None = None
+    case: str = ""
+    artifact: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("missing", "changed", "unreadable", "unwritable")
+
+
+@dataclass
+class SnapshotStore:
+    """Compare or write snapshot files under `root`, remembering which were used.
+
+    `known` holds the folders of every test this run collected (selected or
+    not): a folder inside another test's folder that is one of them is never
+    treated as a case folder. `started` is when the run began: a temp file
+    older than that and not locked is a leftover of a killed update.
+    """
+
+    root: Path
+    rootdir: Path
+    update: bool
+    started: float = 0.0
+    extension: TextSnapshotExtension = field(default_factory=TextSnapshotExtension)
+    used: set[Path] = field(default_factory=set)
+    known: set[Path] = field(default_factory=set)
+
+    def sharing_message(self, test_dir: Path, first: str, second: str) -> str:
+        """Two tests whose snapshot folders are one folder (here)."""
+        where = (
+            " on this file system, which does not tell upper from lower case"
+            if folds_case(self.root)
+            else ""
+        )
+        return (
+            f"snapshot folder {self.show(test_dir)} would be shared by {first} and {second}{where}; "
+            "rename one of them (two tests never share snapshot files)"
+        )
+
+    def case_folders(self, test_dir: Path, names: list[str]) -> list[Path]:
+        """Each case's folder; `FolderClash` naming both where two would be one folder."""
+        folds = folds_case(self.root)
+        seen: dict[str, str] = {}
+        for name in names:
+            key = segment(name).casefold() if folds else segment(name)
+            if key in seen:  # distinct names always escape apart: only case folding gets here
+                raise FolderClash(
+                    f"cases {seen[key]!r} and {name!r} would share one snapshot folder on this file system, "
+                    "which does not tell upper from lower case; give them names that differ in more than case"
+                )
+            seen[key] = name
+        return [test_dir / segment(name) for name in names]
+
+    def check_test(
+        self, test_dir: Path, cases: Sequence[tuple[str, Mapping[str, str]]]
+    ) -> list[Outcome]:
+        """Compare every case's artifact texts (case name -> artifact -> text) with its files.
+
+        A test with one case keeps its files in `test_dir`, several cases each
+        in a folder of their own; `FolderClash` where two cases would share one.
+        """
+        if len(cases) == 1:
+            folders = {cases[0][0]: ("", test_dir)}
+        else:
+            paths = self.case_folders(test_dir, [name for name, _ in cases])
+            folders = {name: (path.name, path) for (name, _), path in zip(cases, paths)}
+        return [
+            self.check(folder / artifact_filename(artifact), text, label, artifact)
+            for name, texts in cases
+            for label, folder in [folders[name]]
+            for artifact, text in texts.items()
+        ]
+
+    def check(self, path: Path, text: str, case: str = "", artifact: str = "") -> Outcome:
+        """Compare `text` with the file at `path`; write it only on update."""
+        self.used.add(path)
+        outcome = functools.partial(Outcome, path, case=case, artifact=artifact)
+        try:
+            stored = self.extension.read_snapshot_data_from_location(
+                snapshot_location=str(path), snapshot_name=path.name, session_id=""
+            )
+        except (UnreadableSnapshot, OSError) as exc:
+            if self.update:
+                return self._write(outcome, text, "updated")
+            message = str(exc) if isinstance(exc, UnreadableSnapshot) else None
+            return outcome("unreadable", message or self._trouble(path, exc, "read"))
+        if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
+            return outcome("matched", new=normalize_newlines(text))
+        if self.update:
+            return self._write(outcome, text, "written" if stored is None else "updated")
+        if stored is None:
+            message = f"snapshot {self.show(path)} does not exist yet: {RECORD_HINT}"
+            return outcome("missing", message, new=text)
+        return outcome("changed", old=normalize_newlines(stored), new=normalize_newlines(text))
+
+    def _write(self, outcome: functools.partial[Outcome], text: str, status: str) -> Outcome:
+        path: Path = outcome.args[0]
+        collection = SnapshotCollection(location=str(path))
+        collection.add(Snapshot(name=path.name, data=text.replace("\r\n", "\n")))
+        try:
+            self.extension.write_snapshot_collection(snapshot_collection=collection)
+        except OSError as exc:
+            return outcome("unwritable", self._trouble(path, exc, "write"))
+        return outcome(status)
+
+    def _trouble(self, path: Path, exc: OSError, doing: str) -> str:
+        """What the file system refused, where, and what to do about it."""
+        shown = self.show(path)
+        loop = _loop_in(path)
+        if loop is not None:
+            return f"{self.show(loop)} is a symbolic link that loops: delete it, then run `pytest --update-snapshots`"
+        blocker = _file_in_the_way(path)
+        if blocker is not None:
+            return f"{self.show(blocker)} is a file where a snapshot folder should be: move or delete it, then run `pytest --update-snapshots`"
+        if isinstance(exc, IsADirectoryError) or path.is_dir():
+            return f"snapshot {shown} is a folder, not a file: move or delete it, then run `pytest --update-snapshots`"
+        if isinstance(exc, PermissionError):
+            where = path if doing == "read" else _existing_parent(path)
+            fix = (
+                f"make it readable (chmod u+r {self.show(where)})"
+                if doing == "read"
+                else f"make it writable (chmod u+w {self.show(where)})"
+            )
+            return (
+                f"cannot {doing} snapshot {shown}: permission denied on {self.show(where)}: {fix}"
+            )
+        if exc.errno == errno.ENAMETOOLONG:
+            return f"cannot {doing} snapshot {shown}: the path is too long for this file system; choose a shorter --torchcompile-snapshot-dir or test path"
+        return f"cannot {doing} snapshot {shown}: {exc.strerror or exc}"
+
+    def show(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.rootdir))
+        except ValueError:
+            return str(path)
+
+    # --- unused files ----------------------------------------------------------
+
+    def unused_in(self, test_dir: Path) -> list[Path]:
+        """The plugin's files in a test's folder and its case folders that this run did not use.
+
+        Only artifact file names count (a README.txt stays), and a subfolder that
+        may be another test's is left alone (see `_maybe_other_test`).
+        """
+        found = [
+            p
+            for folder in self._own_folders(test_dir)
+            for p in _files(folder)
+            if is_artifact_file(p.name)
+        ]
+        return sorted(p for p in found if p not in self.used)
+
+    def leftover_temps(self, test_dir: Path) -> list[Path]:
+        """Temp files of killed updates: older than this run and locked by no live writer."""
+        return [
+            p
+            for folder in self._own_folders(test_dir)
+            for p in _files(folder)
+            if self._is_leftover(p)
+        ]
+
+    def _is_leftover(self, path: Path) -> bool:
+        return is_temp_file(path.name) and _older_than(path, self.started) and not is_locked(path)
+
+    def _own_folders(self, test_dir: Path) -> list[Path]:
+        return [test_dir] + [
+            sub for sub in _folders(test_dir) if not self._maybe_other_test(test_dir, sub)
+        ]
+
+    def _maybe_other_test(self, test_dir: Path, sub: Path) -> bool:
+        """`sub` is a collected test's folder, or `test_dir` doubles as a test file's folder.
+
+        `tests/test_a.py::test_x` and `tests/test_a/test_x.py::test_foo` map to
+        `<root>/tests/test_a/test_x` and `<root>/tests/test_a/test_x/test_foo`.
+        """
+        if sub in self.known:
+            return True
+        try:
+            source = self.rootdir / test_dir.relative_to(self.root)
+        except ValueError:
+            return True
+        return Path(f"{source}.py").exists()
+
+    def stale_files(self, folder: Path) -> list[Path]:
+        """What removing a stale folder deletes: artifact files and leftover temp files, nothing else."""
+        return [p for p in _files(folder) if is_artifact_file(p.name) or self._is_leftover(p)]
+
+    def delete(self, paths: list[Path]) -> dict[Path, str]:
+        """Remove files and the folders they leave empty; those that could not be removed, and why."""
+        failed = {}
+        for path in paths:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                failed[path] = f"could not delete {self.show(path)}: {exc.strerror or exc}"
+                continue
+            prune_empty(path.parent, self.root)
+        return failed
+
+
+def prune_empty(folder: Path, root: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `root` while they are empty."""
+    while folder != root and folder.is_relative_to(root):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or another run wrote into it): keep it
+            return
+        folder = folder.parent
+
+
+def _files(folder: Path) -> list[Path]:
+    """Regular files directly in `folder` (no symlinks); none when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _folders(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _older_than(path: Path, started: float) -> bool:
+    try:
+        return path.stat().st_mtime < started
+    except OSError:
+        return False
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The first parent of `path` that exists as something other than a folder."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            return parent
+        if not parent.exists():
+            return None
+    return None
+
+
+def _loop_in(path: Path) -> Path | None:
+    """The first part of `path` that is a symbolic link leading nowhere (a loop)."""
+    for part in (*reversed(path.parents), path):
+        if part.is_symlink() and not part.exists():
+            return part
+    return None
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return path.parent

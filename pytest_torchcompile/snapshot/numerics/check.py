@@ -1,0 +1,466 @@
+"""Compare compiled results with eager ones, element by element, with paths.
+
+`observe` flattens everything a user could see change after a call (outputs,
+gradients of inputs and parameters, buffers, tensor inputs after the call)
+into `path -> leaf`, with paths a reader finds in the model
+(`output['logits']`, `grad of fc1.weight`, `buffer bn.running_mean`),
+through mappings, sequences, NamedTuples, dataclasses and plain objects.
+`compare` checks tensors with `torch.testing.assert_close`'s dtype-aware
+defaults (or the marker's), other leaves by equality, and describes each
+mismatch instead of raising; a leaf that cannot be compared is said to be
+so, never reported as a divergence. For low-precision results an fp64
+reference decides (`tolerate_with_fp64`: the rule of Dynamo's `same()`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..._torch.tensors import default_tolerances, map_tensors
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+#: Python floats out of a model almost always come from float32 tensors.
+PYTHON_FLOAT_TOLERANCE = (1.3e-6, 1e-5)
+MAX_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How close is close enough: the marker's settings, resolved per leaf.
+
+    `fp64` None means "for float16/bfloat16 results only"; True for every
+    floating result; False never. `check_stride` as in `assert_close`: off
+    by default, since compiled code may lay out a result differently (a KV
+    cache from a decomposed `cat`) with the same values.
+    """
+
+    rtol: float | None = None
+    atol: float | None = None
+    fp64: bool | None = None
+    multiplier: float = 3.0
+    check_stride: bool = False
+
+    def for_tensors(self, compiled: torch.Tensor, eager: torch.Tensor) -> tuple[float, float]:
+        if not (compiled.is_floating_point() or compiled.is_complex()):
+            return 0.0, 0.0
+        if self.rtol is not None and self.atol is not None:
+            return self.rtol, self.atol
+        return default_tolerances(compiled, eager)
+
+    def uses_fp64(self, dtype: torch.dtype) -> bool:
+        if self.fp64 is None:
+            return dtype in LOW_PRECISION
+        return (
+            self.fp64 and (dtype.is_floating_point or dtype.is_complex) and dtype != torch.float64
+        )
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One leaf where compiled and eager disagree, described for a CI log.
+
+    `path` ends with the worst element's index for value mismatches
+    (`output['logits'][3, 17]`); `leaf` is the leaf's own path, used to find
+    the same leaf in an fp64 reference.
+    """
+
+    path: str
+    detail: str
+    leaf: str = ""
+    tensors: tuple[torch.Tensor, torch.Tensor] | None = field(
+        default=None, repr=False, compare=False
+    )
+    #: False when the two values could not be compared at all (no stage can be blamed for that)
+    comparable: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.detail}"
+
+
+# --- flattening ---------------------------------------------------------------
+
+
+def flatten(value: Any, root: str) -> list[tuple[str, Any]]:
+    """(path, leaf) pairs; each path starts with `root` (`output`, `grad of`)."""
+    return list(_walk(value, root, 0, set()))
+
+
+def _walk(value: Any, path: str, depth: int, active: set[int]) -> Iterator[tuple[str, Any]]:
+    children = None if depth >= MAX_DEPTH or id(value) in active else _children(value)
+    if children is None:
+        yield path, value
+        return
+    active.add(id(value))
+    for suffix, child in children:
+        yield from _walk(child, path + suffix, depth + 1, active)
+    active.discard(id(value))
+
+
+def _children(value: Any) -> list[tuple[str, Any]] | None:
+    """A container's (path suffix, child) pairs, or None for a leaf."""
+    if isinstance(value, torch.Tensor) or isinstance(
+        value, (str, bytes, int, float, complex, bool, type(None))
+    ):
+        return None
+    if isinstance(value, Mapping):
+        return [(f"[{key!r}]", child) for key, child in value.items()]
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return [(f".{name}", getattr(value, name)) for name in value._fields]
+    if isinstance(value, (list, tuple)):
+        return [(f"[{i}]", child) for i, child in enumerate(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f".{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
+    if _compares_by_identity(value):
+        return [
+            (f".{name}", child) for name, child in vars(value).items() if not name.startswith("_")
+        ]
+    return None
+
+
+def _compares_by_identity(value: Any) -> bool:
+    """A plain object (a KV cache, say): `==` between two copies is always False."""
+    return (
+        type(value).__eq__ is object.__eq__ and hasattr(value, "__dict__") and not callable(value)
+    )
+
+
+def argument_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs by the name the model gives them (`x`), else `args[0]`, `kwargs['y']`."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        bound = inspect.signature(target).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {
+            **{f"args[{i}]": a for i, a in enumerate(args)},
+            **{f"kwargs[{k!r}]": v for k, v in kwargs.items()},
+        }
+    named: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            named.update({f"{name}[{i}]": v for i, v in enumerate(value)})
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            named.update({f"{name}[{k!r}]": v for k, v in value.items()})
+        else:
+            named[name] = value
+    return named
+
+
+def observe(output: Any, model: Any, inputs: dict[str, Any], grads: bool) -> dict[str, Any]:
+    """Everything one call produced, as `path -> leaf`, in a fixed order."""
+    seen = dict(flatten(output, "output"))
+    if grads:
+        for name, leaf in _input_tensors(inputs):
+            if leaf.requires_grad:
+                seen[f"grad of {name}"] = leaf.grad
+        if isinstance(model, torch.nn.Module):
+            seen.update(
+                {
+                    f"grad of {name}": p.grad
+                    for name, p in model.named_parameters()
+                    if p.requires_grad
+                }
+            )
+    if isinstance(model, torch.nn.Module):
+        seen.update({f"buffer {name}": b for name, b in model.named_buffers()})
+    for name, leaf in _input_tensors(inputs):
+        if not leaf.requires_grad:
+            seen[f"input {name} after the call"] = leaf
+    return seen
+
+
+def _input_tensors(inputs: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]:
+    for name, value in inputs.items():
+        for path, leaf in flatten(value, name):
+            if isinstance(leaf, torch.Tensor):
+                yield path, leaf
+
+
+# --- comparing ----------------------------------------------------------------
+
+
+def compare(
+    compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance
+) -> list[Mismatch]:
+    """Every mismatch between two observations of the same call."""
+    found = [
+        Mismatch(p, "present in eager's results, missing from compiled's")
+        for p in eager
+        if p not in compiled
+    ]
+    found += [
+        Mismatch(p, "present in compiled's results, missing from eager's")
+        for p in compiled
+        if p not in eager
+    ]
+    for path, leaf in compiled.items():
+        if path in eager:
+            mismatch = compare_leaf(path, leaf, eager[path], tolerance)
+            if mismatch is not None:
+                found.append(mismatch)
+    return found
+
+
+def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) -> list[Mismatch]:
+    """Compare two nested results directly (e.g. a precompiled artifact's output)."""
+    return compare(dict(flatten(compiled, root)), dict(flatten(eager, root)), tolerance)
+
+
+def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+    if isinstance(compiled, torch.Tensor) and isinstance(eager, torch.Tensor):
+        return compare_tensors(path, compiled, eager, tolerance)
+    if _is_numpy(compiled) and _is_numpy(eager):
+        return compare_numpy(path, compiled, eager, tolerance)
+    if isinstance(compiled, float) and isinstance(eager, float):
+        rtol, atol = (
+            (tolerance.rtol, tolerance.atol)
+            if tolerance.rtol is not None
+            else PYTHON_FLOAT_TOLERANCE
+        )
+        if math.isclose(compiled, eager, rel_tol=rtol, abs_tol=atol) or (
+            math.isnan(compiled) and math.isnan(eager)
+        ):
+            return None
+        return Mismatch(
+            path, f"compiled {compiled!r}, eager {eager!r} (rtol={rtol:.3g}, atol={atol:.3g})", path
+        )
+    if type(compiled) is not type(eager):
+        return Mismatch(
+            path,
+            f"type differs: compiled {type(compiled).__name__} {compiled!r}, eager {type(eager).__name__} {eager!r}",
+            path,
+        )
+    try:
+        equal = bool(compiled == eager)
+    except (
+        Exception
+    ) as exc:  # an object whose == raises cannot be compared, which is itself worth saying
+        return incomparable(path, f"{type(compiled).__name__} values", exc)
+    return None if equal else Mismatch(path, f"compiled {compiled!r} != eager {eager!r}", path)
+
+
+def incomparable(path: str, what: str, exc: BaseException) -> Mismatch:
+    """A leaf the check cannot compare: a failure of its own, not a divergence."""
+    reason = " ".join(str(exc).strip().splitlines()[:1])[:200]
+    return Mismatch(
+        path, f"cannot compare {what} ({type(exc).__name__}: {reason})", path, comparable=False
+    )
+
+
+def _is_numpy(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic))
+
+
+def compare_numpy(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+    """NumPy arrays and scalars as tensors (`==` on arrays is elementwise, its truth value an error)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. a read-only array: copied anyway
+            c, e = torch.tensor(compiled), torch.tensor(eager)
+    except Exception:  # object or string arrays have no tensor form: equal means equal
+        try:
+            import numpy
+
+            equal = bool(numpy.array_equal(compiled, eager))
+        except Exception as exc:
+            return incomparable(path, f"NumPy {getattr(compiled, 'dtype', '')} values", exc)
+        return None if equal else Mismatch(path, f"compiled {compiled!r} != eager {eager!r}", path)
+    return compare_tensors(path, c, e, tolerance)
+
+
+def compare_tensors(
+    path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance
+) -> Mismatch | None:
+    """Metadata first (shape, dtype, device, layout, strides), then values; a tensor kind
+    without these (a subclass, say) is reported as one that cannot be compared."""
+    try:
+        if c.is_nested or e.is_nested:
+            return _compare_nested(path, c, e, tolerance)
+        return _compare_strided(path, c, e, tolerance)
+    except Exception as exc:
+        return incomparable(path, f"{type(c).__name__} values", exc)
+
+
+def _compare_nested(
+    path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance
+) -> Mismatch | None:
+    """Nested tensors have no single shape: compare them component by component."""
+    if not (c.is_nested and e.is_nested):
+        return Mismatch(
+            path,
+            f"layout differs: compiled {'nested' if c.is_nested else c.layout}, eager {'nested' if e.is_nested else e.layout}",
+            path,
+        )
+    cs, es = c.unbind(), e.unbind()
+    if len(cs) != len(es):
+        return Mismatch(
+            path,
+            f"nested tensor size differs: compiled {len(cs)} components, eager {len(es)}",
+            path,
+        )
+    for i, (ci, ei) in enumerate(zip(cs, es)):
+        found = compare_tensors(f"{path}.unbind()[{i}]", ci, ei, tolerance)
+        if found is not None:
+            return found
+    return None
+
+
+def _compare_strided(
+    path: str, c: torch.Tensor, e: torch.Tensor, tolerance: Tolerance
+) -> Mismatch | None:
+    for what in ("shape", "dtype", "device", "layout"):
+        if getattr(c, what) != getattr(e, what):
+            return Mismatch(
+                path, f"{what} differs: compiled {getattr(c, what)}, eager {getattr(e, what)}", path
+            )
+    strides = (
+        f"stride differs: compiled {_layout(c)}, eager {_layout(e)}"
+        if _strides(c) != _strides(e)
+        else ""
+    )
+    if strides and tolerance.check_stride:
+        return Mismatch(path, strides, path)
+    if c.is_meta:  # no values to compare: shape, dtype and strides are all a meta tensor has
+        return None
+    c, e = _dense(c.detach()), _dense(e.detach())
+    rtol, atol = tolerance.for_tensors(c, e)
+    close = torch.isclose(c, e, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return None
+    index, detail = describe_values(c, e, close, rtol, atol)
+    return Mismatch(path + index, detail + (f"; {strides}" if strides else ""), path, (c, e))
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    """Sparse tensors densified (isclose has no sparse kernel); quantized ones dequantized."""
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    return t.dequantize() if t.is_quantized else t
+
+
+def _strides(t: torch.Tensor) -> tuple[int, ...]:
+    """Strides of the dimensions that have them (size-1 dims may hold any stride)."""
+    if t.layout != torch.strided:
+        return ()
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
+
+
+def _layout(t: torch.Tensor) -> str:
+    if t.layout != torch.strided:
+        return str(t.layout)
+    kind = "contiguous" if t.is_contiguous() else "not contiguous"
+    return f"stride {tuple(t.stride())} ({kind})"
+
+
+def describe_values(
+    c: torch.Tensor, e: torch.Tensor, close: torch.Tensor, rtol: float, atol: float
+) -> tuple[str, str]:
+    """The worst element's index, and its values, the max errors and the count."""
+    cd, ed = (
+        c.to(torch.float64) if not c.is_complex() else c,
+        e.to(torch.float64) if not e.is_complex() else e,
+    )
+    abs_err = (cd - ed).abs().nan_to_num(nan=float("inf"))
+    rel_err = (abs_err / ed.abs()).nan_to_num(
+        nan=0.0, posinf=math.inf
+    )  # inf where eager is 0, as assert_close reports
+    bad = ~close
+    worst = int(torch.where(bad, abs_err, torch.full_like(abs_err, -1.0)).flatten().argmax())
+    index = (
+        tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), c.shape)) if c.dim() else ()
+    )
+    where = f"[{', '.join(map(str, index))}]" if index else ""
+    detail = (
+        f"compiled {_scalar(c.flatten()[worst])}, eager {_scalar(e.flatten()[worst])}; "
+        f"max abs error {abs_err[bad].max().item():.3g}, max rel error {rel_err[bad].max().item():.3g}; "
+        f"{int(bad.sum())} of {bad.numel()} elements exceed rtol={rtol:.3g}, atol={atol:.3g}"
+    )
+    return where, detail
+
+
+def _scalar(t: torch.Tensor) -> str:
+    value = t.item()
+    return (
+        f"{value:.6g}"
+        if isinstance(value, (float, int)) and not isinstance(value, bool)
+        else str(value)
+    )
+
+
+# --- the fp64 reference -------------------------------------------------------
+
+
+def needs_fp64(mismatches: list[Mismatch], tolerance: Tolerance) -> bool:
+    return any(
+        m.tensors is not None and tolerance.uses_fp64(m.tensors[0].dtype) for m in mismatches
+    )
+
+
+def tolerate_with_fp64(
+    mismatches: list[Mismatch], reference: Mapping[str, Any], tolerance: Tolerance
+) -> list[Mismatch]:
+    """Drop value mismatches that are no worse against fp64 than eager's own error.
+
+    `reference` is an observation of the same call run in float64. A kept
+    mismatch says how far off compiled and eager were from it.
+    """
+    kept = []
+    for m in mismatches:
+        ref = reference.get(m.leaf)
+        if (
+            m.tensors is None
+            or not tolerance.uses_fp64(m.tensors[0].dtype)
+            or not isinstance(ref, torch.Tensor)
+        ):
+            kept.append(m)
+            continue
+        compiled, eager = (t.to(torch.float64) for t in m.tensors)
+        ref = ref.detach().to(torch.float64)
+        compiled_err, eager_err = _rmse(compiled, ref), _rmse(eager, ref)
+        _, atol = tolerance.for_tensors(*m.tensors)
+        bound = tolerance.multiplier * eager_err + atol
+        if compiled_err <= bound:
+            continue
+        note = f"; fp64 reference: compiled rmse {compiled_err:.3g} > {tolerance.multiplier:g} x eager rmse {eager_err:.3g} + atol"
+        kept.append(dataclasses.replace(m, detail=m.detail + note))
+    return kept
+
+
+def _rmse(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(torch.sqrt(torch.mean(torch.square(a - b))).item()) if a.numel() else 0.0
+
+
+def to_fp64(value: Any) -> Any:
+    """A module or nested inputs with every floating tensor in float64."""
+    if isinstance(value, torch.nn.Module):
+        return value.to(torch.float64)
+    return map_tensors(_tensor_to_fp64, value)
+
+
+def _tensor_to_fp64(t: torch.Tensor) -> torch.Tensor:
+    return (
+        t.detach().to(torch.float64).requires_grad_(t.requires_grad) if t.is_floating_point() else t
+    )
+
+
+# --- reporting ----------------------------------------------------------------
+
+MAX_SHOWN = 8
+
+
+def format_mismatches(mismatches: list[Mismatch]) -> list[str]:
+    """One line per mismatching leaf, at most `MAX_SHOWN` of them."""
+    lines = [f"  {m}" for m in mismatches[:MAX_SHOWN]]
+    if len(mismatches) > MAX_SHOWN:
+        lines.append(f"  ... and {len(mismatches) - MAX_SHOWN} more mismatching results")
+    return lines

@@ -1,0 +1,181 @@
+"""`{torch}` and `{device}` in the snapshot folder: one snapshot set per torch version and device."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from pytest_torchcompile.snapshot.files.placeholders import (
+    PlaceholderError,
+    device_key,
+    placeholders,
+    resolve,
+    torch_minor,
+)
+from tests.conftest import model_test
+
+TORCH = torch_minor(torch.__version__)
+
+# --- the template, without torch ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "names"),
+    [
+        ("snapshots", set()),
+        ("snapshots/{torch}/{device}", {"torch", "device"}),
+        ("golden-{torch}", {"torch"}),
+        ("snap{{x}}/{device}", {"device"}),
+    ],
+)
+def test_placeholders_of_a_template(template: str, names: set[str]) -> None:
+    assert placeholders(template) == names
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        (
+            "snapshots/{foo}",
+            "unknown placeholder {foo}; known: {torch} (torch's major.minor version, e.g. 2.13); {device} (where",
+        ),
+        ("snapshots/{}", "unknown placeholder {}"),
+        ("snapshots/{0}", "unknown placeholder {0}"),
+        ("snapshots/{torch:>5}", "placeholder {torch} takes no format spec"),
+        ("snapshots/{device!r}", "placeholder {device} takes no format spec or conversion"),
+        ("snapshots/{torch", "is not a valid folder template"),
+        ("snapshots/torch}", "is not a valid folder template"),
+    ],
+)
+def test_bad_templates_name_what_is_wrong(template: str, message: str) -> None:
+    with pytest.raises(PlaceholderError, match=re.escape(message)):
+        placeholders(template)
+
+
+@pytest.mark.parametrize(
+    ("version", "minor"),
+    [
+        ("2.13.0+cpu", "2.13"),
+        ("2.11.0+cu130", "2.11"),
+        ("2.15.0.dev20260101+cu132", "2.15"),
+        ("2.9.1", "2.9"),
+        ("3.0", "3.0"),
+    ],
+)
+def test_torch_minor(version: str, minor: str) -> None:
+    assert torch_minor(version) == minor
+
+
+def test_device_key() -> None:
+    assert device_key("cpu", None) == "cpu"
+    assert device_key("cuda", (9, 0)) == "cuda-sm90"
+    assert device_key("cuda", (12, 0)) == "cuda-sm120"
+    assert device_key("mps", None) == "mps"
+    assert resolve("s/{torch}/{device}/{{x}}", torch="2.13", device="cpu") == "s/2.13/cpu/{x}"
+
+
+# --- through pytest ----------------------------------------------------------------------
+
+
+def test_ini_placeholders_pick_a_folder_per_torch_and_device(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden/{torch}/{device}\n")
+    pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
+    assert sorted(
+        str(p.relative_to(pytester.path)) for p in (pytester.path / "golden").rglob("*.txt")
+    ) == [f"golden/{TORCH}/cpu/test_m/test_m/summary.txt"]
+    pytester.runpytest().assert_outcomes(passed=1)
+    pytester.makepyfile(test_m=model_test("sigmoid", extra=', artifacts=("dynamo_graph",)'))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*snapshot golden/{TORCH}/cpu/test_m/test_m/dynamo_graph.fx.txt does not exist yet*"]
+    )
+
+
+def test_flag_placeholders_override_the_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden\n")
+    pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
+    pytester.runpytest(
+        "--update-snapshots", "--torchcompile-snapshot-dir=other-{device}-{torch}"
+    ).assert_outcomes(passed=1)
+    assert (pytester.path / f"other-cpu-{TORCH}/test_m/test_m/summary.txt").is_file()
+    assert not (pytester.path / "golden").exists()
+
+
+def test_unknown_placeholder_in_the_ini_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{torch}/{gpu}\n")
+    pytester.makepyfile(test_m=model_test("relu"))
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*torchcompile_snapshot_dir: 'snapshots/{torch}/{gpu}' has unknown placeholder {gpu}; known: {torch}*{device}*"
+        ]
+    )
+    assert not (pytester.path / "snapshots").exists()
+
+
+def test_unknown_placeholder_in_the_flag_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_m=model_test("relu"))
+    result = pytester.runpytest("--torchcompile-snapshot-dir=s/{version}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--torchcompile-snapshot-dir: 's/{version}' has unknown placeholder {version}*"]
+    )
+
+
+def test_placeholders_resolve_without_importing_torch_until_a_case_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    """Collection and plain tests of a suite keyed by {torch}/{device} never import torch."""
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{torch}/{device}\n")
+    pytester.makepyfile(
+        test_plain="import sys\n\ndef test_plain():\n    assert 'torch' not in sys.modules\n"
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_device_is_the_cases_device_not_the_machines(pytester: pytest.Pytester) -> None:
+    """On a GPU machine: a CUDA case goes to cuda-sm<cc>, a CPU case to cpu, a mixed test is a usage error."""
+    major, minor = torch.cuda.get_device_capability()
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{device}\n")
+    pytester.makepyfile(
+        test_m="""
+        import pytest, torch
+
+        def f(x):
+            return torch.relu(x) + 1
+
+        @pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+        def test_gpu(compile_model):
+            compile_model(torch.nn.Linear(4, 4).cuda(), torch.randn(2, 4, device="cuda"))
+
+        @pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+        def test_cpu(compile_model):
+            compile_model(f, torch.randn(2, 4))
+
+        @pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+        def test_mixed(compile_model):
+            compile_model(f, torch.randn(2, 4))
+            compile_model(f, torch.randn(2, 4, device="cuda"))
+        """
+    )
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*usage error: the cases of test_m*test_mixed ran on cpu and cuda-sm*, but the snapshot folder*"
+        ]
+    )
+    files = sorted(
+        str(p.relative_to(pytester.path / "snapshots"))
+        for p in (pytester.path / "snapshots").rglob("*.txt")
+    )
+    assert files == [
+        "cpu/test_m/test_cpu/summary.txt",
+        f"cuda-sm{major}{minor}/test_m/test_gpu/summary.txt",
+    ]

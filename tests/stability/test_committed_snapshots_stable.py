@@ -1,0 +1,135 @@
+"""The real-model suite and the zoo give byte-identical snapshots whatever ran before them.
+
+The committed snapshots of `fixtures/test_real_models.py` and of
+`fixtures/test_zoo.py` (recorded by `pytest fixtures --update-snapshots` in
+the project's own checkout) are copied, one suite at a time, with the suite
+into another folder, and the suite re-runs there WITHOUT
+`--update-snapshots` under each variation below. A differing artifact fails
+that run, and the snapshot tree must be untouched.
+
+Economy: the first run (another checkout path, an empty Inductor cache) is the
+only cold one; the others reuse the cache it filled. Each variation is one
+pytest process over the suite (or one test of it, for `-k`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor
+from tests.conftest import REPO, tree_digest
+from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST as VARIATIONS_CONFTEST
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A committed suite: its test module, how many tests it has, a `-k` that selects one of them."""
+
+    module: str
+    tests: int
+    alone: str
+
+
+SUITES = {
+    # BART alone: transformers' registry then holds only BART's classes (after the others, many more)
+    "real_models": Suite("test_real_models.py", 10, "bart"),
+    "zoo": Suite("test_zoo.py", 10, "graph_break"),
+}
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The suite at another path, its snapshot digest, the cache its first run filled, that run's output."""
+
+    suite: Suite
+    project: Path
+    digest: dict[str, str]
+    cache: str
+    first_run: str
+
+    def run(self, *args: str, **env: str) -> str:
+        return run_suite(self.project, self.suite, *args, TORCHINDUCTOR_CACHE_DIR=self.cache, **env)
+
+    def assert_identical(self, output: str, passed: int | None = None) -> None:
+        passed = self.suite.tests if passed is None else passed
+        assert f"{passed} passed" in output and " failed" not in output, output
+        assert tree_digest(self.project / "snapshots") == self.digest
+
+
+def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
+    environ = {**os.environ, **env}
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"fixtures/{suite.module}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore",
+        *args,
+    ]
+    done = subprocess.run(
+        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=900
+    )
+    return done.stdout[-6000:] + done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module", params=sorted(SUITES))
+def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Checkout:
+    """The suite and its committed snapshots at another path, run once there with a cold cache."""
+    suite = SUITES[request.param]
+    project = tmp_path_factory.mktemp("elsewhere") / "checkout_b"
+    (project / "fixtures").mkdir(parents=True)
+    for name in ("__init__.py", "zoo.py", "real_models.py", suite.module):
+        shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
+    stem = suite.module.removesuffix(".py")
+    committed = REPO / "snapshots" / installed_torch_minor() / "cpu" / "fixtures" / stem
+    if not committed.is_dir():
+        pytest.skip(
+            f"no committed snapshots of {suite.module} for this torch ({committed.relative_to(REPO)}): the real-model set is recorded on 2.13"
+        )
+    shutil.copytree(committed, project / "snapshots/fixtures" / stem)
+    (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    cache = str(tmp_path_factory.mktemp("inductor_cache"))
+    return Checkout(
+        suite,
+        project,
+        tree_digest(project / "snapshots"),
+        cache,
+        run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache),
+    )
+
+
+def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: Checkout) -> None:
+    assert len(checkout.digest) >= 7 * checkout.suite.tests
+    checkout.assert_identical(checkout.first_run)
+
+
+def test_plain_rerun(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run())
+
+
+def test_xdist_two_workers(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run("-n", "2"))
+
+
+def test_one_test_alone(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run("-k", checkout.suite.alone), passed=1)
+
+
+def test_reversed_order(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run(REVERSE_ORDER="1"))
+
+
+def test_after_a_dozen_unrelated_compiles(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run(COMPILE_FIRST="1"))

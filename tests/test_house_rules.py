@@ -1,0 +1,159 @@
+"""The house rules of the package, read from its imports (every import, late ones included).
+
+`_torch/` (the torch adapter) imports nothing of the plugin; `common/` (the
+shared floor) imports neither wing; the snapshot wing and the perf wing never
+import each other; inside a wing, each room imports only the rooms below it;
+no module imports itself back through others (no loop).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "pytest_torchcompile"
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Modules of this package that `path` imports, anywhere in the file."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    known = {_module(p) for p in PACKAGE.rglob("*.py")}
+    return {name for name in found if name in known and name != module}
+
+
+GRAPH = {_module(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _in(room: str, module: str) -> bool:
+    return module == f"pytest_torchcompile.{room}" or module.startswith(
+        f"pytest_torchcompile.{room}."
+    )
+
+
+def _crossings(source: str, target: str) -> list[str]:
+    return [
+        f"{m} -> {i}"
+        for m, imported in GRAPH.items()
+        if _in(source, m)
+        for i in imported
+        if _in(target, i)
+    ]
+
+
+def test_the_adapter_imports_nothing_of_the_plugin() -> None:
+    assert not [
+        f"{m} -> {i}"
+        for m, imported in GRAPH.items()
+        if _in("_torch", m)
+        for i in imported
+        if not _in("_torch", i)
+    ]
+
+
+def test_the_floor_imports_neither_wing() -> None:
+    assert not _crossings("common", "snapshot") + _crossings("common", "perf")
+
+
+def test_the_wings_do_not_import_each_other() -> None:
+    assert not _crossings("snapshot", "perf") + _crossings("perf", "snapshot")
+
+
+def test_no_import_loops() -> None:
+    loops: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        for nxt in sorted(GRAPH.get(module, ())):
+            if nxt == path[0]:
+                loops.append([*path, nxt])
+            elif nxt not in path and nxt > path[0]:  # each loop once, from its smallest module
+                visit(nxt, [*path, nxt])
+
+    for start in GRAPH:
+        visit(start, [start])
+    assert not loops, "\n".join(" -> ".join(loop) for loop in loops)
+
+
+def test_the_graph_is_read() -> None:
+    """The rules above hold because the imports were found, not because none were."""
+    assert "pytest_torchcompile.common.capture" in GRAPH["pytest_torchcompile.snapshot.fixture"]
+    assert "pytest_torchcompile._torch.trace" in GRAPH["pytest_torchcompile.common.capture"]
+
+
+#: each wing's rooms from the bottom up: a room imports only rooms below it (or itself).
+LAYERS = {
+    "snapshot": (
+        ("artifacts",),
+        ("spec",),
+        ("files",),
+        ("compare",),
+        ("numerics",),
+        ("result", "case_table"),
+        ("case",),
+        ("fixture",),
+        ("plugin",),
+    ),
+    "perf": (
+        ("stats",),
+        ("record",),
+        ("timing", "gate"),
+        ("gpu",),
+        ("spec",),
+        ("result", "report", "baseline", "chart"),
+        ("case",),
+        ("fixture",),
+        ("plugin",),
+    ),
+}
+
+
+def _room(wing: str, module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == wing else None
+
+
+@pytest.mark.parametrize("wing", sorted(LAYERS))
+def test_each_wing_imports_only_downwards(wing: str) -> None:
+    rank = {room: n for n, rooms in enumerate(LAYERS[wing]) for room in rooms}
+    rooms = {_room(wing, m) for m in GRAPH} - {None, "__init__"}
+    assert rooms == set(rank), "every room of the wing has a layer"
+    upward = [
+        f"{m} -> {i}"
+        for m, imported in GRAPH.items()
+        if (source := _room(wing, m)) is not None
+        for i in imported
+        if (target := _room(wing, i)) is not None
+        and target != source
+        and rank[target] >= rank[source]
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_folder_is_a_hall() -> None:
+    """A folder holds at most about a dozen modules (a newcomer reads its list at a glance)."""
+    sizes = {
+        str(folder.relative_to(PACKAGE.parent)): len(list(folder.glob("*.py")))
+        for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]
+        if folder.name != "__pycache__"
+    }
+    assert max(sizes.values()) <= 14, sizes

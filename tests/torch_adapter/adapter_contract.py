@@ -1,0 +1,194 @@
+"""The torch adapter's contract on a real compile (run in a fresh process by test_torch_adapter.py).
+
+Each test compiles something small and checks that what `_torch` promises
+holds on the installed torch: the trace records arrive under the streams
+the plugin knows, the bytecode hook sees the compile id, the guard tree
+reads as rows whose code parses in the known formats, Dynamo's metrics
+count compile time, errors are classified, Inductor's output code and a
+graph-break record match the formats, and a precompiled function saves,
+loads and names the guard that rejects an input. Compiling moves Dynamo's
+process-global counters, so this file is never collected with the rest of
+the suite (its name does not start with `test_`).
+
+    python -m pytest tests/torch_adapter/adapter_contract.py
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_torchcompile._torch import (
+    aot,
+    config,
+    dynamo,
+    errors,
+    formats,
+    guard_tree,
+    metrics,
+    trace,
+)
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[trace.TraceEvent] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        event = trace.decode(record)
+        if event is not None:
+            self.events.append(event)
+
+
+def relu_plus_one(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x) + 1
+
+
+def branchy(x: torch.Tensor) -> torch.Tensor:
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def compiled_events(fn, *args, backend: str = "aot_eager", **settings) -> list[trace.TraceEvent]:
+    dynamo.reset()
+    handler = Collect()
+    with trace.trace_only_to(handler), config.patched(settings or None):
+        torch.compile(fn, backend=backend)(*args)
+    return handler.events
+
+
+def test_trace_records_arrive_under_the_known_streams() -> None:
+    events = compiled_events(relu_plus_one, torch.randn(2, 3))
+    streams = {e.stream for e in events}
+    assert {"dynamo_graph", "aot_inference", "guards"} <= streams
+    assert streams <= set(formats.TRACE_RECORDS.values())
+    assert {(e.frame_id, e.compile_id) for e in events} == {(0, 0)}
+
+
+def test_trace_only_to_detaches_other_handlers_and_puts_them_back() -> None:
+    from torch._logging._internal import trace_log
+
+    other = Collect()
+    trace_log.addHandler(other)
+    try:
+        with trace.trace_only_to(None):
+            assert other not in trace_log.handlers
+        assert other in trace_log.handlers
+    finally:
+        trace_log.removeHandler(other)
+
+
+def test_bytecode_hook_sees_both_codes_and_the_compile_id() -> None:
+    dynamo.reset()
+    seen = []
+    with dynamo.bytecode_hook(
+        lambda original, transformed: seen.append(
+            (original, transformed, dynamo.current_compile_id())
+        )
+    ):
+        torch.compile(relu_plus_one, backend="eager")(torch.randn(2, 3))
+    assert dynamo.current_compile_id() is None
+    ((original, transformed, compile_id),) = seen
+    assert original is relu_plus_one.__code__ and compile_id == (0, 0)
+    assert [n for n in transformed.co_names if formats.COMPILED_CALL.match(n)]
+    assert formats.COUNTED_NAME.match(
+        next(n for n in transformed.co_names if n.startswith(formats.COMPILED_FN_PREFIX))
+    )
+
+
+def test_guard_tree_reads_rows_in_the_known_formats() -> None:
+    dynamo.reset()
+    torch.compile(relu_plus_one, backend="eager")(torch.randn(2, 3))
+    ((frame_id, compile_id, rows),) = list(guard_tree.cached_guards(relu_plus_one.__code__))
+    assert (frame_id, compile_id) == (0, 0)
+    tensor = next(r for r in rows if r.kind == formats.TENSOR_MATCH)
+    match = formats.parse_tensor_match(tensor.code)
+    assert match is not None and match.source == "L['x']" and match.dtype == "torch.float32"
+    assert (
+        match.backend_key == "CPU"
+        and match.keywords["size"] == [2, 3]
+        and match.keywords["stride"] == [3, 1]
+    )
+    state = next(r for r in rows if r.kind == formats.GLOBAL_STATE)
+    assert formats.GLOBAL_STATE_SEPARATOR in state.code
+    assert any(formats.ID_CHECK.search(r.code) for r in rows)  # G['torch'] is guarded by id
+
+
+def test_dynamic_shapes_guard_in_the_epilogue() -> None:
+    dynamo.reset()
+    torch.compile(relu_plus_one, backend="eager", dynamic=True)(torch.randn(4, 3))
+    ((_, _, rows),) = list(guard_tree.cached_guards(relu_plus_one.__code__))
+    assert any(r.kind == guard_tree.EPILOGUE for r in rows) or any(
+        "2 <= L['x'].size()[0]" in r.code for r in rows
+    )
+
+
+def test_metrics_count_compile_time_and_clear() -> None:
+    metrics.clear()
+    compiled_events(relu_plus_one, torch.randn(2, 3))
+    assert metrics.frame_compile_seconds() > 0
+    metrics.clear()
+    assert metrics.frame_compile_seconds() == 0.0
+
+
+def test_errors_are_classified() -> None:
+    dynamo.reset()
+    with pytest.raises(Exception) as broke:
+        torch.compile(branchy, backend="eager", fullgraph=True)(torch.ones(3))
+    assert errors.is_graph_break(broke.value)
+
+    def picky(gm, example_inputs):
+        raise NotImplementedError("picky")
+
+    dynamo.reset()
+    with pytest.raises(Exception) as failed:
+        torch.compile(relu_plus_one, backend=picky)(torch.ones(3))
+    assert errors.is_backend_failure(failed.value) and errors.raised_in(failed.value) is None
+    assert type(errors.innermost(failed.value)) is NotImplementedError
+
+
+def test_graph_break_record_matches_the_format() -> None:
+    events = compiled_events(branchy, torch.ones(3), backend="eager")
+    (reason,) = [e.payload for e in events if e.stream == "graph_break_reason"]
+    assert formats.BREAK_REASON.search(reason) and formats.BREAK_AT.search(reason)
+
+
+def test_inductor_output_code_matches_the_formats() -> None:
+    events = compiled_events(
+        relu_plus_one, torch.randn(8), backend="inductor", **config.HOST_PINNED_CONFIG
+    )
+    (code,) = [e.payload for e in events if e.stream == "output_code"]
+    assert (
+        formats.KERNEL_DEF.findall(code) and formats.AOT_KIND.search(code).group(1) == "inference"
+    )
+    (graph,) = [e.payload for e in events if e.stream == "dynamo_graph"]
+    assert formats.FX_BODY_START in graph and formats.FX_OP_LINE.findall(graph)
+
+
+def test_config_keys_the_plugin_sets_exist() -> None:
+    known = set(config.inductor_options())
+    for settings in (config.HOST_PINNED_CONFIG, config.FALLBACK_RANDOM, config.BENCHMARK_KERNEL):
+        assert set(settings) <= known
+    import torch._inductor.config as inductor_config
+
+    with config.patched(config.FALLBACK_RANDOM, {"cpp.threads": 1}):
+        assert inductor_config.fallback_random is True and inductor_config.cpp.threads == 1
+    assert inductor_config.fallback_random is False
+
+
+def test_precompile_round_trip_and_its_guard_failure(tmp_path: Path) -> None:
+    dynamo.reset()
+    x = torch.randn(2, 3)
+    compiled = aot.aot_compile(relu_plus_one, {"backend": "eager"}, (x,), {})
+    aot.save(compiled, tmp_path / "f.pt2")
+    loaded = aot.load(tmp_path / "f.pt2")
+    torch.testing.assert_close(loaded(x), relu_plus_one(x))
+    with pytest.raises(Exception) as rejected:
+        loaded(torch.randn(5, 3))
+    guards = formats.rejected_guards(str(rejected.value))
+    assert guards and "size mismatch" in guards[0]
