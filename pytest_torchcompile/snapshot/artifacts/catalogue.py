@@ -15,7 +15,7 @@ from ...common.counters import counters
 from . import summary
 from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
 from .normalize import Normalizer, Rule, unmask_names
-from .program.stamp import mask_python_version
+from .program.snapshot_rules import fold_copied_parts, mask_python_version
 from .sections import record_artifact
 from .transformed import transformed_code
 
@@ -157,7 +157,7 @@ CATALOGUE: tuple[Artifact, ...] = (
         BYTECODE,
         stage=9,
         reading="text",
-        rules=(unmask_names, mask_python_version),  # it must parse as Python
+        rules=(unmask_names, mask_python_version, fold_copied_parts),  # it must parse as Python
         opt_in=True,  # it holds the other artifacts again, as the file that runs them
     ),
 )

@@ -19,7 +19,7 @@ import torch
 
 from ..._torch.program.trap import trap_compilation
 from ...common.diagnose import first_line
-from ..calls import observed_call
+from .calls import observed_call
 
 
 def main(argv: list[str]) -> int:
