@@ -124,8 +124,8 @@ def compile_and_write(names: list[str], out: Path) -> dict[str, str]:
             ]
             done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
             for line in done.stdout.splitlines():
-                if line.startswith("REFUSED "):
-                    name, reason = json.loads(line[len("REFUSED ") :])
+                if "REFUSED " in line:  # pytest's progress may share the line
+                    name, reason = json.loads(line.split("REFUSED ", 1)[1])
                     refused[name] = reason
             if done.returncode not in (0, 1):
                 sys.stderr.write(done.stdout[:3000] + done.stderr[:3000])

@@ -174,8 +174,13 @@ def test_the_program_snapshot_is_the_file_normalized_and_shows_a_change(
     tree = ast.parse(program)
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert {"guards_f0c0_forward", "f0c0_forward", "compiled_fn_f0c0"} <= defined
-    assert "# ---- runtime: the helpers every program file carries (not snapshotted) ----" in program
-    assert "# ---- load: `load`, `Program` and the script entry point (not snapshotted) ----" in program
+    assert (
+        "# ---- runtime: the helpers every program file carries (not snapshotted) ----" in program
+    )
+    assert (
+        "# ---- load: `load`, `Program` and the script entry point (not snapshotted) ----"
+        in program
+    )
     assert "PYTHON_VERSION = '3." in program and ".<N>'" in program
     pytester.runpytest().assert_outcomes(passed=1)
 
