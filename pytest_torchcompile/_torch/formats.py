@@ -80,6 +80,22 @@ RESUME_PREFIX = "__resume_at"
 INSTALLED_GLOBAL = re.compile(
     r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$"
 )
+#: the alias Dynamo's transformed code reads its utils module by, the module, and the helpers of it that
+#: the program file has stand-ins for (`DynamoUtils` in `program/runtime.py`).
+DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE = (
+    "__import_torch_dot__dynamo_dot_utils",
+    "torch._dynamo.utils",
+)
+DYNAMO_UTILS_HELPERS = frozenset(
+    {
+        "call_size",
+        "call_stride",
+        "call_storage_offset",
+        "record_pregraph_bytecode_enter",
+        "record_pregraph_bytecode_exit",
+        "object_setattr_ignore_descriptor",
+    }
+)
 #: `G['name']` in a guard's source: a global the guard reads.
 GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
-import hashlib  # noqa: F401 - the file's `load` (snapshot/artifacts/program/template_load.py) checks bytecode with it
+import hashlib  # noqa: F401 - the file's `load` (template_load.py) checks bytecode with it
 import importlib
 import inspect
 import json

@@ -12,9 +12,11 @@ as Dynamo runs a frame it did not compile.
 
 from __future__ import annotations
 
+import re
 import types
 from dataclasses import dataclass, field
 
+from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ..guards import frame_label, row_checks
 from .bytecode import Translation, Untranslatable, translate
@@ -23,19 +25,6 @@ from .facts import CASE, CaseFacts, FrameFacts, Installed
 from .graphs import GraphCode, graph_code
 from .refusals import ProgramRefused, frame_name
 from .values import constant_source
-
-#: the `torch._dynamo.utils` helpers the file has stand-ins for (`DynamoUtils` in the runtime).
-DYNAMO_UTILS = "__import_torch_dot__dynamo_dot_utils"
-DYNAMO_HELPERS = frozenset(
-    {
-        "call_size",
-        "call_stride",
-        "call_storage_offset",
-        "record_pregraph_bytecode_enter",
-        "record_pregraph_bytecode_exit",
-        "object_setattr_ignore_descriptor",
-    }
-)
 
 
 @dataclass
@@ -219,15 +208,11 @@ def _with_closure(source: str, code: types.CodeType, name: str) -> str:
 
 def _check_helpers(translation: Translation, where: str) -> None:
     """Dynamo's own helpers the code calls must have a stand-in in the file."""
-    import re
-
-    used = set(re.findall(rf"{DYNAMO_UTILS}\.(\w+)", translation.source))
-    unknown = sorted(used - DYNAMO_HELPERS)
+    used = set(re.findall(rf"{DYNAMO_UTILS_ALIAS}\.(\w+)", translation.source))
+    unknown = sorted(used - DYNAMO_UTILS_HELPERS)
     if unknown:
-        raise ProgramRefused(
-            where,
-            f"its code calls torch._dynamo.utils.{', '.join(unknown)}, which the file has no stand-in for",
-        )
+        called = ", ".join(f"{DYNAMO_UTILS_MODULE}.{name}" for name in unknown)
+        raise ProgramRefused(where, f"its code calls {called}, which the file has no stand-in for")
 
 
 def guard_source(key: FrameKey, name: str, rows: tuple) -> tuple[str, str, list[str]]:

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import torch
 
+from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
+from ...._torch.program import template_load
 from ....common.capture_log import CaptureLog
-from . import template_load
 from .facts import CaseFacts, Installed
-from .frames import DYNAMO_UTILS, FramePlan, case_facts, plan_frames
+from .frames import FramePlan, case_facts, plan_frames
 from .graphs import Kernel
 from .refusals import ProgramRefused, check_case
 from .values import constant_source, text_literal
@@ -228,7 +229,7 @@ def _kernel_section(frames: list[FramePlan]) -> str:
 def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
     """The tables `load` reads: installed globals, constants, graphs, and each frame's compiles."""
     modules = [
-        (i.name, i.kind, "torch._dynamo.utils" if i.name == DYNAMO_UTILS else i.target)
+        (i.name, i.kind, DYNAMO_UTILS_MODULE if i.name == DYNAMO_UTILS_ALIAS else i.target)
         for i in installed
         if i.kind in ("module", "object", "builtins")
     ]
