@@ -40,15 +40,30 @@ break by default:
 It reports, per case, the gate's verdict, which rows failed, how the GPU
 kernel times were measured (`gpu_timing`), whether the case was found
 launch-bound, and the changes of `gpu_speedup` and `speedup`.
+
+`--noisy` measures the gate beside noisy neighbours (`neighbours.py`): the
+baseline is recorded quiet (after waiting for CPU pressure to drop), then
+the chain and matmul cases are gated unchanged and with a planted slowdown
+(`slow`: two more sins in the chain's compiled kernel only, ~2.5-2.9x slower
+compiled) on a quiet machine, beside the synthetic neighbour (per CPU a
+spinner, a torch matmul loop on all CPUs and a cold Inductor compile loop)
+and beside the replayed one (the zoo suite running again and again). Every
+run records the load average and CPU pressure around it and the contention
+the gate measured.
+
+    python benchmarks/gate_quality.py --noisy                  # 5+5 quiet, 20+5 per neighbour
+    python benchmarks/gate_quality.py --noisy --identical 4 --slow 2 --quiet 2   # a quick look
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -58,6 +73,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from neighbours import KINDS, machine_load, running, wait_for_quiet
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -118,6 +135,11 @@ VARIANTS = {
     "subtle": {
         "planted": "    if torch.compiler.is_compiling():\n        y = y / (y * y + 1.0)\n        y = y / (y * y + 1.0)\n"
     },
+}
+#: two more sins in the fused chain, in the compiled graph only: ~2.5-2.9x slower compiled
+SLOW = {
+    "planted": "    if torch.compiler.is_compiling():\n"
+    + "        y = torch.sin(y) * 0.5 + 0.5\n" * 2
 }
 CASES = ("chain", "matmul")
 PB_REGRESSED = re.compile(r"test_pb\[(\w+)\].*Field 'mean' has failed")
@@ -211,6 +233,8 @@ class Suite:
 
 
 CPU = Suite(SUITE, VARIANTS, CASES, "[{case}]::case_0", pytest_benchmark=True)
+#: the noisy-neighbour mode gates only the plugin's cases (`-k test_gate`)
+NOISY = Suite(SUITE, {"identical": {"planted": ""}, "slow": SLOW}, CASES, "[{case}]::case_0", False)
 GPU = Suite(
     GPU_SUITE,
     GPU_VARIANTS,
@@ -244,7 +268,8 @@ def write_suite(project: Path, suite: Suite, variant: str) -> None:
 def record(project: Path, suite: Suite) -> None:
     write_suite(project, suite, "identical")
     extra = ["--benchmark-save=base", "--benchmark-disable-gc"] if suite.pytest_benchmark else []
-    done = run_pytest(project, ["--perf-update-baseline", *extra])
+    selection = [] if suite.pytest_benchmark or suite.gpu else ["-k", "test_gate"]
+    done = run_pytest(project, ["--perf-update-baseline", *extra, *selection])
     if done.returncode != 0:
         sys.exit(f"recording the baseline failed:\n{done.stdout}\n{done.stderr}")
 
@@ -262,7 +287,9 @@ def gate_once(
         if suite.pytest_benchmark
         else []
     )
-    done = run_pytest(project, ["--perf-gate", "--perf-report=report.json", *extra])
+    load_before = machine_load()
+    selection = [] if suite.pytest_benchmark or suite.gpu else ["-k", "test_gate"]
+    done = run_pytest(project, ["--perf-gate", "--perf-report=report.json", *extra, *selection])
     seconds = time.perf_counter() - started
     if not report.exists():
         sys.exit(
@@ -279,6 +306,9 @@ def gate_once(
         "speedup": {},
         "pb": {},
         "ratio": {},
+        "load": {"before": load_before, "after": machine_load()},
+        "contention": {},
+        "notes": {},
     }
     for case in suite.cases:
         rows = [r for r in data["rows"] if suite.key_matches(r["case"], case)]
@@ -292,6 +322,9 @@ def gate_once(
         outcome.setdefault("failed_rows", {})[case] = sorted(
             r["metric"].split(" ")[0] for r in rows if r["verdict"] == "FAIL"
         )
+        record = next((r for k, r in data["cases"].items() if suite.key_matches(k, case)), {})
+        outcome["contention"][case] = record.get("contention", {})
+        outcome["notes"][case] = speedup.get("note", "")
         if suite.gpu:
             outcome.setdefault("gpu", {})[case] = gpu_outcome(rows, data["cases"], suite, case)
     regressed = set(PB_REGRESSED.findall(done.stdout + done.stderr))
@@ -391,6 +424,79 @@ def _changes(changes: list[float | None]) -> str:
     return f"{100 * statistics.median(found):+.1f}% ({100 * min(found):+.1f}% .. {100 * max(found):+.1f}%)"
 
 
+def noisy_runs(args: argparse.Namespace, project: Path) -> list[dict[str, Any]]:
+    """The quiet phase, then one phase per neighbour: unchanged and slow runs interleaved."""
+    outcomes: list[dict[str, Any]] = []
+    phases: list[tuple[str, dict[str, int]]] = [
+        ("quiet", {"identical": args.quiet, "slow": args.quiet})
+    ]
+    counts = {"identical": args.identical or 20, "slow": args.slow}
+    phases += [(kind, counts) for kind in args.neighbours]
+    for phase, phase_counts in phases:
+        with running(phase) if phase != "quiet" else contextlib.nullcontext():
+            for variant in schedule(phase_counts):
+                waited = wait_for_quiet(args.quiet_wait) if phase == "quiet" else 0.0
+                outcome = gate_once(project, variant, len(outcomes), args.keep, NOISY)
+                outcome.update(phase=phase, waited=waited)
+                outcomes.append(outcome)
+                print(f"[{len(outcomes)}] {phase:9s} {describe_run(outcome)}", flush=True)
+    return outcomes
+
+
+def describe_run(outcome: dict[str, Any]) -> str:
+    """One progress line: verdicts, ratios, the machine's load and the contention measured."""
+    ratios = ", ".join(
+        f"{c} {b:.3g}x->{n:.3g}x ({100 * ch:+.1f}%)"
+        for c, (b, n, ch) in outcome["ratio"].items()
+        if ch is not None
+    )
+    load = outcome["load"]["before"]
+    chain = outcome["contention"].get("chain", {})
+    return (
+        f"{outcome['variant']:9s} gate {outcome['gate']} | {ratios} | load {load['load']:.1f} "
+        f"PSI {load['pressure']} | measured {chain} | {outcome['notes'].get('chain', '')} | "
+        f"{outcome['seconds']:.0f}s"
+    )
+
+
+def summarize_noisy(outcomes: list[dict[str, Any]]) -> list[str]:
+    """Per phase, variant and case: verdicts, how many INCONCLUSIVE came from contention, load."""
+    lines = [
+        "| phase | variant | case | runs | FAIL / INCONCL. / PASS | of which INCONCL. for contention | "
+        "speedup change: median (range) | load avg before: median (range) | CPU pressure before, % | "
+        "waited for a CPU: median (max) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for o in outcomes:
+        groups[(o["phase"], o["variant"])].append(o)
+    for (phase, variant), runs in groups.items():
+        loads = [r["load"]["before"]["load"] for r in runs]
+        pressures = [
+            r["load"]["before"]["pressure"]
+            for r in runs
+            if r["load"]["before"]["pressure"] is not None
+        ]
+        for case in CASES:
+            gate = Counter(r["gate"][case] for r in runs)
+            contended = sum(r["notes"][case].startswith("CPU contention") for r in runs)
+            shares = [r["contention"][case].get("waiting") for r in runs]
+            shares = [s for s in shares if s is not None]
+            lines.append(
+                f"| {phase} | {variant} | {case} | {len(runs)} | {gate['FAIL']} / {gate['INCONCLUSIVE']} / {gate['PASS']} | "
+                f"{contended} | {_changes([r['ratio'][case][2] for r in runs])} | {_spread(loads, '.1f')} | "
+                f"{_spread(pressures, '.0f')} | "
+                f"{f'{statistics.median(shares):.0%} ({max(shares):.0%})' if shares else '-'} |"
+            )
+    return lines
+
+
+def _spread(values: list[float], spec: str) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):{spec}} ({min(values):{spec}} .. {max(values):{spec}})"
+
+
 def cuda_available() -> bool:
     """Asked of a fresh interpreter, as the pytest runs will see it."""
     done = subprocess.run(
@@ -427,7 +533,34 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, default=None, help="folder to keep every run's JSON report and log in"
     )
+    parser.add_argument(
+        "--noisy", action="store_true", help="gate beside noisy neighbours (see the module's doc)"
+    )
+    parser.add_argument(
+        "--slow", type=int, default=5, help="--noisy: runs with the planted slowdown per phase (5)"
+    )
+    parser.add_argument(
+        "--quiet",
+        type=int,
+        default=5,
+        help="--noisy: unchanged and slow runs on a quiet machine (5 each)",
+    )
+    parser.add_argument(
+        "--neighbours",
+        type=lambda text: [kind for kind in text.split(",") if kind],
+        default=list(KINDS),
+        help=f"--noisy: the neighbours, comma-separated (default {','.join(KINDS)})",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=120.0,
+        help="--noisy: seconds to wait for CPU pressure below 20%% before a quiet run (120)",
+    )
     args = parser.parse_args()
+    if args.noisy:
+        noisy_main(args)
+        return
     if args.gpu and not cuda_available():
         sys.exit(
             "gate_quality.py --gpu needs CUDA: torch.cuda.is_available() is False here, so nothing was run "
@@ -475,6 +608,36 @@ def main() -> None:
         )
     print()
     print("\n".join(summarize_gpu(outcomes) if args.gpu else summarize(outcomes)))
+    if args.keep:
+        (args.keep / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
+
+
+def noisy_main(args: argparse.Namespace) -> None:
+    # SIGTERM unwinds like Ctrl-C, so the neighbours are stopped (`running`'s finally)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    unknown = [kind for kind in args.neighbours if kind not in KINDS]
+    if unknown:
+        sys.exit(f"--neighbours: unknown {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    project = Path(tempfile.mkdtemp(prefix="gate_quality_"))
+    print(
+        f"project: {project}  ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs)",
+        flush=True,
+    )
+    waited = wait_for_quiet(args.quiet_wait)
+    before = machine_load()
+    record(project, NOISY)
+    print(
+        f"baseline recorded after waiting {waited:.0f}s: load {before['load']:.1f}, "
+        f"CPU pressure {before['pressure']}% before, {machine_load()} after",
+        flush=True,
+    )
+    if args.keep:
+        shutil.copy(next((project / "perf-baselines").glob("*.json")), args.keep / "baseline.json")
+    outcomes = noisy_runs(args, project)
+    print()
+    print("\n".join(summarize_noisy(outcomes)))
     if args.keep:
         (args.keep / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
 

@@ -9,9 +9,14 @@ with this checkout, then counts the lines of every case's files:
 
 A case is a folder of snapshot files (a test, or a case of a test with several).
 "before" counts every file the earlier plugin wrote (it wrote all artifacts by
-default); "after" counts the default set only, leaving out the opt-in
-artifacts a test may name (`program`, `post_grad_graph`). A test that names
-`artifacts=` is recorded with those names by both. Both recordings share one
+default, or the default set of its day); "after" counts the default set only, leaving
+out the opt-in artifacts a test may name (the catalogue's `opt_in`). A test that
+names `artifacts=` is recorded with those names by both, so measure defaults on
+tests without it (`benchmarks/test_size_defaults.py`; the zoo's tests name every
+artifact):
+
+    python benchmarks/snapshot_size.py --before house --cache /tmp/torchinductor_$USER \
+        --suite fixtures/test_real_models.py --suite benchmarks/test_size_defaults.py Both recordings share one
 Inductor cache (`--cache`), so only the first compiles cold.
 Prints per case before/after lines and the ratio, then totals, the median and
 the largest ratio, and lines per artifact.
@@ -113,11 +118,10 @@ def report(
     for case in before:
         per_old.update(before[case])
         per_new.update(after.get(case, {}))
+    names = [name for name, _ in (per_old + per_new).most_common()]
     lines.append(
         "per artifact: "
-        + ", ".join(
-            f"{name} {per_old[name]} -> {per_new.get(name, 0)}" for name, _ in per_old.most_common()
-        )
+        + ", ".join(f"{name} {per_old.get(name, 0)} -> {per_new.get(name, 0)}" for name in names)
     )
     return lines
 

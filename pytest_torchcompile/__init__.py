@@ -3,7 +3,8 @@
 Snapshots of what the compiler produced (graphs, guards, generated code,
 counters), numerics against eager with the diverging stage named, and a
 performance gate, through markers and fixtures. Importing this package does
-not import torch; `BenchmarkResult`, whose module does, loads on first use.
+not import torch; `BenchmarkResult`, `Figure`, `compare_case` and `CaseDiff`
+load on first use (the plugin's start-up does not need them).
 """
 
 from typing import Any
@@ -18,20 +19,27 @@ from .snapshot.spec import ARTIFACT_EXTENSIONS, CompileSpec
 __all__ = [
     "ARTIFACT_EXTENSIONS",
     "BenchmarkResult",
+    "CaseDiff",
     "CaseRow",
     "CompileResult",
     "CompileSpec",
+    "Figure",
     "FrameResult",
     "GateSettings",
     "SpecError",
     "Verdict",
+    "compare_case",
 ]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name == "BenchmarkResult":
-        from .perf.result import BenchmarkResult
+    if name in ("BenchmarkResult", "Figure"):
+        from .perf import result
 
-        return BenchmarkResult
+        return getattr(result, name)
+    if name in ("compare_case", "CaseDiff"):
+        from .snapshot.compare import behaviour, findings
+
+        return behaviour.compare_case if name == "compare_case" else findings.CaseDiff
     raise AttributeError(f"module 'pytest_torchcompile' has no attribute {name!r}")

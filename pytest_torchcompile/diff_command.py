@@ -63,12 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="also write the report as one self-contained HTML page, with side-by-side diffs",
     )
+    merge = commands.add_parser(
+        "merge-baselines",
+        help="fold the perf baselines of a split suite's runners into one folder",
+        description=(
+            "Each runner ran `pytest --perf-update-baseline --splits N --group K` on the same checkout; "
+            "BASE is the checkout's baseline folder, each RUN a runner's folder after its update. Per case, "
+            "the record a runner changed is taken; two runners that changed one case differently are an error."
+        ),
+    )
+    merge.add_argument("base", type=Path, metavar="BASE", help="the baseline folder to update")
+    merge.add_argument(
+        "runs", type=Path, nargs="+", metavar="RUN", help="a runner's baseline folder"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "merge-baselines":
+        return _merge_baselines(parser, args.base, args.runs)
     try:
         report = compare_sets(args.old, args.new)
     except SnapshotSetError as exc:
@@ -84,4 +99,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 handle.write(render(report))
         except OSError as exc:
             parser.error(f"cannot write {path}: {exc.strerror}")
+    return 0
+
+
+def _merge_baselines(parser: argparse.ArgumentParser, base: Path, runs: list[Path]) -> int:
+    from .perf.baseline import BaselineWriteError, merge_runs
+
+    missing = [str(run) for run in runs if not run.is_dir()]
+    if missing:
+        parser.error(f"not a folder: {', '.join(missing)}")
+    try:
+        lines = merge_runs(base, runs)
+    except BaselineWriteError as exc:
+        parser.error(str(exc))
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +94,28 @@ def compile_call_failure(exc: BaseException, marker: str) -> str:
     module = importing(exc)
     where = f"while importing {module}" if module else "before compiling anything"
     return f"torch.compile(...) raised {where}:\n{describe(exc)}"
+
+
+#: what a model may raise that is its own failure, not the plugin's: `sys.exit()` included
+MODEL_ERRORS = (Exception, SystemExit)
+
+
+def unusable_output(output: Any) -> CaseFailure | None:
+    """A model output that holds no values yet (a generator or a coroutine): the model's
+    mistake, said as such before any comparison blames the compiler; None otherwise."""
+    if not (
+        inspect.isgenerator(output) or inspect.isasyncgen(output) or inspect.iscoroutine(output)
+    ):
+        return None
+    kind = type(output).__name__
+    name = getattr(output, "__qualname__", kind)
+    if inspect.iscoroutine(output):
+        output.close()  # never awaited: no "coroutine was never awaited" warning
+    return CaseFailure(
+        f"usage error: the model returned a {kind} ({name}), whose values do not exist until it is "
+        "consumed, so eager and compiled cannot be compared or timed: return the values "
+        "(a tensor, or a tuple or list of them, e.g. tuple(...) of the generator)"
+    )
 
 
 def eager_failed(exc: BaseException) -> CaseFailure:

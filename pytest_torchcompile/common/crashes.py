@@ -1,7 +1,15 @@
-"""The plugin's own crashes: named as such, reported, and never the end of the run.
+"""What the plugin carries on test reports: its own per-test data, and its own crashes.
 
-Bad input has a message of its own everywhere else. What is left is a bug
-in the plugin; an exception escaping a pytest hook would end the whole run
+`report.user_properties` belongs to the user: `--junitxml` writes every entry
+as a `<property>`. The plugin's data (case rows, snapshot writes, unused
+files, crash lines) travels instead in one attribute of the report, which
+pytest serializes with the report, so an xdist controller reads its workers'
+data as its own. During a test `keep` puts data on the item, `carry` moves
+it onto the call report, where `attach` adds more and `attached` reads it.
+
+The plugin's own crashes are named as such, reported, and never the end of
+the run. Bad input has a message of its own everywhere else; what is left is
+a bug in the plugin: an exception escaping a pytest hook would end the whole run
 with INTERNALERROR, so hooks run their code under `guarded` instead, which
 turns the exception into one line that says it is the plugin's fault, where
 in the plugin it happened, and asks for a report. The session prints the
@@ -17,6 +25,37 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+#: the report attribute that holds the plugin's data: {key: [value, ...]}
+ATTRIBUTE = "torchcompile_data"
+
+_kept = pytest.StashKey[dict[str, list[str]]]()
+
+
+def keep(item: pytest.Item, key: str, value: str) -> None:
+    """Data of a running test, to travel on its call report (`carry`)."""
+    item.stash.setdefault(_kept, {}).setdefault(key, []).append(value)
+
+
+def carry(item: pytest.Item, report: Any) -> None:
+    """Move the data kept on `item` onto `report` (the call report)."""
+    for key, values in item.stash.get(_kept, {}).items():
+        for value in values:
+            attach(report, key, value)
+    item.stash[_kept] = {}
+
+
+def attach(report: Any, key: str, value: str) -> None:
+    report.__dict__.setdefault(ATTRIBUTE, {}).setdefault(key, []).append(value)
+
+
+def attached(report: Any, key: str) -> list[str]:
+    """The values attached to `report` under `key` (none on a report of another plugin)."""
+    data = getattr(report, ATTRIBUTE, None)
+    return list(data.get(key, ())) if isinstance(data, dict) else []
+
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -52,14 +91,15 @@ def guarded(where: str, errors: list[str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def guarded_report(where: str, report: Any, key: str) -> Iterator[None]:
-    """`guarded` for `pytest_runtest_makereport`: the line travels in `report.user_properties`
-    under `key`, so an xdist controller sees its workers' errors (read them back in logreport)."""
+    """`guarded` for `pytest_runtest_makereport`: the line travels on the report under `key`
+    (`report_data`), so an xdist controller sees its workers' errors (read them back in logreport)."""
     errors: list[str] = []
     with guarded(where, errors):
         yield
-    report.user_properties.extend((key, error) for error in errors)
+    for error in errors:
+        attach(report, key, error)
 
 
 def reported_errors(report: Any, key: str) -> list[str]:
     """The internal errors `guarded_report` attached to `report` under `key`."""
-    return [str(value) for name, value in report.user_properties if name == key]
+    return attached(report, key)

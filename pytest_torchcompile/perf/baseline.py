@@ -27,7 +27,10 @@ Keys are sorted and numbers rounded to 5 significant digits, so re-recording
 a baseline diffs only where a number moved, one case per block. Writing
 replaces this machine's file atomically, keeps the cases this run did not
 measure, and never touches other machines' files: a baseline folder may hold
-a laptop's and a CI runner's files side by side.
+a laptop's and a CI runner's files side by side. A file of this machine that
+cannot be read (a merge conflict, a truncated copy) is never replaced by a
+partial update: the write stops with `BaselineWriteError`, naming the file;
+temp files a killed write left behind are removed.
 """
 
 from __future__ import annotations
@@ -36,17 +39,25 @@ import hashlib
 import json
 import platform
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, leftover_temps
 from ..common.locks import folder_lock
 from .gate import Baseline
 from .record import CaseRecord, RecordError
 
 FORMAT = 1
+#: what reading a damaged file can raise (a JSON nested too deep raises RecursionError)
+DAMAGE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
+RERECORD = "re-record it with pytest --perf-update-baseline"
+
+
+class BaselineWriteError(Exception):
+    """The baseline was not written; the message names the file, the setting and the fix."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,8 @@ class BaselineStore:
 
     root: Path
     machine: Machine
+    setting: str = "ini torchcompile_perf_baseline"  # how the user named `root`, for messages
+    started: float = field(default_factory=time.time)
     problems: list[str] = field(default_factory=list)
     _files: list[BaselineFile] | None = None
     _found: dict[str, Baseline | None] = field(default_factory=dict)
@@ -145,12 +158,12 @@ class BaselineStore:
     def _read(self, path: Path) -> BaselineFile | None:
         """A damaged or foreign file is skipped and reported, never fatal."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("format") != FORMAT:
-                raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
-            return BaselineFile(path, Machine.from_json(data["machine"]), dict(data["cases"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self._report(f"skipped baseline file {path.name}: {type(exc).__name__}: {exc}")
+            return read_file(path)
+        except DAMAGE as exc:
+            self._report(
+                f"skipped the damaged baseline file {self._shown(path)}: {damage(exc)} "
+                f"(repair it, or delete it and {RERECORD})"
+            )
             return None
 
     def lookup(self, case: str) -> Baseline | None:
@@ -175,8 +188,7 @@ class BaselineStore:
             record = CaseRecord.from_json(best.cases[case])
         except RecordError as exc:
             self._report(
-                f"skipped the damaged baseline of {case} in {self._shown(best.path)}: {exc} "
-                "(re-record it with pytest --perf-update-baseline)"
+                f"skipped the damaged baseline of {case} in {self._shown(best.path)}: {exc} ({RERECORD})"
             )
             return None
         return Baseline(record, best.machine == self.machine, best.path.name)
@@ -194,25 +206,117 @@ class BaselineStore:
 
         Read, merge and replace happen under a lock on the folder, reading the
         file afresh: two runs updating one baseline (`-k a` and `-k b` at once)
-        both keep their cases instead of the last rename winning.
+        both keep their cases instead of the last rename winning. Nothing is
+        written when the file cannot be read or the write fails
+        (`BaselineWriteError`).
         """
-        with folder_lock(self.root):
-            cases = self._own_cases()
-            cases.update({name: record.to_json(samples=False) for name, record in records.items()})
-            data = {"cases": cases, "format": FORMAT, "machine": self.machine.to_json()}
-            atomic_write_text(self.path, dumps(data) + "\n")
+        try:
+            with folder_lock(self.root):
+                for leftover in leftover_temps(self.root, self.started, _is_baseline_name):
+                    leftover.unlink(missing_ok=True)
+                cases = self._own_cases()
+                cases.update(
+                    {name: record.to_json(samples=False) for name, record in records.items()}
+                )
+                data = {"cases": cases, "format": FORMAT, "machine": self.machine.to_json()}
+                atomic_write_text(self.path, dumps(data) + "\n")
+        except OSError as exc:
+            raise BaselineWriteError(
+                f"the baseline was not written ({self.setting}): cannot write {self._shown(self.path)}: "
+                f"{exc.strerror or exc}; nothing was written, the previous baseline (if any) is unchanged"
+            ) from None
         self._files = None
         return self.path
 
     def _own_cases(self) -> dict[str, dict[str, Any]]:
-        """This machine's cases as the file holds them now; none when it is missing, damaged or another's."""
+        """This machine's cases as the file holds them now; none when there is no file yet.
+
+        A file that cannot be read is never replaced by this run's cases
+        alone: `BaselineWriteError` names it and the fix.
+        """
+        if not self.path.exists():
+            return {}
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("format") == FORMAT and Machine.from_json(data["machine"]) == self.machine:
-                return dict(data["cases"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
-        return {}
+            found = read_file(self.path)
+        except DAMAGE as exc:
+            raise BaselineWriteError(
+                f"the baseline was not written ({self.setting}): {self._shown(self.path)} cannot be read "
+                f"({damage(exc)}), and replacing it would lose the cases this run did not measure; "
+                f"nothing was written: repair the file (a merge conflict? git checkout it), or delete it and "
+                f"re-record every case with pytest --perf-update-baseline"
+            ) from None
+        if found.machine != self.machine:
+            raise BaselineWriteError(
+                f"the baseline was not written ({self.setting}): {self._shown(self.path)} holds another "
+                "machine's fingerprint under this machine's file name (edited by hand?); nothing was "
+                "written: delete it, then re-record with pytest --perf-update-baseline"
+            )
+        return dict(found.cases)
+
+
+def merge_runs(base: Path, runs: list[Path]) -> list[str]:
+    """Fold the baseline folders of several runners (each updated one group of a split suite)
+    into `base`, the folder they all started from; what was merged, one line per file.
+
+    Per machine file, a case takes the record of the run that changed it (or added it);
+    a case two runs changed differently raises `BaselineWriteError` naming it, and
+    nothing is written for that file. Files are replaced atomically.
+    """
+    names = sorted({p.name for run in runs for p in run.glob("*.json")})
+    return [_merge_file(base / name, [run / name for run in runs]) for name in names]
+
+
+def _merge_file(target: Path, versions: list[Path]) -> str:
+    start = _readable(target).cases if target.exists() else {}
+    merged, changed_by = dict(start), {}
+    machine = None
+    for version in (v for v in versions if v.exists()):
+        found = _readable(version)
+        machine = machine or found.machine
+        for case, record in found.cases.items():
+            if start.get(case) == record:
+                continue
+            if case in changed_by and merged[case] != record:
+                raise BaselineWriteError(
+                    f"{case} was re-recorded by two runs ({changed_by[case]} and {version.parent}) "
+                    f"with different figures: nothing was written to {target}; run each test in one group"
+                )
+            merged[case], changed_by[case] = record, version.parent
+    if machine is None or not changed_by:
+        return f"{target.name}: unchanged"
+    data = {"cases": merged, "format": FORMAT, "machine": machine.to_json()}
+    atomic_write_text(target, dumps(data) + "\n")
+    return f"{target.name}: {len(changed_by)} case(s) from {len(set(changed_by.values()))} run(s)"
+
+
+def _readable(path: Path) -> BaselineFile:
+    try:
+        return read_file(path)
+    except DAMAGE as exc:
+        raise BaselineWriteError(
+            f"{path} cannot be read ({damage(exc)}): nothing was merged into it"
+        ) from None
+
+
+def read_file(path: Path) -> BaselineFile:
+    """One baseline file; raises one of `DAMAGE` when it is not one."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != FORMAT:
+        raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
+    return BaselineFile(path, Machine.from_json(data["machine"]), dict(data["cases"]))
+
+
+def damage(exc: BaseException) -> str:
+    """What is wrong with a file, in a line (a RecursionError's message is torch-free but long)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deep to be a baseline"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _is_baseline_name(name: str) -> bool:
+    return name.endswith(".json")
 
 
 def dumps(value: Any, indent: str = "") -> str:

@@ -23,7 +23,13 @@ from .._torch.kernels import settle_compile_workers
 from .._torch.tensors import tree_leaves
 from ..common.capture import reset_dynamo
 from ..common.capture_log import CaptureLog
-from ..common.compiling import compile_with, compiling, eager_failed
+from ..common.compiling import (
+    MODEL_ERRORS,
+    compile_with,
+    compiling,
+    eager_failed,
+    unusable_output,
+)
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
 from ..common.diagnose import describe, user_frame
@@ -31,7 +37,7 @@ from ..common.named_cases import CaseFailure
 from .gate import CaseVerdict
 from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .record import CaseRecord
-from .result import BenchmarkResult
+from .result import BenchmarkResult, Figure
 from .spec import BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
 from .timing import PairedTiming, TimingSettings, interleave, no_sync
@@ -103,8 +109,18 @@ class BenchmarkCase:
 
     @property
     def paired(self) -> PairedTiming:
-        """All passes' rounds pooled."""
-        return functools.reduce(PairedTiming.merged, self.passes)
+        """The rounds of the passes the figures come from (`timed_passes`), pooled."""
+        return functools.reduce(PairedTiming.merged, self.timed_passes())
+
+    def timed_passes(self) -> list[PairedTiming]:
+        """The passes timed without CPU contention where there are any, else all.
+
+        A contended pass may have moved the ratio (see `timing.py`).
+        Passes are chosen by that signal, never by their figures, so the
+        choice does not bias them.
+        """
+        quiet = [p for p in self.passes if not p.contention.reasons()]
+        return quiet or self.passes
 
     def measure(self, passes: int) -> None:
         """Time `passes` more passes of interleaved rounds, each with its GPU pass on GPU.
@@ -133,10 +149,13 @@ class BenchmarkCase:
 
     def _run_eager_once(self) -> None:
         try:
-            self.eager()
+            output = self.eager()
             self.sync()
-        except Exception as exc:
+        except MODEL_ERRORS as exc:
             raise eager_failed(exc) from exc
+        unusable = unusable_output(output)
+        if unusable is not None:
+            raise unusable
 
     def _first_call(self, gpu: bool) -> None:
         """Compile by calling once: first-call latency, compile time, counters, output code."""
@@ -162,8 +181,9 @@ class BenchmarkCase:
         own = self.own_noise()
         # the baseline's (5 passes) is the better estimate; a re-measure's 3 passes vary too much
         noise = self.noise_hint or own
+        timed = len(self.timed_passes())
         metrics = {
-            name: widen(summary, noise.get(name, 0.0) / math.sqrt(len(self.passes)), confidence)
+            name: widen(summary, noise.get(name, 0.0) / math.sqrt(timed), confidence)
             for name, summary in paired.summaries(confidence).items()
         }
         metrics.update(
@@ -183,14 +203,21 @@ class BenchmarkCase:
             metrics,
             dict(self.counters),
             settings,
-            tuple(self.notes + gpu.notes),
+            tuple(self.notes + gpu.notes + self._contention_notes()),
             dict(gpu.kernels),
             samples,
+            paired.contention,
         )
+
+    def _contention_notes(self) -> list[str]:
+        left_out = len(self.passes) - len(self.timed_passes())
+        if not left_out:
+            return []
+        return [f"timing: {left_out} of {len(self.passes)} passes left out (CPU contention)"]
 
     def own_noise(self) -> dict[str, float]:
         """Per metric, the spread between this case's passes (needs 3 or more)."""
-        series = [p.series() for p in self.passes]
+        series = [p.series() for p in self.timed_passes()]
         noise = {name: pass_noise([s[name] for s in series]) for name in series[0]}
         noise.update(self.gpu.noise() if self.gpu else {})
         return {name: value for name, value in noise.items() if value is not None}
@@ -214,9 +241,9 @@ class BenchmarkCase:
         record = self.record()
         return BenchmarkResult(
             case=self.name,
-            speedup=record.metrics["speedup"],
-            eager=record.metrics["eager_s"],
-            compiled=record.metrics["compiled_s"],
+            speedup=Figure(record.metrics["speedup"]),
+            eager=Figure(record.metrics["eager_s"]),
+            compiled=Figure(record.metrics["compiled_s"]),
             compile_seconds=self.compile_seconds,
             first_call_seconds=self.first_call_seconds,
             threads=self.threads,
@@ -224,9 +251,11 @@ class BenchmarkCase:
             iterations=self.passes[0].iterations,
             **self.counters,
             gpu={
-                name: summary for name, summary in record.metrics.items() if name.startswith("gpu_")
+                name: Figure(summary)
+                for name, summary in record.metrics.items()
+                if name.startswith("gpu_")
             },
-            kernel_times=dict(record.kernels),
+            kernel_times={name: Figure(summary) for name, summary in record.kernels.items()},
             notes=record.notes,
             verdict=self.verdict.verdict.value if self.verdict else None,
             record=record,

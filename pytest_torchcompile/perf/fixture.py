@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from ..common.capture import reset_dynamo
 from ..common.compiling import check_backend
 from ..common.named_cases import FixtureFailure, NamedCases, fail_test_on_case_failure
+from ..common.terminal import Progress
 from .case import BenchmarkCase, pinned_threads
 from .gate import Baseline, Gate
 from .result import BenchmarkResult
@@ -37,6 +38,7 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
     gate: Gate | None = None
     baseline: Callable[[str], Baseline | None] | None = None
     passes: int = 1
+    progress: Progress = field(default_factory=Progress)
     cases: list[BenchmarkCase] = field(default_factory=list)
     fixture_name: ClassVar[str] = "compile_benchmark"
 
@@ -54,10 +56,15 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
         self.cases.append(case)
         self._take_hints(case)
 
+        progress = self.progress.named(f"{self.progress.label} {name}".strip())
+        passes = f"{self.passes} pass{'es' if self.passes > 1 else ''}"
+        doing = f"compiling with {self.spec.backend_name}, then timing eager against compiled ({passes})"
+
         def measure() -> BenchmarkResult:
             with pinned_threads(self.threads):
-                case.start(model, args, kwargs, self.passes)
-                self._judge(case)
+                with progress.stage(doing):
+                    case.start(model, args, kwargs, self.passes)
+                self._judge(case, progress)
             case.final = case.result()
             return case.final
 
@@ -73,13 +80,16 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
         if isinstance(noise, dict):
             case.noise_hint = {k: float(v) for k, v in noise.items() if isinstance(v, (int, float))}
 
-    def _judge(self, case: BenchmarkCase) -> None:
+    def _judge(self, case: BenchmarkCase, progress: Progress) -> None:
         """Judge against the baseline; a FAIL or INCONCLUSIVE is measured again first."""
         if self.gate is None:
             return
         case.verdict = self.gate.judge(self.key(case), case.record())
         if case.verdict.needs_remeasure:
-            case.measure(REMEASURE_PASSES)
+            with progress.stage(
+                f"re-measuring ({REMEASURE_PASSES} more passes) before the verdict"
+            ):
+                case.measure(REMEASURE_PASSES)
             case.verdict = self.gate.judge(self.key(case), case.record(), remeasured=True)
 
     def release(self) -> None:

@@ -13,6 +13,9 @@ torch or files, so every verdict rule is unit-tested with synthetic numbers.
   only on the baseline's machine fingerprint (CPU wall times when asked too);
 - GPU kernel times only against a baseline measured by the same method, and
   per-call times not when launch-bound or under Inductor's own CUDA graphs;
+- a CPU-timed metric (`CPU_TIMES`) that would FAIL while this run or the
+  baseline was timed under CPU contention is INCONCLUSIVE, with the reason
+  ("CPU contention: ..."): contention alone never fails a run;
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
   with `strict` on any INCONCLUSIVE.
 """
@@ -22,13 +25,14 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
 from .record import (
     COUNTERS,
+    CPU_TIMES,
     EVENTS,
     GPU_TIMES,
     METRICS,
@@ -36,6 +40,7 @@ from .record import (
     CaseRecord,
     Kind,
     MetricInfo,
+    describe_contention,
 )
 from .stats import Summary, log_se, round_sig, z_value
 
@@ -60,12 +65,15 @@ class GateSettings:
     10% lower, or a time 10% longer); `confidence` is that of the intervals.
     `strict` also fails on INCONCLUSIVE (a missing baseline included).
     `gate_cpu_times` gates CPU wall times per call on the same machine too.
+    `ignore_contention` judges as if the machine had been quiet (for a
+    dedicated machine whose own signals the user distrusts).
     """
 
     threshold: float = 0.10
     confidence: float = 0.95
     strict: bool = False
     gate_cpu_times: bool = False
+    ignore_contention: bool = False
 
     def __post_init__(self) -> None:
         check_number("threshold", self.threshold, 0.0, 1.0, "a fraction, e.g. 0.1 for 10%")
@@ -174,7 +182,25 @@ class Gate:
         rows = [counter_row(case, record.counters, baseline.record.counters)]
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
+        contention = describe_contention(
+            record.contention, baseline.record.contention, baseline.same_machine
+        )
+        if contention and not self.settings.ignore_contention:
+            rows = [under_contention(row, contention) for row in rows]
         return CaseVerdict(case, tuple(rows), remeasured, self.settings.threshold)
+
+
+def under_contention(row: Row, reason: str) -> Row:
+    """A CPU-timed FAIL measured under contention is INCONCLUSIVE, with the reason:
+    the neighbours may have moved the figure. An INCONCLUSIVE one gets the
+    reason as its note; a PASS, counters and GPU figures are left as they are."""
+    if row.metric not in CPU_TIMES:
+        return row
+    if row.verdict is Verdict.FAIL:
+        return replace(row, verdict=Verdict.INCONCLUSIVE, note=reason)
+    if row.verdict is Verdict.INCONCLUSIVE and not row.note:
+        return replace(row, note=reason)
+    return row
 
 
 def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> Row:

@@ -2,12 +2,14 @@
 
 Loaded by `plugin.py` (`pytest_plugins`); like it, it does not import torch.
 Per-run state lives in `PerfSession`, registered in `pytest_configure`; a
-test's benchmark object lives in `item.stash`; each measured case travels to
-the session as JSON in `report.user_properties`. The gate's per-case
-verdicts are taken inside the test (a case is re-measured there before a
-FAIL stands); the run's verdict, the baseline file and the CI outputs are
-produced in `pytest_sessionfinish`, which sets the exit status, and the
-tables are printed in `pytest_terminal_summary`. No hook raises.
+test's benchmark object lives in `item.stash`. The gate's per-case verdicts
+are taken inside the test (a case is re-measured there before a FAIL
+stands); a FAIL (under `strict` an INCONCLUSIVE too) fails its own test
+once the body has returned, with the verdict line as its message, and every
+gated case's line is the test's `perf_gate` property (junit writes it). The
+run's verdict, the baseline file and the CI outputs are produced in
+`pytest_sessionfinish`, and the tables are printed in
+`pytest_terminal_summary`. No hook raises.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import guarded, guarded_report, reported_errors
-from ..common.files import atomic_write_text
+from ..common.crashes import attach, attached, guarded, guarded_report, reported_errors
+from ..common.files import atomic_write_text, unwritable
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
-from ..common.tables import align
+from ..common.terminal import align, for_config
+from .baseline import BaselineWriteError
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
 from .report import (
     GATE_HEADER,
@@ -38,6 +41,7 @@ from .report import (
     json_report,
     markdown,
     result_rows,
+    verdict_line,
 )
 from .spec import MARKER, BenchmarkSpec
 from .timing import TimingSettings
@@ -47,11 +51,17 @@ if TYPE_CHECKING:
     from .fixture import CompileBenchmark
 
 INTERNAL_PROPERTY = "torchcompile_perf_internal_error"
+#: the user property (junit writes it) holding each gated case's verdict line.
+VERDICT_PROPERTY = "perf_gate"
+#: a passed test with an INCONCLUSIVE case: its letter and word in pytest's progress output.
+INCONCLUSIVE_STATUS = ("passed", "I", "PASSED (perf gate INCONCLUSIVE)")
+_VERDICTS = "perf_verdicts"
 XDIST_SKIP = (
     "compile_benchmark does not run in pytest-xdist workers (benchmarks running in parallel measure each other): "
     "skipped; run benchmarks in a separate run without -n"
 )
 GATE_MODES = ("on", "strict")
+CONTENTION_MODES = ("inconclusive", "ignore")
 #: passes a baseline is measured in: its noise counts less, and the spread
 #: between passes is recorded as the case's noise for later gates.
 BASELINE_PASSES = 5
@@ -73,7 +83,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const="on",
         default=None,
-        type=gate_mode,
         metavar="strict",
         help="compare compile_benchmark results with the baseline and fail the run on a regression; "
         "=strict also fails on INCONCLUSIVE (e.g. a missing baseline)",
@@ -121,6 +130,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torchcompile_perf_threads", default="1", help="intra-op threads benchmarks are pinned to"
     )
     parser.addini(
+        "torchcompile_perf_contention",
+        default=CONTENTION_MODES[0],
+        help="inconclusive (default): a regression measured under CPU contention is INCONCLUSIVE, "
+        "not FAIL; ignore: judge as if the machine had been quiet",
+    )
+    parser.addini(
         "torchcompile_perf_gate_cpu_times",
         type="bool",
         default=False,
@@ -128,12 +143,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def gate_mode(value: str) -> str:
-    if value not in GATE_MODES:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a gate mode: use --perf-gate or --perf-gate=strict (write --perf-gate=on before a path)"
+def gate_mode(value: str | None) -> str | None:
+    """The gate mode as given (`--perf-gate`, `--perf-gate=strict`); None without the flag."""
+    if value is not None and value not in GATE_MODES:
+        raise pytest.UsageError(
+            f"--perf-gate={value}: {value!r} is not a gate mode: use --perf-gate or --perf-gate=strict"
         )
     return value
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(args: list[str]) -> None:
+    """`--perf-gate PATH` gates and runs PATH, as pytest reads any flag followed by a path.
+
+    The flag's mode is optional (`--perf-gate=strict`), so argparse would
+    take a path after the flag as the mode; a word after it that is not a
+    mode is given back to the command line as a test path.
+    """
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--perf-gate" and args[i + 1] not in GATE_MODES:
+            args[i] = "--perf-gate=on"
 
 
 def file_path(value: str) -> str:
@@ -153,26 +182,29 @@ class PerfSettings:
     threads: int
     report: Path | None
     benchmark_json: Path | None
+    baseline_setting: str = (
+        "ini torchcompile_perf_baseline"  # how the folder was named, for messages
+    )
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PerfSettings:
         rootdir = Path(config.rootpath)
-        mode = config.getoption("perf_gate")
+        mode = gate_mode(config.getoption("perf_gate"))
         try:
             gate = GateSettings(
                 threshold=_ini_number(config, "torchcompile_perf_threshold", float),
                 confidence=_ini_number(config, "torchcompile_perf_confidence", float),
                 strict=mode == "strict",
                 gate_cpu_times=_ini_bool(config, "torchcompile_perf_gate_cpu_times"),
+                ignore_contention=_ini_contention(config) == "ignore",
             )
             timing = TimingSettings(
                 max_time=_ini_number(config, "torchcompile_perf_max_time", float),
                 confidence=gate.confidence,
             )
             threads = _ini_threads(config)
-            baseline_dir = config.getoption("perf_baseline_dir") or _ini_folder(
-                config, "torchcompile_perf_baseline"
-            )
+            flag = config.getoption("perf_baseline_dir")
+            baseline_dir = flag or _ini_folder(config, "torchcompile_perf_baseline")
         except ValueError as exc:
             raise pytest.UsageError(f"pytest-torchcompile ini option: {exc}") from None
         report, bench_json = (
@@ -187,6 +219,25 @@ class PerfSettings:
             threads=threads,
             report=Path(report) if report else None,
             benchmark_json=Path(bench_json) if bench_json else None,
+            baseline_setting=f"--perf-baseline-dir={flag}"
+            if flag
+            else f"ini torchcompile_perf_baseline = {baseline_dir!r}",
+        )
+
+
+def _check_baseline_folder(settings: PerfSettings) -> None:
+    """Before any test runs: a baseline folder an update could not write is a usage error."""
+    folder = settings.baseline_dir
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise pytest.UsageError(
+            f"{settings.baseline_setting} names {folder}, but {blocker} is a file: name a folder"
+        )
+    problem = unwritable(folder)
+    if problem is not None:
+        raise pytest.UsageError(
+            f"--perf-update-baseline cannot write the baseline folder {folder} ({settings.baseline_setting}): "
+            f"{problem}; nothing was run or written"
         )
 
 
@@ -207,6 +258,15 @@ def _ini_bool(config: pytest.Config, name: str) -> bool:
         pytest.UsageError,
     ) as exc:  # pytest 9 raises UsageError, older ones ValueError
         raise ValueError(f"{name}: {exc} (use true or false)") from None
+
+
+def _ini_contention(config: pytest.Config) -> str:
+    value = str(config.getini("torchcompile_perf_contention")).strip()
+    if value not in CONTENTION_MODES:
+        raise ValueError(
+            f"torchcompile_perf_contention = {value!r}: use {' or '.join(CONTENTION_MODES)}"
+        )
+    return value
 
 
 def _ini_threads(config: pytest.Config) -> int:
@@ -295,6 +355,8 @@ class PerfSession:
                 "--perf-gate and --perf-update-baseline need benchmarks to run, and compile_benchmark does not run "
                 "in pytest-xdist workers: run them with -n 0 (or -p no:xdist)"
             )
+        if settings.update and not worker:
+            _check_baseline_folder(settings)
         return cls(settings, Path(config.rootpath), worker)
 
     def store(self) -> BaselineStore:
@@ -303,7 +365,9 @@ class PerfSession:
             from .baseline import BaselineStore, Machine
 
             self._store = BaselineStore(
-                self.settings.baseline_dir, Machine.current(self.settings.threads)
+                self.settings.baseline_dir,
+                Machine.current(self.settings.threads),
+                self.settings.baseline_setting,
             )
         return self._store
 
@@ -347,6 +411,7 @@ class PerfSession:
             gate,
             self.store().lookup,
             passes,
+            for_config(item.config).named(item.nodeid),
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -355,6 +420,23 @@ class PerfSession:
         problem = marker_problem(item, MARKER, "compile_benchmark", _marker_error)
         if problem is not None:
             pytest.fail(problem, pytrace=False)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        """Once the body has returned: a gated FAIL fails its test (under strict an INCONCLUSIVE too)."""
+        result = yield
+        benchmark = pyfuncitem.stash.get(bench_key, None)
+        if benchmark is None or self.settings.gate is None:
+            return result
+        verdicts = [c.verdict for _, c in benchmark.finished() if c.verdict is not None]
+        for verdict in verdicts:
+            pyfuncitem.user_properties.append((VERDICT_PROPERTY, verdict_line(verdict)))
+        failing = [v for v in verdicts if run_fails([v], self.settings.gate)]
+        if failing:
+            lines = [verdict_line(v) for v in failing]
+            hint = f"if the new numbers are intended: pytest --perf-update-baseline {pyfuncitem.nodeid}"
+            pytest.fail("\n".join([*lines, hint]), pytrace=False)
+        return result
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -366,6 +448,13 @@ class PerfSession:
             with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_cases(report, item, benchmark)
         return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """A passed test whose benchmark was INCONCLUSIVE says so in the progress output."""
+        if report.when == "call" and report.passed:
+            if Verdict.INCONCLUSIVE.value in attached(report, _VERDICTS):
+                return INCONCLUSIVE_STATUS
+        return None
 
     def _attach_cases(
         self, report: pytest.TestReport, item: pytest.Item, benchmark: CompileBenchmark
@@ -380,6 +469,7 @@ class PerfSession:
                 self.cases.append(MeasuredCase(key, item.nodeid, case.final.record))
             if case.verdict is not None:
                 self.verdicts.append(case.verdict)
+                attach(report, _VERDICTS, case.verdict.verdict.value)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count the benchmarks xdist workers skipped; collect the plugin's own crashes."""
@@ -422,6 +512,9 @@ class PerfSession:
         ):
             try:
                 write()
+            except BaselineWriteError as exc:  # names the file, the setting and the fix
+                self.messages.append(f"error: {exc}")
+                failed = True
             except (
                 OSError,
                 ValueError,

@@ -6,18 +6,21 @@ into the gate. It holds no torch objects, so the gate and the baseline store
 are testable without torch.
 
 Metric names and what kind of quantity each is live here, beside the
-record, so the gate, the tables and the docs read one list.
+record, so the gate, the tables and the docs read one list; so does
+`Contention`, what the machine was doing while a case was timed (read by
+`timing.Probe`), with the thresholds past which the gate never FAILs.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..common.counters import COUNTER_LABELS
-from .stats import FieldError, Summary
+from .stats import FieldError, Summary, round_sig
 
 
 class Kind(enum.Enum):
@@ -60,6 +63,8 @@ METRICS: dict[str, MetricInfo] = {
 #: (CUDA events around each call, after an L2 flush, as `triton.testing.do_bench`).
 #: With `REPLAY`, the per-call event times are kept as `gpu_*_call_s`, reported.
 GPU_TIMES = ("gpu_eager_s", "gpu_compiled_s", "gpu_speedup")
+#: figures timed by the CPU's clock in the interleaved loop: what CPU contention can move.
+CPU_TIMES = ("speedup", "eager_s", "compiled_s")
 REPLAY = "cudagraph"
 EVENTS = "events"
 TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
@@ -75,6 +80,100 @@ _LEGACY_COUNTERS = {
 }
 
 
+# --- CPU contention while a case was timed -------------------------------------
+
+#: a thread of this process waited for a CPU more than this share of the window
+MAX_WAITING = 0.10
+#: some task waited for a CPU more than this share of the window
+MAX_PRESSURE = 0.20
+#: preempted more often than this per second
+MAX_PREEMPTIONS_PER_S = 50.0
+#: the hypervisor took more than this share of the machine's CPU time
+MAX_STEAL = 0.10
+#: the calibration kernel ran this much slower than when the baseline was recorded
+MAX_CALIBRATION_SLOWDOWN = 1.25
+
+
+@dataclass(frozen=True)
+class Contention:
+    """The contention signals of one timed window (or the worst of several).
+
+    `waiting`: the largest share of the window a thread of the process was
+    runnable but waiting for a CPU; `pressure`: the share in which any task
+    on the machine was (`/proc/pressure/cpu` "some"); `preemptions_per_s`:
+    involuntary context switches; `steal`: the hypervisor's share of CPU
+    time; `load`: the load average per CPU (reported only: it lags and counts
+    this run's own compile workers); `calibration_s`: a fixed kernel's best
+    time. None: the platform lacks the signal, and it decides nothing.
+    """
+
+    waiting: float | None = None
+    pressure: float | None = None
+    preemptions_per_s: float | None = None
+    steal: float | None = None
+    load: float | None = None
+    calibration_s: float | None = None
+
+    def reasons(self) -> list[str]:
+        """Each signal past its threshold, worded for the gate table; empty when quiet."""
+        found = []
+        if self.waiting is not None and self.waiting > MAX_WAITING:
+            found.append(f"waited for a CPU {self.waiting:.0%} of the time")
+        if self.pressure is not None and self.pressure > MAX_PRESSURE:
+            found.append(f"CPU pressure {self.pressure:.0%}")
+        if self.preemptions_per_s is not None and self.preemptions_per_s > MAX_PREEMPTIONS_PER_S:
+            found.append(f"{self.preemptions_per_s:.0f} preemptions/s")
+        if self.steal is not None and self.steal > MAX_STEAL:
+            found.append(f"hypervisor steal {self.steal:.0%}")
+        if found and self.load is not None:
+            found.append(f"load {self.load:.1f} per CPU")
+        return found
+
+    def slowdown_since(self, baseline: Contention) -> float | None:
+        """How much slower the calibration kernel ran now than for the baseline."""
+        if not self.calibration_s or not baseline.calibration_s:
+            return None
+        return self.calibration_s / baseline.calibration_s
+
+    def to_json(self) -> dict[str, float]:
+        return {k: round_sig(v, 3) for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Contention:
+        """As stored; a value that is not a finite non-negative number is left out."""
+        return cls(**{f.name: _number(data.get(f.name)) for f in fields(cls)})
+
+
+def worst_contention(windows: Iterable[Contention]) -> Contention:
+    """The most contended value of each signal over several windows (the passes of a case)."""
+    merged = Contention()
+    for window in windows:
+        merged = Contention(
+            _pick(max, merged.waiting, window.waiting),
+            _pick(max, merged.pressure, window.pressure),
+            _pick(max, merged.preemptions_per_s, window.preemptions_per_s),
+            _pick(max, merged.steal, window.steal),
+            _pick(max, merged.load, window.load),
+            _pick(max, merged.calibration_s, window.calibration_s),
+        )
+    return merged
+
+
+def describe_contention(
+    now: Contention | None, baseline: Contention | None, same_machine: bool
+) -> str:
+    """'CPU contention: ...' when this run's or the baseline's timing was contended, else ''."""
+    parts = []
+    if now is not None:
+        parts += now.reasons()
+        slowdown = now.slowdown_since(baseline) if baseline and same_machine else None
+        if slowdown is not None and slowdown > MAX_CALIBRATION_SLOWDOWN:
+            parts.append(f"a fixed kernel ran {slowdown:.2f}x slower than for the baseline")
+    if baseline is not None and baseline.reasons():
+        parts.append(f"baseline recorded under contention ({', '.join(baseline.reasons())})")
+    return f"CPU contention: {', '.join(parts)}" if parts else ""
+
+
 @dataclass(frozen=True)
 class CaseRecord:
     """One case: its metrics (name -> Summary), counters, and how it was run.
@@ -86,6 +185,8 @@ class CaseRecord:
     `kernels` holds per-Triton-kernel times (name -> Summary) on GPU.
     `samples` holds the raw per-round seconds of `eager_s` and `compiled_s`
     for reports; baseline files leave them out (`to_json(samples=False)`).
+    `contention` is what the machine was doing while the CPU figures were
+    timed (None in records from before it was measured).
     """
 
     metrics: Mapping[str, Summary]
@@ -94,6 +195,7 @@ class CaseRecord:
     notes: tuple[str, ...] = ()
     kernels: Mapping[str, Summary] = field(default_factory=dict)
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    contention: Contention | None = None
 
     def to_json(self, samples: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -107,6 +209,8 @@ class CaseRecord:
             data["notes"] = list(self.notes)
         if samples and self.samples:
             data["samples"] = {name: list(values) for name, values in self.samples.items()}
+        if self.contention is not None:
+            data["contention"] = self.contention.to_json()
         return data
 
     def gpu_timing(self) -> str | None:
@@ -137,6 +241,9 @@ class CaseRecord:
                 name: tuple(_sequence(data["samples"], name, "samples."))
                 for name in _section(data, "samples", required=False)
             },
+            contention=Contention.from_json(_section(data, "contention", required=False))
+            if "contention" in data
+            else None,
         )
 
 
@@ -199,3 +306,14 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
             raise RecordError(
                 f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}"
             )
+
+
+def _pick(choose: Any, a: float | None, b: float | None) -> float | None:
+    present = [v for v in (a, b) if v is not None]
+    return choose(present) if present else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
+import platform
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,6 +98,27 @@ def gate_cells(row: Row) -> tuple[str, ...]:
     )
 
 
+def verdict_line(verdict: CaseVerdict) -> str:
+    """One line for a case's own test: `perf gate FAIL for CASE: speedup 2.36x -> 1.47x (-37.5%, [...]); ...`.
+
+    It names every gated metric that did not pass (all of them when none
+    failed singly: a case without a baseline), so the test's failure message
+    and junit say what moved without the end-of-run table.
+    """
+    shown = [r for r in verdict.rows if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)]
+    parts = []
+    for row in shown:
+        cells = gate_cells(row)
+        detail = ", ".join(part for part in (cells[4], cells[5]) if part)
+        moved = f"{cells[2]} -> {cells[3]}" if row.baseline is not None else f"now {cells[3]}"
+        parts.append(
+            f"{row.metric} {moved}" + (f" ({detail})" if detail else "") + f" {row.verdict.value}"
+        )
+    again = " (re-measured)" if verdict.remeasured else ""
+    said = "; ".join(parts) if parts else "no metric was gated"
+    return f"perf gate {verdict.verdict.value}{again} for {verdict.case}: {said}"
+
+
 def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
     """Table cells, one row per metric; a re-measured case says so in its verdict."""
     rows = []
@@ -172,10 +195,16 @@ def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) ->
                 }
             )
     return {
+        # pytest-benchmark writes `cpu` as py-cpuinfo's dict; the fingerprint's fields sit beside it
         "machine_info": {
+            **{k: v for k, v in machine.items() if k != "cpu"},
             "node": machine.get("device", ""),
-            "cpu": {"brand_raw": machine.get("cpu", "")},
-            **dict(machine),
+            "machine": platform.machine(),
+            "cpu": {
+                "brand_raw": machine.get("cpu", ""),
+                "arch_string_raw": platform.machine(),
+                "count": os.cpu_count(),
+            },
         },
         "commit_info": {},
         "benchmarks": benchmarks,

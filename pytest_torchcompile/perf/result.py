@@ -3,26 +3,56 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .record import CaseRecord
 from .stats import Summary
+
+
+class Figure(float):
+    """A measured median that compares and computes as a number, its spread kept beside it.
+
+    `result.speedup > 1.0` and `f"{result.speedup:.2f}"` read the median;
+    `result.speedup.ci_low`, `.ci_high`, `.min`, `.q1`, `.q3`, `.iqr`, `.n`
+    and `.summary` (the `Summary`) give the rest.
+    """
+
+    summary: Summary
+
+    def __new__(cls, summary: Summary) -> Figure:
+        figure = super().__new__(cls, summary.median)
+        figure.summary = summary
+        return figure
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # type: ignore[override]
+        return (self.summary,)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "summary":  # not set yet (unpickling): no recursion through __getattr__
+            raise AttributeError(name)
+        return getattr(self.summary, name)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return f"{s.median:.4g} [{s.ci_low:.4g}, {s.ci_high:.4g}]"
 
 
 @dataclass(frozen=True)
 class BenchmarkResult:
     """One case's figures; times are seconds per call, `speedup` is eager/compiled.
 
-    `eager`, `compiled` and `speedup` are medians with min, quartiles and a
-    confidence interval of the median (`Summary`). `gpu` holds the GPU
-    metrics (empty on CPU, with the reason in `notes`), `kernel_times` the
-    time of each Triton kernel. `verdict` is the gate's PASS, FAIL or
-    INCONCLUSIVE under `--perf-gate`, else None.
+    `eager`, `compiled` and `speedup` are `Figure`s: the median, usable as a
+    number, with min, quartiles and a confidence interval of the median as
+    attributes. `gpu` holds the GPU metrics (empty on CPU, with the reason in
+    `notes`), `kernel_times` the time of each Triton kernel, both as
+    `Figure`s. `verdict` is the gate's PASS, FAIL or INCONCLUSIVE under
+    `--perf-gate`, else None.
     """
 
     case: str
-    speedup: Summary
-    eager: Summary
-    compiled: Summary
+    speedup: Figure
+    eager: Figure
+    compiled: Figure
     compile_seconds: float
     first_call_seconds: float
     threads: int
@@ -32,8 +62,8 @@ class BenchmarkResult:
     graph_break_count: int
     recompile_count: int
     kernel_count: int
-    gpu: dict[str, Summary]
-    kernel_times: dict[str, Summary]
+    gpu: dict[str, Figure]
+    kernel_times: dict[str, Figure]
     notes: tuple[str, ...]
     verdict: str | None
     record: CaseRecord = field(repr=False)

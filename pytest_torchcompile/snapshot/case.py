@@ -16,10 +16,11 @@ from typing import Any
 from .._torch import config
 from ..common.capture import reset_dynamo
 from ..common.capture_log import CaptureLog
-from ..common.compiling import compile_with, compiling, eager_failed
+from ..common.compiling import MODEL_ERRORS, compile_with, compiling, eager_failed, unusable_output
 from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
 from ..common.named_cases import CaseFailure, fail_test_on_case_failure
+from ..common.terminal import Progress
 from .artifacts.case_artifacts import CaseArtifacts, frame_results
 from .artifacts.guards import GuardChecker, read_guards
 from .artifacts.normalize import Normalizer
@@ -56,6 +57,7 @@ class CompileCase:
     result: CompileResult | None = None
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
+    progress: Progress = field(default_factory=Progress)
     program_check: ProgramCheck | None = None
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
@@ -81,23 +83,36 @@ class CompileCase:
             else None
         )
         eager_out, eager_seen = self._run_eager(eager_inputs)
-        out, seen = self._run_compiled((args, kwargs))
+        first = len(self.calls) == 1
+        doing = (
+            f"compiling with {self.spec.backend_name}" if first else "calling the compiled model"
+        )
+        with self.progress.stage(doing):
+            out, seen = self._run_compiled((args, kwargs))
         self.result = self._result(out, eager_out)
-        if unrun is not None:
-            self._run_program(*unrun, seen)
         if self.spec.numerics:
             mismatches = self.replay.mismatches(seen, eager_seen)
             if mismatches:
-                raise CaseFailure(self.replay.numerics_failure(mismatches))
+                with self.progress.stage("numerics differ: replaying the pipeline stage by stage"):
+                    failure = self.replay.numerics_failure(mismatches)
+                raise CaseFailure(failure)
         if before is not None:
-            self._precompiled(*before, (eager_out, out))
+            with self.progress.stage("precompile round trip (aot_compile, save, load, run)"):
+                self._precompiled(*before, (eager_out, out))
+        if unrun is not None:
+            with self.progress.stage("running the program file in a fresh process"):
+                self._run_program(*unrun, seen)
         return self.result
 
     def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         try:
-            return observed_call(self.eager_model, self.eager_model, inputs, self.spec.grads)
-        except Exception as exc:
+            observed = observed_call(self.eager_model, self.eager_model, inputs, self.spec.grads)
+        except MODEL_ERRORS as exc:
             raise eager_failed(exc) from exc
+        unusable = unusable_output(observed[0])
+        if unusable is not None:
+            raise unusable
+        return observed
 
     def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
         random = config.FALLBACK_RANDOM if self.spec.fallback_random else None

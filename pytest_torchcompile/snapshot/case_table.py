@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..common.tables import align
+from ..common.terminal import align
 
 HEADER = ("case", "graphs", "breaks", "recompiles", "kernels", "compile s")
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from ..common.capture import reset_dynamo
 from ..common.compiling import check_backend
 from ..common.named_cases import FixtureFailure, NamedCases, fail_test_on_case_failure
+from ..common.terminal import Progress
 from .artifacts.normalize import Normalizer
 from .case import CompileCase
 from .result import CompileResult
@@ -31,6 +32,7 @@ class CompileModel(NamedCases[CompileResult]):
     spec: CompileSpec | None
     spec_error: str | None
     normalizer: Normalizer
+    progress: Progress = field(default_factory=Progress)
     cases: list[CompileCase] = field(default_factory=list)
     fixture_name: ClassVar[str] = "compile_model"
 
@@ -40,7 +42,8 @@ class CompileModel(NamedCases[CompileResult]):
         if self.spec is None:
             raise FixtureFailure(f"usage error: {self.spec_error}")
         check_backend(self.spec)
-        case = CompileCase(self.spec, name, model, self.normalizer)
+        progress = self.progress.named(f"{self.progress.label} {name}".strip())
+        case = CompileCase(self.spec, name, model, self.normalizer, progress=progress)
         self.cases.append(case)
         return fail_test_on_case_failure(name, lambda: case.start(args, kwargs))
 

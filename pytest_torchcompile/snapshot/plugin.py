@@ -16,14 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import guarded, guarded_report, internal_error, reported_errors
+from ..common.crashes import (
+    attach,
+    attached,
+    carry,
+    guarded,
+    guarded_report,
+    internal_error,
+    keep,
+    reported_errors,
+)
+from ..common.files import unwritable
 from ..common.markers import marker_problem
 from ..common.options import SpecError, folder_option
+from ..common.terminal import for_config
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
 from .compare.html import failure_fragment
 from .files.housekeeping import Housekeeping
+from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
     case_device,
@@ -31,6 +43,7 @@ from .files.placeholders import (
     placeholders,
     resolve,
     resolve_some,
+    sets_glob,
     torch_minor,
 )
 from .files.store import FolderClash, SnapshotStore
@@ -108,7 +121,10 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     session = request.config.stash[session_key]
     marker = request.node.get_closest_marker(MARKER)
     spec, error = _parse_marker(marker)
-    model = CompileModel(spec=spec, spec_error=error, normalizer=session.normalizer())
+    progress = for_config(request.config).named(request.node.nodeid)
+    model = CompileModel(
+        spec=spec, spec_error=error, normalizer=session.normalizer(), progress=progress
+    )
     request.node.stash[model_key] = model
     yield model
     model.release()
@@ -173,19 +189,19 @@ class TorchCompileSession:
         version = installed_torch_minor()
         if version is not None:
             folder = resolve_some(folder, torch=version)
-        root = _snapshot_root(setting, rootdir / resolve_some(folder, device="cpu"))
+        root = _snapshot_root(
+            setting,
+            rootdir / resolve(folder, torch=version or "{torch}", device="cpu"),
+            rootdir,
+            update,
+        )
         store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
         full_diff = (
             bool(config.getoption("torchcompile_full_diff")) or config.getoption("verbose") >= 2
         )
-        return cls(
-            folder,
-            store,
-            rootdir,
-            hasattr(config, "workerinput"),
-            Housekeeping.from_config(config, store),
-            full_diff,
-        )
+        housekeeping = Housekeeping.from_config(config, store)
+        housekeeping.sets = sets_glob(rootdir, folder, version) if version else None
+        return cls(folder, store, rootdir, hasattr(config, "workerinput"), housekeeping, full_diff)
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -202,6 +218,11 @@ class TorchCompileSession:
         )
         root = self.rootdir / folder
         if root not in self.stores:
+            problem = root_problem(root, self.rootdir)
+            if problem is not None:
+                pytest.fail(
+                    f"usage error: the snapshot folder {root} of {nodeid} {problem}", pytrace=False
+                )
             self.stores[root] = SnapshotStore(
                 root=root,
                 rootdir=self.rootdir,
@@ -245,12 +266,15 @@ class TorchCompileSession:
         try:
             store = self.store_for(pyfuncitem.nodeid, model.finished())
             test_dir = self.housekeeping.test_dir(pyfuncitem, store)
-            clash = self.housekeeping.shared_folder(pyfuncitem, store)
+            texts = model.snapshot_texts()
+            clash = self.housekeeping.shared_folder(
+                pyfuncitem, store
+            ) or self.housekeeping.case_clash(pyfuncitem, store, [name for name, _ in texts])
             if clash:
                 pytest.fail(f"usage error: {clash}", pytrace=False)
-            outcomes = store.check_test(test_dir, model.snapshot_texts())
+            outcomes = store.check_test(test_dir, texts)
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
-            pyfuncitem.user_properties.append((WRITES_PROPERTY, json.dumps(writes)))
+            keep(pyfuncitem, WRITES_PROPERTY, json.dumps(writes))
             if any(o.failed for o in outcomes):
                 failure = compose(outcomes, store.show(test_dir), self.full_diff)
                 if _html_report_wanted(pyfuncitem.config):
@@ -272,6 +296,8 @@ class TorchCompileSession:
     ) -> Iterator[Any]:
         report = yield
         model = item.stash.get(model_key, None)
+        if call.when == "call":
+            carry(item, report)
         if call.when == "call" and model is not None:
             with guarded_report("pytest_runtest_makereport", report, INTERNAL_PROPERTY):
                 self._attach_rows(report, item, model)
@@ -283,16 +309,14 @@ class TorchCompileSession:
         self, report: pytest.TestReport, item: pytest.Item, model: CompileModel
     ) -> None:
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
-        report.user_properties.append((ROWS_PROPERTY, json.dumps([r.to_json() for r in rows])))
+        attach(report, ROWS_PROPERTY, json.dumps([r.to_json() for r in rows]))
         trips = [
             _precompile_row(item.nodeid, case)
             for case in model.cases
             if case.round_trip is not None
         ]
         if trips:
-            report.user_properties.append(
-                (PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
-            )
+            attach(report, PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect rows here so the xdist controller sees its workers' cases too."""
@@ -301,16 +325,13 @@ class TorchCompileSession:
             self._collect(report)
 
     def _collect(self, report: pytest.TestReport) -> None:
-        if report.when != "call":  # the teardown report carries the item's properties again
-            return
-        for name, value in report.user_properties:
-            if name == ROWS_PROPERTY:
-                self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
-            elif name == PRECOMPILE_PROPERTY:
-                self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
-            elif name == WRITES_PROPERTY:
-                for status, count in json.loads(value).items():
-                    self.writes[status] += count
+        for value in attached(report, ROWS_PROPERTY):
+            self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, PRECOMPILE_PROPERTY):
+            self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, WRITES_PROPERTY):
+            for status, count in json.loads(value).items():
+                self.writes[status] += count
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The plugin's own crashes fail the run (they were reported, not raised)."""
@@ -329,9 +350,8 @@ class TorchCompileSession:
         if self.rows:
             self._write_tables(terminalreporter)
         if self.store.update:
-            deleted = sum(
-                line.startswith(("deleted: ", "removed stale: "))
-                for line in self.housekeeping.lines
+            deleted = self.housekeeping.removed + sum(
+                line.startswith("deleted: ") for line in self.housekeeping.lines
             )
             counts = ", ".join(
                 f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items()
@@ -375,8 +395,9 @@ def _snapshot_setting(config: pytest.Config) -> tuple[str, str]:
     )
 
 
-def _snapshot_root(setting: str, root: Path) -> Path:
-    """The snapshot folder; a usage error when it (or a folder above it) is a file."""
+def _snapshot_root(setting: str, root: Path, rootdir: Path, update: bool) -> Path:
+    """The snapshot folder; a usage error when it (or a folder above it) is a file, when
+    `ownership.root_problem` refuses it, or when an update could not write there."""
     for path in (root, *root.parents):
         if path.exists():
             if not path.is_dir():
@@ -384,6 +405,14 @@ def _snapshot_root(setting: str, root: Path) -> Path:
                     f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file"
                 )
             break
+    problem = root_problem(root, rootdir)
+    if problem is not None:
+        raise pytest.UsageError(f"{setting}: the snapshot folder {root} {problem}")
+    problem = unwritable(root) if update else None
+    if problem is not None:
+        raise pytest.UsageError(
+            f"{setting}: --update-snapshots cannot write the snapshot folder {root}: {problem}; nothing was written"
+        )
     return root
 
 

@@ -47,6 +47,8 @@ def test_m(compile_benchmark):
     assert result.rounds >= 10 and result.iterations >= 1
     assert result.eager.min <= result.eager.median <= result.eager.q3
     assert result.speedup.ci_low <= result.speedup.median <= result.speedup.ci_high
+    assert result.speedup == result.speedup.median and result.speedup > 0  # compares as a number
+    assert f"{{result.eager:.3g}}" == f"{{result.eager.median:.3g}}"
     assert 0 < result.compile_seconds <= result.first_call_seconds
     assert (result.graph_count, result.graph_break_count, result.recompile_count) == (1, 0, 0)
     assert result.gpu == {{}} and "gpu: skipped, CUDA is not available" in result.notes
@@ -76,12 +78,13 @@ def test_record_gate_then_planted_regression_fails_the_run(
     pytester.makeini(INI)
     pytester.makepyfile(test_m=bench_test())
     result = pytester.runpytest(
-        "--perf-update-baseline", "--perf-gate"
+        "--perf-update-baseline", "--perf-gate", "-v"
     )  # gated before the baseline exists
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
+            "test_m.py::test_m PASSED (perf gate INCONCLUSIVE)*",
             "*torch.compile benchmarks*",
             "case*eager*compiled*speedup*95% CI*compile s*first call s",
             f"{CASE} *x *",
@@ -120,22 +123,42 @@ def test_record_gate_then_planted_regression_fails_the_run(
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest(
-        "--perf-gate", "--perf-report=out/report.json", "--perf-benchmark-json=out/bench.json"
+        "--perf-gate",
+        "--perf-report=out/report.json",
+        "--perf-benchmark-json=out/bench.json",
+        "--junitxml=out/junit.xml",
+        # a loaded machine would make it INCONCLUSIVE (test_gate_under_contention.py): here the FAIL path
+        "-o",
+        "torchcompile_perf_contention=ignore",
     )
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)  # the FAIL fails its own test
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    verdict = (
+        f"perf gate FAIL (re-measured) for {CASE}: speedup *x -> *x (-9?.?%, [[]*%, *%[]]) FAIL"
+    )
     result.stdout.fnmatch_lines(
         [
+            verdict,
+            "if the new numbers are intended: pytest --perf-update-baseline test_m.py::test_m",
             "perf gate: FAIL",
             f"{CASE}*speedup*x*x*-9?.?%*FAIL (re-measured)",
             "if the new numbers are intended, update the baseline: pytest --perf-update-baseline test_m.py::test_m",
             "perf report written: out/report.json",
+            "FAILED test_m.py::test_m - Failed: perf gate FAIL*",
         ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")
     assert (
         tree_digest(pytester.path / "perf-baselines") == recorded
     )  # gating never writes a baseline
+
+    junit = (pytester.path / "out/junit.xml").read_text()
+    assert (
+        '<failure message="Failed: perf gate FAIL (re-measured) for test_m.py::test_m::case_0: speedup'
+        in junit
+    )
+    assert '<property name="perf_gate" value="perf gate FAIL' in junit
+    assert "torchcompile" not in junit  # the plugin's own data stays off the junit properties
 
     markdown = summary.read_text()
     assert markdown.startswith("earlier step\n### perf gate: FAIL\n")
@@ -165,6 +188,8 @@ def test_record_gate_then_planted_regression_fails_the_run(
         cwd=pytester.path,
     )
     assert compare.returncode == 0, compare.stderr
+    cpu = json.loads((pytester.path / "out/bench.json").read_text())["machine_info"]["cpu"]
+    assert isinstance(cpu, dict) and cpu["brand_raw"]  # as pytest-benchmark writes it
     assert "test_m[case_0-compiled]" in compare.stdout and "test_m[case_0-eager]" in compare.stdout
 
 
@@ -176,7 +201,7 @@ def test_strict_fails_without_baseline_and_another_machines_baseline_gates_the_r
     result = pytester.runpytest(
         "--perf-gate=strict", "--perf-report=test_m.py/report.json"
     )  # a file is no folder
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)  # strict: the INCONCLUSIVE fails its own test
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -226,12 +251,20 @@ def test_xdist_workers_skip_benchmarks_and_gating_under_n_is_refused(
     )
 
 
+def test_a_path_after_perf_gate_is_a_test_path(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_m=bench_test(), test_other="def test_other():\n    assert False\n")
+    result = pytester.runpytest("--perf-gate", "test_m.py", "-rA")
+    result.assert_outcomes(passed=1)  # test_other.py did not run: the path was taken as a path
+    result.stdout.fnmatch_lines(["perf gate: INCONCLUSIVE*"])
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (
             ["--perf-gate=sometimes"],
-            "*argument --perf-gate: 'sometimes' is not a gate mode: use --perf-gate or --perf-gate=strict*",
+            "ERROR: --perf-gate=sometimes: 'sometimes' is not a gate mode: use --perf-gate or --perf-gate=strict",
         ),
         (["--perf-report="], "*argument --perf-report: '' must name a file*"),
         (

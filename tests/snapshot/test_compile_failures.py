@@ -160,3 +160,51 @@ def test_gradients_are_compared_by_parameter_name(pytester: pytest.Pytester) -> 
         ]
     )
     result.stdout.no_fnmatch_line("*grad of bias*")
+
+
+MODEL_MISTAKES = """
+import pytest, torch
+
+def generates(x):
+    yield x + 1
+
+def exits(x):
+    raise SystemExit(3)
+
+MARK = pytest.mark.compile_snapshot(backend="eager", artifacts=())
+
+@MARK
+def test_generator(compile_model):
+    compile_model(generates, torch.randn(3))
+
+@MARK
+def test_exit(compile_model):
+    compile_model(exits, torch.randn(3))
+
+@pytest.mark.compile_benchmark(backend="eager")
+def test_bench_generator(compile_benchmark):
+    compile_benchmark(generates, torch.randn(3))
+
+@pytest.mark.compile_benchmark(backend="eager")
+def test_bench_exit(compile_benchmark):
+    compile_benchmark(exits, torch.randn(3))
+"""
+
+
+def test_the_models_own_mistakes_are_blamed_on_the_model(pytester: pytest.Pytester) -> None:
+    """A generator is not blamed on Dynamo; `sys.exit()` in the model shows the model's line only."""
+    pytester.makepyfile(test_m=MODEL_MISTAKES)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=4)
+    generator = (
+        "*[[]case_0[]] usage error: the model returned a generator (generates), whose values do not "
+        "exist until it is consumed, so eager and compiled cannot be compared or timed*"
+    )
+    exits = [
+        "*[[]case_0[]] eager run failed (the model itself raised, before any compile):",
+        '*File "*test_m.py", line 7, in exits',
+        "*SystemExit: 3",
+    ]
+    result.stdout.fnmatch_lines([generator, *exits, generator, *exits])
+    text = result.stdout.str()
+    assert "diverges at stage" not in text and "pytest_torchcompile/" not in text, text

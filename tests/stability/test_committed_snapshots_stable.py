@@ -111,7 +111,7 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: Checkout) -> None:
-    assert len(checkout.digest) >= 7 * checkout.suite.tests
+    assert len(checkout.digest) >= 5 * checkout.suite.tests  # the default artifacts at least
     checkout.assert_identical(checkout.first_run)
 
 

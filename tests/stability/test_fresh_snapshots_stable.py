@@ -115,7 +115,7 @@ def test_second_process(recorded) -> None:
     project, digest, cache = recorded
     for name in (
         "test_training/aot_backward.fx.txt",
-        "test_graph_break/output_code.code.txt",
+        "test_graph_break/wrapper_code.code.txt",
         "test_dynamic/guards.guards.txt",
     ):
         assert f"test_subset/{name}" in digest

@@ -16,6 +16,10 @@ FX_DEFINED = re.compile(r"^[ \t]+([A-Za-z_]\w*)(?:: \"[^\"\n]*\")? = ", re.MULTI
 FX_DELETIONS = re.compile(r";\s+(?:[A-Za-z_]\w*\s*=\s*)+None\s*$")
 #: `torch.ops.aten.relu.default(`: a call of an op overload
 FX_TORCH_OP = re.compile(r"^torch\.ops\.(\w+\.\w+(?:\.\w+)?)\(")
+#: `# File: /x/model.py:12 in forward, code: return self.lin(x)`: the user line a node came from
+FX_PROVENANCE = re.compile(r"^[ \t]+# File: .*\n", re.MULTILINE)
+#: `l_x_ = L_x_`: a Dynamo graph's local alias of one of its inputs
+FX_INPUT_ALIAS = re.compile(r"^[ \t]+(l_\w+) = (L_\w+)\n", re.MULTILINE)
 #: a blank line inside a graph's body (FX separates the code of each source line)
 FX_BLANK_LINE = re.compile(r"\n[ \t]*\n(?=[ \t])")
 #: `s27`, `u0`, `z3`: a symbolic size (sympy symbol) that torch numbers as it traces
@@ -53,6 +57,10 @@ FUSED_NAME = re.compile(r"^(?:cpp|triton_\w+?|cuda|halide)_fused_|_\d+$")
 WRAPPER_CALL = re.compile(
     r"(?<![\w.])(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|aten\.\w+(?:\.\w+)?|[A-Za-z_]\w*)(?:\.run)?\("
 )
+#: `del buf3`, `del arg0_1`: the wrapper freeing buffers and inputs
+WRAPPER_FREE = re.compile(r"^\s+del \w+(?:, \w+)*$")
+#: `# Topologically Sorted Source Nodes: [...], Original ATen: [...]`: provenance of a wrapper call
+WRAPPER_PROVENANCE = re.compile(r"^\s+# Topologically Sorted Source Nodes: ")
 #: `call`'s checks of its inputs: the graph's signature in aot_* says the same sizes and strides
 INPUT_ASSERT = re.compile(r"^\s+assert_size_stride\(\w+, .*, 'input'\)$")
 #: the module's imports

@@ -45,9 +45,25 @@ class CaseArtifacts(Mapping[str, str]):
         self._texts: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> str:
+        if name not in self._wanted:
+            raise KeyError(self._missing(name))
         if name not in self._texts:
             self._texts[name] = self._wanted[name].text(self._log, self._backend, self._normalizer)
         return self._texts[name]
+
+    def _missing(self, name: object) -> str:
+        """Why `name` is not here, and how to get it."""
+        held = f"this case holds {', '.join(self._wanted) or 'no artifact'}"
+        known = next((a for a in ARTIFACTS.values() if name in (a.name, a.filename)), None)
+        if known is None:
+            return (
+                f"{name!r} is not an artifact name ({held}; artifact names: {', '.join(ARTIFACTS)})"
+            )
+        if known.name != name:
+            return f"{name!r} is a file name: use the artifact name {known.name!r} ({held})"
+        if known.opt_in:
+            return f"{name!r} is opt-in: name it in compile_snapshot(artifacts=(...)) to have it ({held})"
+        return f"{name!r} was not produced by backend {self._backend!r}, or not asked for in artifacts= ({held})"
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._wanted)

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from ...common.capture_log import CaptureLog
 from ...common.counters import counters
 from . import summary
-from .compact import compact_guards, compact_output_code, drop_fx_blank_lines, renumber_fx_names
+from .compact import (
+    compact_guards,
+    compact_output_code,
+    drop_fx_blank_lines,
+    drop_fx_input_aliases,
+    drop_fx_provenance,
+    outline_output_code,
+    renumber_fx_names,
+)
 from .normalize import Normalizer, Rule, unmask_names
 from .program.snapshot_rules import fold_copied_parts, mask_python_version
 from .sections import record_artifact
@@ -112,13 +120,22 @@ def _transformed_code(log: CaptureLog, backend: str) -> str:
 def _program(log: CaptureLog, backend: str) -> str:
     from .program.writer import (
         program_artifact,
-    )  # late: it imports torch, and the plugin loads this table first
+    )  # late: it imports torch; the plugin loads this first
 
     return program_artifact(log, backend)
 
 
-#: the stored form of an FX graph (compact.py): names numbered in order, no blank lines.
+#: the stored form of an FX graph (compact.py): names numbered in order, no blank lines;
+#: Dynamo's graph without input aliases, the AOT graphs without the `# File:` comments
+#: Dynamo's graph already has.
 FX_FORM: tuple[Rule, ...] = (renumber_fx_names, drop_fx_blank_lines)
+DYNAMO_FORM: tuple[Rule, ...] = (drop_fx_input_aliases, *FX_FORM)
+AOT_FORM: tuple[Rule, ...] = (drop_fx_provenance, *FX_FORM)
+
+
+def _wrapper_code(log: CaptureLog, backend: str) -> str:
+    return record_artifact(log, "output_code")
+
 
 CATALOGUE: tuple[Artifact, ...] = (
     Artifact(
@@ -130,16 +147,40 @@ CATALOGUE: tuple[Artifact, ...] = (
         stage=-1,  # the counters of every stage, read first
         reading="counters",
     ),
-    _frame_by_frame("dynamo_graph", "fx.txt", 0, "graph", FX_FORM),
+    _frame_by_frame("dynamo_graph", "fx.txt", 0, "graph", DYNAMO_FORM),
     _frame_by_frame("guards", "guards.txt", 1, "guards", (compact_guards,)),
-    _frame_by_frame("aot_forward", "fx.txt", 3, "graph", FX_FORM),
-    _frame_by_frame("aot_backward", "fx.txt", 5, "graph", FX_FORM),
-    _frame_by_frame("aot_inference", "fx.txt", 4, "graph", FX_FORM),
+    _frame_by_frame("aot_forward", "fx.txt", 3, "graph", AOT_FORM),
+    _frame_by_frame("aot_backward", "fx.txt", 5, "graph", AOT_FORM),
+    _frame_by_frame("aot_inference", "fx.txt", 4, "graph", AOT_FORM),
     # the AOT graph after Inductor's graph passes, whose effect shows in output_code
-    _frame_by_frame("post_grad_graph", "fx.txt", 7, "graph", FX_FORM, opt_in=True),
-    _frame_by_frame("output_code", "code.txt", 8, "generated code", (compact_output_code,)),
-    _frame_by_frame("runtime_wrapper", "code.txt", 6, "text"),
-    Artifact("transformed_code", "code.txt", (BYTECODE,), _transformed_code, BYTECODE, 2, "text"),
+    _frame_by_frame("post_grad_graph", "fx.txt", 7, "graph", AOT_FORM, opt_in=True),
+    # Inductor's wrapper with each kernel as a digest: a kernel fused otherwise or with
+    # other code shows here; output_code, opt-in, holds the kernels' full source
+    Artifact(
+        "wrapper_code",
+        "code.txt",
+        ("output_code",),
+        _wrapper_code,
+        "output_code",
+        stage=8,
+        reading="generated code",
+        rules=(compact_output_code, outline_output_code),
+    ),
+    _frame_by_frame(
+        "output_code", "code.txt", 8, "generated code", (compact_output_code,), opt_in=True
+    ),
+    # text only (never read for behaviour): opt-in
+    _frame_by_frame("runtime_wrapper", "code.txt", 6, "text", opt_in=True),
+    Artifact(
+        "transformed_code",
+        "code.txt",
+        (BYTECODE,),
+        _transformed_code,
+        BYTECODE,
+        2,
+        "text",
+        opt_in=True,
+    ),
     Artifact(
         "program",
         "py.txt",

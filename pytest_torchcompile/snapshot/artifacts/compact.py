@@ -15,10 +15,23 @@ shape, dtype and stride, kernel body and wrapper call stays.
 - `compact_output_code`: Inductor's output code without its module
   boilerplate, `call`'s size checks of its inputs and the integer-division
   checks every C++ kernel opens and closes with.
+
+Two rules shape the default artifacts further, leaving the full text to an
+opt-in one:
+
+- `outline_output_code` (`wrapper_code`): each kernel's source as one line
+  with its length and a digest (its own name masked, so a kernel renamed
+  with the same code keeps its digest), `call` without its frees and its
+  provenance comments; the full source is `output_code`.
+- `drop_fx_provenance` (the AOT graphs): no `# File:` comments; Dynamo's
+  graph says which user line each op came from.
+- `drop_fx_input_aliases` (Dynamo's graph): no `l_x_ = L_x_` lines; the body
+  uses the inputs by their own names.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 
@@ -26,12 +39,18 @@ from ..._torch.patterns.code import (
     CPP_HEADER,
     FX_BLANK_LINE,
     FX_DEFINED,
+    FX_INPUT_ALIAS,
+    FX_PROVENANCE,
     INPUT_ASSERT,
+    KERNEL_BODY_END,
     KERNEL_BOILERPLATE,
+    KERNEL_NAME_DEF,
     OUTPUT_ALIAS,
     OUTPUT_BOILERPLATE_BLOCK,
     OUTPUT_BOILERPLATE_LINE,
     OUTPUT_IMPORT,
+    WRAPPER_FREE,
+    WRAPPER_PROVENANCE,
 )
 from ..._torch.patterns.guards import BARE_KIND, DIMENSION_MARK, MANAGER_LINE, TREE_LINE_START
 from .sections import per_frame_section
@@ -197,3 +216,66 @@ def compact_output_code(text: str) -> str:
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
+
+
+def outline_output_code(text: str) -> str:
+    """Compacted output code with each kernel's source as one line: `<N lines, sha256 D>`.
+
+    `call` keeps its allocations and its calls of kernels and extern ops, in
+    order, without `del` lines and provenance comments.
+    """
+    out: list[str] = []
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        kernel = KERNEL_NAME_DEF.match(line)
+        if kernel is None:
+            if not (WRAPPER_FREE.match(line) or WRAPPER_PROVENANCE.match(line)):
+                out.append(line)
+            continue
+        body: list[str] = []
+        while index < len(lines) and not KERNEL_BODY_END.match(lines[index]):
+            body.append(lines[index])
+            index += 1
+        out += [line, kernel_digest(kernel[1], body)] if body else [line]
+    return "\n".join(out)
+
+
+_DIGEST = re.compile(r"^<(\d+) lines, sha256 ([0-9a-f]{12})>$")
+
+
+def kernel_digest(name: str, body: list[str]) -> str:
+    """`<136 lines, sha256 1a2b3c4d5e6f>` of a kernel's source with its own name masked.
+
+    A body that already is a digest line is kept (the rule is idempotent).
+    """
+    if len(body) == 1 and _DIGEST.match(body[0]):
+        return body[0]
+    masked = "\n".join(body).replace(name, "<kernel>")
+    return f"<{len(body)} lines, sha256 {hashlib.sha256(masked.encode()).hexdigest()[:12]}>"
+
+
+def digest_lines(line: str) -> int | None:
+    """The length a kernel digest line states; None for any other line."""
+    match = _DIGEST.match(line.strip())
+    return int(match[1]) if match else None
+
+
+def drop_fx_provenance(text: str) -> str:
+    return FX_PROVENANCE.sub("", text)
+
+
+@per_frame_section
+def drop_fx_input_aliases(section: str) -> str:
+    """`l_x_ = L_x_` lines dropped; `l_x_` read as `L_x_` in the rest of the graph."""
+    aliases = dict(FX_INPUT_ALIAS.findall(section))
+    if not aliases:
+        return section
+    section = FX_INPUT_ALIAS.sub("", section)
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, aliases)) + r")(?!\w)")
+    return "\n".join(
+        _outside_comment(line, lambda code: pattern.sub(lambda m: aliases[m.group(1)], code))
+        for line in section.split("\n")
+    )

@@ -2,8 +2,7 @@
 
 `write` lays out a capture's counters, one fact a line, for a reviewer to
 read first; `read` takes any such text (also one recorded by another version
-of the plugin) back to a `CaseSummary`, with None where a line is missing, and
-`moves` says which counters differ between two of them.
+of the plugin) back to a `CaseSummary`, with None where a line is missing.
 """
 
 from __future__ import annotations
@@ -78,15 +77,6 @@ class CaseSummary:
     def ops_per_graph(self) -> tuple[int, ...] | None:
         return tuple(f.ops for f in self.frames) if self.frames else None
 
-    def counts(self) -> dict[str, int]:
-        """Label -> value of the four counters and `ops` (all frames), as the headline says them."""
-        found = {
-            label: value
-            for name, label in COUNTER_LABELS.items()
-            if (value := getattr(self, name)) is not None
-        }
-        return {**found, "ops": sum(f.ops for f in self.frames)}
-
 
 def read(text: str) -> CaseSummary:
     """Counters, reasons and per-frame ops and kernels from a `summary` text."""
@@ -132,14 +122,3 @@ def _read_reason_line(line: str, reasons: list[str]) -> None:
 
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
-
-
-def moves(old: str, new: str) -> str:
-    """`kernels 5 -> 7, ops 59 -> 105` between two `summary` texts; '' when no counter moved."""
-    before, after = read(old).counts(), read(new).counts()
-    names = [*COUNTER_LABELS.values(), "ops"]
-    return ", ".join(
-        f"{k} {before.get(k, 0)} -> {after.get(k, 0)}"
-        for k in names
-        if before.get(k) != after.get(k)
-    )

@@ -1,9 +1,9 @@
 """Did the compiler's behaviour move between two snapshots of one case, or only its text?
 
 `compare_case(old, new)` takes one case's artifact texts on each side (artifact
-name -> text, stored or captured) and returns a `CaseDiff`: the verdict
-(`behaviour changed`, `text only`, `unchanged`), the counters old -> new and
-each finding, marked behaviour or text. Pure: no files, torch or pytest.
+name -> text, stored or captured) and returns a `CaseDiff` (findings.py): the
+verdict (`behaviour changed`, `text only`, `unchanged`), the counters old ->
+new and each finding, marked behaviour or text. Pure: no files, torch or pytest.
 
 Behaviour is what the compiled program does and when it is reused: the
 counters and break/recompile reasons; the ops of each FX graph and, with the
@@ -22,14 +22,28 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ...common.counters import COUNTER_LABELS
 from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
+from ..artifacts.compact import digest_lines
 from ..artifacts.normalize import STATIC_RULES, Normalizer
 from ..artifacts.sections import GraphKey, split_sections
 from ..artifacts.summary import CaseSummary
+from .findings import (
+    BEHAVIOUR,
+    COUNTERS,
+    OP_COUNT,
+    SUMMARY_TOPICS,
+    TEXT,
+    UNCHANGED,
+    CaseDiff,
+    Counts,
+    Finding,
+    counter_moved,
+    op_swaps,
+)
 from .readers import (
     Graph,
     Guard,
@@ -40,81 +54,33 @@ from .readers import (
     parse_output_code,
 )
 
-BEHAVIOUR = "behaviour changed"
-TEXT = "text only"
-UNCHANGED = "unchanged"
+#: what the upgrade report and other callers take from here (the words live in findings.py).
+__all__ = [
+    "BEHAVIOUR",
+    "COUNTERS",
+    "GENERATED_CODE",
+    "TEXT",
+    "UNCHANGED",
+    "CaseDiff",
+    "Finding",
+    "compare_case",
+    "stored_form",
+]
 
-#: the counters of a case's row, in order.
-COUNTERS = (*COUNTER_LABELS.values(), "ops")
-_SHOWN = 4
 #: the plugin's text rules without the checkout's path rule: stored texts carry no absolute paths.
 _NORMALIZE = Normalizer(STATIC_RULES)
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One thing that moved. `topic` is the short name the one-line verdict lists."""
-
-    behaviour: bool
-    topic: str
-    message: str
-    artifacts: tuple[str, ...] = ()
-
-    def render(self) -> str:
-        """The message, naming the artifacts it was found in unless it starts with the one it names."""
-        named = len(self.artifacts) == 1 and self.message.startswith(self.artifacts[0])
-        return (
-            self.message
-            if named or not self.artifacts
-            else f"{self.message} ({', '.join(self.artifacts)})"
-        )
-
-
-Counts = tuple[str | None, str | None]
-
-
-@dataclass(frozen=True)
-class CaseDiff:
-    """The verdict for one case, its counters old -> new, and what moved."""
-
-    verdict: str
-    counters: dict[str, Counts] = field(default_factory=dict)
-    findings: tuple[Finding, ...] = ()
-
-    def moved(self) -> list[str]:
-        """`kernels 5 -> 7` for each counter that moved."""
-        return [
-            f"{name} {old} -> {new}"
-            for name, (old, new) in self.counters.items()
-            if _moved(old, new)
-        ]
-
-    def line(self) -> str:
-        """`behaviour changed: kernels 5 -> 7, ops 59 -> 105`, or `text only: ...`, or `unchanged`."""
-        if self.verdict == UNCHANGED:
-            return UNCHANGED
-        wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
-        parts = self.moved() if self.verdict == BEHAVIOUR else []
-        topics = list(dict.fromkeys(f.topic for f in wanted if f.topic != "counters"))
-        parts += topics[:_SHOWN] + (
-            [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
-        )
-        return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
-
-
-def _moved(old: str | None, new: str | None) -> bool:
-    """A counter one side does not state (another summary format) is not compared."""
-    return old is not None and new is not None and old != new
-
-
-def _show(value: str | None) -> str:
-    return "-" if value is None else value
-
-
 def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
-    """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring."""
+    """Compare one case's artifact texts (artifact name -> text) on two sides; see the module docstring.
+
+    Keys are artifact names (`summary`, `guards`); a file name of an artifact
+    (`summary.txt`) or sides that hold no artifact at all raise ValueError.
+    """
+    _check_names(old, new)
     raw_old, raw_new = old, new
-    old, new = stored_form(old), stored_form(new)
+    old, new = _same_code_form(stored_form(old), stored_form(new))
+    code = next((n for n in GENERATED_CODE if n in old and n in new), None)
     findings: list[Finding] = [
         Finding(False, "stored form", f"{name}: older stored form of the same text", (name,))
         for name in sorted(set(old) & set(new))
@@ -123,21 +89,21 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     summaries = (summary.read(old.get("summary", "")), summary.read(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
-        findings += _summary_findings(
-            *summaries, counters, has_code="output_code" in old and "output_code" in new
-        )
-    same_program, program_findings = _compare_programs(
-        old.get("output_code"), new.get("output_code")
+        findings += _summary_findings(*summaries, counters, has_code=code is not None)
+    same_program, program_findings = (
+        _compare_programs(code, old[code], new[code]) if code else (set(), [])
     )
     findings += program_findings
     for name in sorted(set(old) | set(new)):
         findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
     findings = _merged(findings)
     named = {a for f in findings for a in f.artifacts}
-    if "output_code" in named and _without_kernel_names(summaries[0]) == _without_kernel_names(
-        summaries[1]
-    ):
-        named.add("summary")  # only the kernel names moved: the output_code findings say how
+    if any(f.topic in SUMMARY_TOPICS for f in findings):
+        named.add("summary")  # its counters or reasons moved: the findings say how
+    if code == "output_code":
+        named.add("wrapper_code")  # an outline of the output code read above
+    if code in named and _without_kernel_names(summaries[0]) == _without_kernel_names(summaries[1]):
+        named.add("summary")  # only the kernel names moved: the generated code's findings say how
     findings += [
         Finding(False, f"{name} text", f"{name}: text differs, same facts", (name,))
         for name in sorted(set(old) | set(new))
@@ -150,6 +116,43 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     else:
         verdict = UNCHANGED
     return CaseDiff(verdict, counters, tuple(sorted(findings, key=lambda f: not f.behaviour)))
+
+
+#: the artifacts read as generated code, fullest first: a case is read through the first
+#: both sides hold (`output_code` when a test opts in to it, else `wrapper_code`).
+GENERATED_CODE = ("output_code", "wrapper_code")
+
+
+def _same_code_form(
+    old: dict[str, str], new: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Sides that hold the generated code in different artifacts (a set recorded with the full
+    `output_code`, the other with the default `wrapper_code` only) are both read as
+    `wrapper_code`: the full text is outlined, and is not "only in" one side."""
+
+    def outlined(this: dict[str, str], other: dict[str, str]) -> dict[str, str]:
+        if "output_code" not in this or "output_code" in other or "wrapper_code" not in other:
+            return this
+        kept = {k: v for k, v in this.items() if k != "output_code"}
+        kept.setdefault("wrapper_code", _stored("wrapper_code", this["output_code"]))
+        return kept
+
+    return outlined(old, new), outlined(new, old)
+
+
+def _check_names(*sides: Mapping[str, str]) -> None:
+    """Artifact names as keys: a file name would compare as an unknown text and say `text only`."""
+    filenames = {a.filename: a.name for a in ARTIFACTS.values()}
+    for name in (n for side in sides for n in side):
+        if name in filenames:
+            raise ValueError(
+                f"compare_case takes artifact names as keys, not file names: {name!r} is artifact {filenames[name]!r}"
+            )
+    if not any(name in ARTIFACTS for side in sides for name in side):
+        found = sorted({n for side in sides for n in side})
+        raise ValueError(
+            f"compare_case found no artifact name among the keys {found}: use {', '.join(ARTIFACTS)}"
+        )
 
 
 def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
@@ -205,7 +208,7 @@ def _counters(old: CaseSummary, new: CaseSummary) -> dict[str, Counts]:
         return None if value is None else str(value)
 
     found = {label: (text(old, name), text(new, name)) for name, label in COUNTER_LABELS.items()}
-    return {**found, "ops": (ops(old), ops(new))}
+    return {**found, OP_COUNT: (ops(old), ops(new))}
 
 
 def _without_kernel_names(s: CaseSummary) -> CaseSummary:
@@ -216,9 +219,9 @@ def _summary_findings(
     old: CaseSummary, new: CaseSummary, counters: dict[str, Counts], has_code: bool
 ) -> list[Finding]:
     found = [
-        Finding(True, "counters", f"{name}: {o} -> {n}")
+        Finding(True, name, f"{name}: {o} -> {n}", fact=f"{name} {o} -> {n}")
         for name, (o, n) in counters.items()
-        if _moved(o, n)
+        if counter_moved(o, n)
     ]
     if old.backend != new.backend:
         found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
@@ -240,8 +243,18 @@ def _multiset_findings(
     what: str, old: Iterable[str], new: Iterable[str], topic: str
 ) -> list[Finding]:
     before, after = Counter(old), Counter(new)
-    found = [Finding(True, topic, f"{what} removed: {r}") for r in (before - after).elements()]
-    return found + [Finding(True, topic, f"{what} added: {r}") for r in (after - before).elements()]
+    found = [
+        Finding(True, topic, f"{what} removed: {r}", fact=f"{what} removed: {_first_line(r)}")
+        for r in (before - after).elements()
+    ]
+    return found + [
+        Finding(True, topic, f"{what} added: {r}", fact=f"{what} added: {_first_line(r)}")
+        for r in (after - before).elements()
+    ]
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else text
 
 
 # ---------------------------------------------------------------- graphs
@@ -255,7 +268,7 @@ def _compare_graphs(
     for key in sorted(set(before) | set(after)):
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
-            found.append(Finding(True, "graphs", f"{key.label()}: graph only in {side}", (name,)))
+            found.append(Finding(True, "frames", f"{key.label()}: graph only in {side}", (name,)))
             continue
         if before[key] != after[key]:
             found.append(
@@ -270,7 +283,8 @@ def _graph_finding(
     name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]
 ) -> Finding:
     if old.ops != new.ops:
-        return Finding(True, "ops", f"{key.label()} ops: {_delta(old.ops, new.ops)}", (name,))
+        message = f"{key.label()} ops: {_delta(old.ops, new.ops)}"
+        return Finding(True, "ops", message, (name,), fact=f"ops: {op_swaps(old.ops, new.ops)}")
     if old.dataflow == new.dataflow:
         return Finding(
             False, "FX renumbering", "FX graphs: numbering, names or comments only", (name,)
@@ -313,12 +327,9 @@ def _delta(old: Counter[str], new: Counter[str]) -> str:
 # ---------------------------------------------------------------- generated code
 
 
-def _compare_programs(
-    old: str | None, new: str | None
-) -> tuple[set[tuple[int, int]], list[Finding]]:
-    """Findings on the output code, and the frame compiles whose generated program did not change."""
-    if old is None or new is None:
-        return set(), []
+def _compare_programs(name: str, old: str, new: str) -> tuple[set[tuple[int, int]], list[Finding]]:
+    """Findings on the generated code (artifact `name`), and the frame compiles whose generated
+    program did not change."""
     before, after = split_sections(old), split_sections(new)
     found: list[Finding] = []
     changed: set[tuple[int, int]] = set()
@@ -327,63 +338,64 @@ def _compare_programs(
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
             found.append(
-                _code(True, "generated code", f"output_code {key.label()}: only in {side}")
+                _code(name, True, "generated code", f"{name} {key.label()}: only in {side}")
             )
             changed.add(frame)
             continue
         if before[key] == after[key]:
             continue
         program_findings = _program_findings(
-            key, parse_output_code(before[key]), parse_output_code(after[key])
+            name, key, parse_output_code(before[key]), parse_output_code(after[key])
         )
         if any(f.behaviour for f in program_findings):
             changed.add(frame)
         found += program_findings or [
-            _code(False, "wrapper text", "output_code: wrapper text only, same kernels and calls")
+            _code(name, False, "wrapper text", f"{name}: wrapper text only, same kernels and calls")
         ]
     frames = {(k.frame, k.compile) for k in (*before, *after)}
     return frames - changed, found
 
 
-def _program_findings(key: GraphKey, old: Program, new: Program) -> list[Finding]:
-    where = f"output_code {key.label()}"
+def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> list[Finding]:
+    where = f"{name} {key.label()}"
+    found = _kernel_findings(name, where, old, new)
+    if old.externs() != new.externs():
+        message = f"{where}: extern calls {_delta(old.externs(), new.externs())}"
+        found.append(_code(name, True, "extern calls", message))
+    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
+        message = f"{where}: kernels and extern ops called in another order"
+        found.append(_code(name, True, "call order", message))
+    return found
+
+
+def _kernel_findings(name: str, where: str, old: Program, new: Program) -> list[Finding]:
+    """Kernels renamed (text), fused otherwise, added, removed or with other code (behaviour)."""
     renamed, pairs, removed, added = _pair_kernels(old, new)
     found = [
-        _code(False, "kernels renamed", f"output_code: kernel renamed, same code: {a} -> {b}")
+        _code(name, False, "kernels renamed", f"{name}: kernel renamed, same code: {a} -> {b}")
         for a, b in renamed
     ]
     for a, b in pairs:
         if a.fused == b.fused:
-            found.append(
-                _code(
-                    True,
-                    "kernel code",
-                    f"{where}: kernel {b.name}: same fusion, code changed ({_lines_changed(a.body, b.body)})",
-                )
-            )
+            changed = f"same fusion, code changed ({_lines_changed(a.body, b.body)})"
+            message, fact = f"{where}: kernel {b.name}: {changed}", f"kernel code changed: {b.name}"
+            found.append(_code(name, True, "kernel code", message, fact))
         else:
-            found.append(
-                _code(True, "fusion", f"{where}: kernel fused differently: {a.name} -> {b.name}")
-            )
-    found += [_code(True, "fusion", f"{where}: kernel removed: {k.name}") for k in removed]
-    found += [_code(True, "fusion", f"{where}: kernel added: {k.name}") for k in added]
-    if old.externs() != new.externs():
-        found.append(
+            moved = f"fused differently: {a.name} -> {b.name}"
+            message, fact = f"{where}: kernel {moved}", f"kernels {moved}"
+            found.append(_code(name, True, "fusion", message, fact))
+    for how, kernels in (("removed", removed), ("added", added)):
+        found += [
             _code(
-                True,
-                "extern calls",
-                f"{where}: extern calls {_delta(old.externs(), new.externs())}",
+                name, True, "fusion", f"{where}: kernel {how}: {k.name}", f"kernels {how}: {k.name}"
             )
-        )
-    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
-        found.append(
-            _code(True, "call order", f"{where}: kernels and extern ops called in another order")
-        )
+            for k in kernels
+        ]
     return found
 
 
-def _code(behaviour: bool, topic: str, message: str) -> Finding:
-    return Finding(behaviour, topic, message, ("output_code",))
+def _code(name: str, behaviour: bool, topic: str, message: str, fact: str = "") -> Finding:
+    return Finding(behaviour, topic, message, (name,), fact)
 
 
 def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
@@ -413,8 +425,15 @@ def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
 
 
 def _lines_changed(old: str, new: str) -> str:
+    stated = _stated_length(old), _stated_length(new)
+    if stated[0] is not None and stated[1] is not None:  # kernel digests (wrapper_code)
+        return f"{stated[0]} -> {stated[1]} lines"
     diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0))[2:]
     return f"-{sum(line.startswith('-') for line in diff)} +{sum(line.startswith('+') for line in diff)} lines"
+
+
+def _stated_length(body: str) -> int | None:
+    return next((n for line in body.splitlines() if (n := digest_lines(line)) is not None), None)
 
 
 def _call_order(program: Program) -> list[str]:
@@ -479,7 +498,10 @@ def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Find
         sources = Counter(g.source or g.check for g in same)
         listed = ", ".join(f"{source} x{n}" if n > 1 else source for source, n in sources.items())
         what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on {listed}"
-        found.append(Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",)))
+        fact = f"guards {how}: {kind} on {listed}"
+        found.append(
+            Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",), fact)
+        )
     return found
 
 
@@ -524,9 +546,19 @@ def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
         moved = ", ".join(
             f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k]
         )
-        return Finding(True, "guards", f"guards {key.label()}: GLOBAL_STATE {moved}", ("guards",))
+        return Finding(
+            True,
+            "guards",
+            f"guards {key.label()}: GLOBAL_STATE {moved}",
+            ("guards",),
+            f"guards changed: GLOBAL_STATE {moved}",
+        )
     return Finding(
-        True, "guards", f"guards {key.label()}: changed {_where(old)} -> {new.check}", ("guards",)
+        True,
+        "guards",
+        f"guards {key.label()}: changed {_where(old)} -> {new.check}",
+        ("guards",),
+        f"guards changed: {old.kind} on {old.source or old.check}",
     )
 
 
@@ -545,7 +577,8 @@ def _where(guard: Guard) -> str:
 
 def _merged(findings: list[Finding]) -> list[Finding]:
     """One finding per message: the same ops moving in four graph artifacts is one line naming the four."""
-    merged: dict[tuple[bool, str, str], dict[str, None]] = {}
+    merged: dict[tuple[bool, str, str, str], dict[str, None]] = {}
     for f in findings:
-        merged.setdefault((f.behaviour, f.topic, f.message), {}).update(dict.fromkeys(f.artifacts))
-    return [Finding(b, t, m, tuple(a)) for (b, t, m), a in merged.items()]
+        key = (f.behaviour, f.topic, f.message, f.fact)
+        merged.setdefault(key, {}).update(dict.fromkeys(f.artifacts))
+    return [Finding(b, t, m, tuple(a), fact) for (b, t, m, fact), a in merged.items()]

@@ -2,15 +2,17 @@
 
 `compose` turns one test's comparison outcomes into the failure text:
 
-1. one line that says what moved (pytest's short test summary shows it):
-   `summary: kernels 5 -> 7, ops 59 -> 105`, or without a summary change
-   `snapshot changed: output_code (summary unchanged)`;
+1. one line with the most important facts the comparison found (pytest's
+   short test summary shows it), in the words of `findings.TOPICS`:
+   `ops: relu -> silu; kernels fused differently: cpp_fused_relu_0 ->
+   cpp_fused_silu_0`, `graph breaks 0 -> 1`, `guards added: ...`; for a case
+   whose behaviour did not move, what kind of text did (`text only: kernels
+   renamed`); `text changed` only when nothing else is known;
 2. one block: every changed artifact with its +/- line counts (an artifact
    whose old and new text differ only by consistently renamed numbered names,
    `add_9` for `add_7` or `buf3` for `buf2`, is marked `names only`), the
-   verdict line when a classifier is plugged in, and the `summary` diff;
-   each diff opens with `snapshot <path> differs:`, `---` the stored file,
-   `+++` this run;
+   verdict line of each case, and the `summary` diff; each diff opens with
+   `snapshot <path> differs:`, `---` the stored file, `+++` this run;
 3. the diff of the earliest pipeline stage that changed (Dynamo's graph, its
    guards and bytecode, the AOT graphs, post-grad, output code);
 4. one line naming the other changed artifacts and how to see their diffs
@@ -26,14 +28,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
 from ..files.store import Outcome
 from .behaviour import compare_case
+from .findings import COUNTERS, CaseDiff
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
 MAX_STAGE_LINES = 120
+SUMMARY_UNCHANGED = f"summary: unchanged (the same counters: {', '.join(COUNTERS)})"
 #: after every artifact of the catalogue: one the catalogue does not name
 _LAST_STAGE = max(a.stage for a in ARTIFACTS.values()) + 1
 
@@ -81,14 +84,17 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
         if o.status == "changed" and o.old is not None and o.new is not None
     ]
     other = [o.message for o in outcomes if o.failed and o.status != "changed"]
+    # an update that could not write is not fixed by updating again: its messages say what is
+    hint = [] if all(o.status == "unwritable" for o in outcomes if o.failed) else [UPDATE_HINT]
     if not changes:
-        return "\n\n".join([_missing_headline(outcomes), *other, UPDATE_HINT])
-    lines = [headline(changes), f"changed artifacts in {shown_dir}:", *_table(changes)]
-    lines += _verdicts(changes, outcomes)
+        return "\n\n".join([_missing_headline(outcomes), *other, *hint])
+    diffs = case_diffs(changes, outcomes)
+    lines = [headline(diffs), f"changed artifacts in {shown_dir}:", *_table(changes)]
+    lines += [f"{_prefix(case)}verdict: {diff.line()}" for case, diff in diffs.items()]
     summaries = [c for c in changes if c.artifact == "summary"]
     lines += [line for c in summaries for line in _diff_block(c, shown_dir, None, limit=None)]
     if not summaries:
-        lines.append("summary: unchanged (same graphs, graph breaks, recompiles, kernels and ops)")
+        lines.append(SUMMARY_UNCHANGED)
     stages = sorted(
         (c for c in changes if c.artifact != "summary"), key=lambda c: (c.names_only, c.stage)
     )
@@ -118,18 +124,13 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
     return "\n".join([*lines, *(["", *other] if other else []), "", UPDATE_HINT])
 
 
-def headline(changes: Sequence[Change]) -> str:
-    """The first line: what moved in the summary, else which artifacts changed."""
-    moved = []
-    for c in changes:
-        if c.artifact == "summary":
-            said = summary.moves(c.old, c.new) or "text changed"
-            moved.append(f"{'[' + c.case + '] ' if c.case else ''}summary: {said}")
-    if moved:
-        return "; ".join(moved)
-    real = [c for c in changes if not c.names_only]
-    named = ", ".join(dict.fromkeys(c.artifact for c in (real or changes)))
-    return f"snapshot changed: {named} (summary unchanged{'; names only' if not real else ''})"
+def headline(diffs: dict[str, CaseDiff]) -> str:
+    """The first line: each changed case's most important facts (`CaseDiff.headline`)."""
+    return "; ".join(f"{_prefix(case)}{diff.headline()}" for case, diff in diffs.items())
+
+
+def _prefix(case: str) -> str:
+    return f"[{case}] " if case else ""
 
 
 _NUMBERED = re.compile(
@@ -173,20 +174,19 @@ def _table(changes: Sequence[Change]) -> list[str]:
     return [row.rstrip() for row in rows]
 
 
-def _verdicts(changes: Sequence[Change], outcomes: Sequence[Outcome]) -> list[str]:
-    """One verdict line per changed case: did its behaviour move, or only its text?
+def case_diffs(changes: Sequence[Change], outcomes: Sequence[Outcome]) -> dict[str, CaseDiff]:
+    """Each changed case compared whole: did its behaviour move, or only its text?
 
-    It reads whole cases: the artifacts that matched are the same on both
-    sides (an unchanged output code is what shows a reprinted graph is the
-    same program), the changed ones carry their stored and new texts.
+    The artifacts that matched are the same on both sides (an unchanged
+    output code is what shows a reprinted graph is the same program); the
+    changed ones carry their stored and new texts.
     """
-    lines = []
+    diffs = {}
     for case in dict.fromkeys(c.case for c in changes):
         new = {o.artifact: o.new for o in outcomes if o.case == case and o.new is not None}
         old = {**new, **{c.artifact: c.old for c in changes if c.case == case}}
-        said = compare_case(old, new).line()
-        lines.append(f"{'[' + case + '] ' if case else ''}verdict: {said}")
-    return lines
+        diffs[case] = compare_case(old, new)
+    return diffs
 
 
 def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | None) -> list[str]:
@@ -201,4 +201,7 @@ def _missing_headline(outcomes: Sequence[Outcome]) -> str:
     missing = [o for o in outcomes if o.status == "missing"]
     if missing:
         return f"snapshot missing: {len(missing)} file{'s' if len(missing) > 1 else ''} do{'es' if len(missing) == 1 else ''} not exist yet"
+    unwritten = [o for o in outcomes if o.status == "unwritable"]
+    if unwritten:
+        return f"snapshot not written: {len(unwritten)} file{'s' if len(unwritten) > 1 else ''} could not be written"
     return "snapshot unreadable"

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .behaviour import BEHAVIOUR, TEXT, CaseDiff, Finding
+from .behaviour import BEHAVIOUR, COUNTERS, TEXT, CaseDiff, Finding
 
 #: a fact shared by this many changed cases is said once, above the cases.
 FOLD_AT = 3
@@ -34,7 +34,7 @@ TIERS = (
 )
 #: the finding topics of each behaviour tier (a topic not listed weighs as ops).
 _TIER_TOPICS = {
-    0: {"counters", "backend"},
+    0: {*COUNTERS, "backend"},  # a counter's finding is topic'd by its name
     1: {"fusion", "kernel code", "extern calls", "call order", "generated code", "kernel names"},
     3: {"guards"},
 }

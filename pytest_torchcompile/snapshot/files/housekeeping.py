@@ -11,6 +11,8 @@ no --lf, no `file.py::test` argument, not interrupted.
 
 from __future__ import annotations
 
+import ast
+import glob
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from ...common.crashes import attached, keep
 from ..spec import MARKER
-from .paths import folds_case, module_folder, test_folder
+from .ownership import root_problem
+from .paths import base_name, folds_case, module_folder, segment, test_folder
 from .stale import Inventory, StaleFolder, find_stale
 from .store import SnapshotStore
 
@@ -55,8 +59,12 @@ class Housekeeping:
     )  # folders under the snapshot root this run's paths cover; None: all of it
     partial: set[Path]  # module folders of `file.py::test` arguments: collected in part
     blocked: str | None  # why this run may not remove stale folders, whatever they are
+    sets: str | None = (
+        None  # glob of every device's snapshot set (`{device}` as `*`); None: one set
+    )
     inventory: Inventory = field(default_factory=Inventory)
     lines: list[str] = field(default_factory=list)
+    removed: int = 0  # files deleted with stale folders
     stale_left: bool = False
     owners: dict[str, list[str]] = field(
         default_factory=dict
@@ -110,8 +118,58 @@ class Housekeeping:
             return None
         return store.sharing_message(self.test_dir(item, store), *sorted([others[0], owner]))
 
+    def case_clash(self, item: pytest.Item, store: SnapshotStore, cases: list[str]) -> str | None:
+        """A message if one of the test's case folders is another test's folder, else None.
+
+        Only known once the cases ran (a case is named by the call). The other
+        test is a collected one, or, in a run that did not collect its file in
+        full, a test or class that file defines with the case's name.
+        """
+        if len(cases) < 2:  # a single case keeps its files in the test's own folder
+            return None
+        test_dir = self.test_dir(item)
+        for name in cases:
+            other = self._test_at(test_dir / segment(name)) or self._uncollected_test(
+                test_dir, name
+            )
+            if other is not None:
+                shown = store.show(self.test_dir(item, store) / segment(name))
+                return (
+                    f"case {name!r} of {owner_of(item)} would write snapshot folder {shown}, which is the folder "
+                    f"of {other}; rename the case (a case never shares a folder with a test)"
+                )
+        return None
+
+    def _test_at(self, folder: Path) -> str | None:
+        """A collected snapshot test whose folder is `folder` or lies inside it."""
+        key = self._owner_key(folder)
+        for owned, tests in sorted(self.owners.items()):
+            if owned == key or owned.startswith(key + "/"):
+                return tests[0]
+        return None
+
+    def _uncollected_test(self, test_dir: Path, case: str) -> str | None:
+        """`test_dir` doubles as the folder of a test file this run did not collect in full,
+        and that file defines a test or class named as the case."""
+        source = self.store.rootdir / Path(f"{test_dir.relative_to(self.store.root)}.py")
+        if not source.is_file() or (
+            test_dir in self.inventory.modules and test_dir not in self.partial
+        ):
+            return None
+        try:
+            tree = ast.parse(source.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            return None
+        names = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        name = base_name(case)
+        return f"{source.relative_to(self.store.rootdir)}::{name}" if name in names else None
+
     def _owner_key(self, test_dir: Path) -> str:
-        relative = str(test_dir.relative_to(self.store.root))
+        relative = test_dir.relative_to(self.store.root).as_posix()
         return relative.casefold() if folds_case(self.store.root) else relative
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -134,15 +192,12 @@ class Housekeeping:
             for p in unused
         ]
         if lines:
-            item.user_properties.append((UNUSED_PROPERTY, json.dumps(lines)))
+            keep(item, UNUSED_PROPERTY, json.dumps(lines))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The call report carries the lines (the teardown report repeats the item's properties)."""
-        if report.when != "call":
-            return
-        for name, value in report.user_properties:
-            if name == UNUSED_PROPERTY:
-                self.lines.extend(json.loads(str(value)))
+        """The call report carries the lines."""
+        for value in attached(report, UNUSED_PROPERTY):
+            self.lines.extend(json.loads(value))
 
     # --- end of run ------------------------------------------------------------
 
@@ -161,22 +216,39 @@ class Housekeeping:
         if session.config.option.collectonly or session.config.getoption("lf", False):
             return  # --lf collects failed files only: the others would look deleted
         blocked = self.blocked or _blocked_by_run(exitstatus, self.inventory)
-        for stale in find_stale(self.store.root, self.store.rootdir, self.inventory):
-            self.lines.append(self._handle_stale(stale, blocked))
+        for store in [self.store, *self._other_sets()]:
+            inventory = self.inventory.rebased(self.store.root, store.root)
+            for stale in find_stale(store.root, store.rootdir, inventory):
+                self.lines.append(self._handle_stale(store, stale, blocked))
 
-    def _handle_stale(self, stale: StaleFolder, blocked: str | None) -> str:
-        shown = f"{self.store.show(stale.path)}/ ({stale.reason})"
-        if blocked is None and self._in_scope(stale.path):
-            failed = self.store.delete(self.store.stale_files(stale.path))
+    def _other_sets(self) -> list[SnapshotStore]:
+        """The other devices' snapshot sets on disk (`snapshots/2.13/cuda-sm90` beside `.../cpu`)."""
+        if self.sets is None:
+            return []
+        roots = sorted(Path(p) for p in glob.glob(self.sets) if Path(p).is_dir())
+        return [
+            SnapshotStore(root, self.store.rootdir, self.store.update, self.store.started)
+            for root in roots
+            if root != self.store.root and root_problem(root, self.store.rootdir) is None
+        ]
+
+    def _handle_stale(self, store: SnapshotStore, stale: StaleFolder, blocked: str | None) -> str:
+        shown = f"{store.show(stale.path)}/ ({stale.reason})"
+        if blocked is None and self._in_scope(stale.path, store):
+            files = store.stale_files(stale.path)
+            failed = store.delete(files)
+            self.removed += len(files) - len(failed)
             if not failed:
                 return f"removed stale: {shown}"
             self.stale_left = True
-            return next(iter(failed.values()))
+            return f"stale: {shown}; {next(iter(failed.values()))}"
         self.stale_left = True
         return f"stale: {shown}"
 
-    def _in_scope(self, folder: Path) -> bool:
-        return self.scopes is None or any(folder.is_relative_to(scope) for scope in self.scopes)
+    def _in_scope(self, folder: Path, store: SnapshotStore) -> bool:
+        """Under a folder this run's paths cover (scopes are in the first set; the others mirror it)."""
+        mirrored = self.store.root / folder.relative_to(store.root)
+        return self.scopes is None or any(mirrored.is_relative_to(scope) for scope in self.scopes)
 
     @pytest.hookimpl(trylast=True)  # after the cases table
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

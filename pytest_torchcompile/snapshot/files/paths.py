@@ -23,6 +23,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from ...common.files import temp_target
 from ..artifacts.catalogue import ARTIFACT_EXTENSIONS
 
 #: Well under the 255 bytes most file systems allow, with room for temp-file names.
@@ -33,7 +34,6 @@ _HASH_MARK = "%~"
 _WINDOWS_DEVICES = frozenset(
     {"CON", "PRN", "AUX", "NUL", *(f"{port}{n}" for port in ("COM", "LPT") for n in range(1, 10))}
 )
-_TEMP = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp$")
 
 #: The only file names the plugin writes into a snapshot folder.
 ARTIFACT_FILENAMES = frozenset(f"{artifact}.{ext}" for artifact, ext in ARTIFACT_EXTENSIONS.items())
@@ -134,6 +134,11 @@ def is_artifact_file(name: str) -> bool:
 
 
 def is_temp_file(name: str) -> bool:
-    """`.<artifact file>.<random>.tmp`: what a killed update leaves behind."""
-    match = _TEMP.match(name)
-    return match is not None and is_artifact_file(match["name"])
+    """The exact temp name `atomic_write_text` gives an artifact file (`.summary.txt.1a2b3c4d.tmp`)."""
+    target = temp_target(name)
+    return target is not None and is_artifact_file(target)
+
+
+def is_own_file(name: str) -> bool:
+    """A name the plugin writes into a snapshot folder: an artifact file or its temp file."""
+    return is_artifact_file(name) or is_temp_file(name)

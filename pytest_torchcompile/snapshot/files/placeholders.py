@@ -13,8 +13,10 @@ test's cases, not of the machine (a CPU case on a GPU machine is `cpu`).
 
 from __future__ import annotations
 
+import glob
 import string
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 #: placeholder -> what it stands for (the usage error lists these).
@@ -57,15 +59,35 @@ def placeholders(template: str) -> frozenset[str]:
 
 
 def resolve(template: str, torch: str, device: str) -> str:
-    """The folder for one torch version and device."""
+    """The folder for one torch version and device (`{{` and `}}` become braces)."""
     return template.format(torch=torch, device=device)
 
 
 def resolve_some(template: str, **values: str) -> str:
-    """Fill the given placeholders, keep the others (`{device}` stays until a case ran)."""
-    for name, value in values.items():
-        template = template.replace("{" + name + "}", value)
-    return template
+    """Fill the given placeholders, keep the others (`{device}` stays until a case ran).
+
+    The result is a template again: literal braces stay written `{{` and `}}`.
+    """
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is not None:
+            parts.append(_escape(values[name]) if name in values else "{" + name + "}")
+    return "".join(parts)
+
+
+def sets_glob(base: Path, template: str, torch: str) -> str | None:
+    """A glob for the folders of every device's set under `base` (`<base>/snapshots/2.13/*`);
+    None without `{device}`."""
+    if "device" not in placeholders(template):
+        return None
+    marker = "\0"  # no path holds it
+    folder = str(base / resolve(template, torch=torch, device=marker))
+    return "*".join(glob.escape(part) for part in folder.split(marker))
+
+
+def _escape(value: str) -> str:
+    return value.replace("{", "{{").replace("}", "}}")
 
 
 def installed_torch_minor() -> str | None:

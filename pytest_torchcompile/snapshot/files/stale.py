@@ -50,6 +50,22 @@ class Inventory:
         self.deselected = self.deselected or other.deselected
         self.snapshots = self.snapshots or other.snapshots
 
+    def rebased(self, old: Path, new: Path) -> Inventory:
+        """The same tests as seen in the snapshot set at `new` (another device's) instead of `old`."""
+        if old == new:
+            return self
+
+        def move(paths: set[Path]) -> set[Path]:
+            return {new / p.relative_to(old) for p in paths}
+
+        return Inventory(
+            move(self.tests),
+            move(self.functions),
+            move(self.modules),
+            self.deselected,
+            self.snapshots,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """Plain lists and a flag: what an xdist worker can send to its controller."""
         return {

@@ -1,11 +1,12 @@
 """Snapshot files: compare a test's artifact texts with the stored files, or write them.
 
 `TextSnapshotExtension` is syrupy's single-file extension in text mode with
-two roles overridden: reading (not UTF-8 is a clear message) and writing
-(atomic, so an interrupted update leaves each file old or new). `SnapshotStore`
-compares and writes the layout of `paths.py`, remembers which files a test
-used, and deletes only the plugin's own files; a file system that refuses
-gives an `Outcome` with a message, never an exception.
+two roles overridden: reading (not UTF-8, or not a regular file, is a clear
+message) and writing (atomic, so an interrupted update leaves each file old
+or new). `SnapshotStore` compares and writes the layout of `paths.py`,
+remembers which files a test used, and writes and deletes only what
+`ownership.py` allows; a file system that refuses gives an `Outcome` with a
+message, never an exception.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +22,9 @@ from pathlib import Path
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ...common.files import atomic_write_text
-from ...common.locks import is_locked
-from .paths import (
-    artifact_filename,
-    folds_case,
-    is_artifact_file,
-    is_temp_file,
-    segment,
-)
+from ...common.files import atomic_write_text, leftover_temps
+from .ownership import delete_problem, write_problem
+from .paths import artifact_filename, folds_case, is_artifact_file, segment
 
 #: how to write a snapshot that does not exist yet
 RECORD_HINT = "run `pytest --update-snapshots` to accept the new output"
@@ -42,6 +38,31 @@ class UnreadableSnapshot(Exception):
     """A stored snapshot exists but cannot be read as text."""
 
 
+class NotAFile(UnreadableSnapshot):
+    """A FIFO, socket or device where a snapshot file should be: never read, never replaced."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def _read_regular_file(path: Path) -> bytes | None:
+    """The file's bytes; None when it does not exist. Opened without blocking
+    (reading a FIFO would hang) and checked to be a regular file (`NotAFile`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+            raise NotAFile(next((kind for test, kind in kinds if test(mode)), "a device"))
+        return handle.read()
+
+
 class TextSnapshotExtension(SingleFileSnapshotExtension):
     """Plain UTF-8 text files, written atomically."""
 
@@ -51,9 +72,8 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
     def read_snapshot_data_from_location(
         self, *, snapshot_location: str, snapshot_name: str, session_id: str
     ) -> str | None:
-        try:
-            raw = Path(snapshot_location).read_bytes()
-        except FileNotFoundError:
+        raw = _read_regular_file(Path(snapshot_location))
+        if raw is None:
             return None
         try:
             return raw.decode("utf-8")
@@ -174,6 +194,12 @@ class SnapshotStore:
             stored = self.extension.read_snapshot_data_from_location(
                 snapshot_location=str(path), snapshot_name=path.name, session_id=""
             )
+        except NotAFile as exc:  # not the plugin's: neither compared nor replaced
+            return outcome(
+                "unreadable",
+                f"snapshot {self.show(path)} is {exc.kind}, not a file pytest-torchcompile wrote: "
+                "it neither reads nor replaces it; delete it, then run `pytest --update-snapshots`",
+            )
         except (UnreadableSnapshot, OSError) as exc:
             if self.update:
                 return self._write(outcome, text, "updated")
@@ -190,6 +216,9 @@ class SnapshotStore:
 
     def _write(self, outcome: functools.partial[Outcome], text: str, status: str) -> Outcome:
         path: Path = outcome.args[0]
+        refused = write_problem(path, self.root, self.show)
+        if refused is not None:
+            return outcome("unwritable", f"snapshot {self.show(path)} not written: {refused}")
         collection = SnapshotCollection(location=str(path))
         collection.add(Snapshot(name=path.name, data=text.replace("\r\n", "\n")))
         try:
@@ -221,6 +250,11 @@ class SnapshotStore:
             )
         if exc.errno == errno.ENAMETOOLONG:
             return f"cannot {doing} snapshot {shown}: the path is too long for this file system; choose a shorter --torchcompile-snapshot-dir or test path"
+        if doing == "write":
+            return (
+                f"cannot write snapshot {shown}: {exc.strerror or exc}; the stored file, if any, is unchanged: "
+                "fix that, then run `pytest --update-snapshots` again"
+            )
         return f"cannot {doing} snapshot {shown}: {exc.strerror or exc}"
 
     def show(self, path: Path) -> str:
@@ -250,12 +284,8 @@ class SnapshotStore:
         return [
             p
             for folder in self._own_folders(test_dir)
-            for p in _files(folder)
-            if self._is_leftover(p)
+            for p in leftover_temps(folder, self.started, is_artifact_file)
         ]
-
-    def _is_leftover(self, path: Path) -> bool:
-        return is_temp_file(path.name) and _older_than(path, self.started) and not is_locked(path)
 
     def _own_folders(self, test_dir: Path) -> list[Path]:
         return [test_dir] + [
@@ -278,12 +308,18 @@ class SnapshotStore:
 
     def stale_files(self, folder: Path) -> list[Path]:
         """What removing a stale folder deletes: artifact files and leftover temp files, nothing else."""
-        return [p for p in _files(folder) if is_artifact_file(p.name) or self._is_leftover(p)]
+        artifacts = [p for p in _files(folder) if is_artifact_file(p.name)]
+        return artifacts + leftover_temps(folder, self.started, is_artifact_file)
 
     def delete(self, paths: list[Path]) -> dict[Path, str]:
-        """Remove files and the folders they leave empty; those that could not be removed, and why."""
+        """Remove the files `ownership.py` allows, and the folders they leave empty;
+        those not removed, and why."""
         failed = {}
         for path in paths:
+            refused = delete_problem(path, self.root, self.show)
+            if refused is not None:
+                failed[path] = f"kept {self.show(path)}: {refused}"
+                continue
             try:
                 path.unlink(missing_ok=True)
             except OSError as exc:
@@ -318,13 +354,6 @@ def _folders(folder: Path) -> list[Path]:
             return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
-
-
-def _older_than(path: Path, started: float) -> bool:
-    try:
-        return path.stat().st_mtime < started
-    except OSError:
-        return False
 
 
 def _file_in_the_way(path: Path) -> Path | None:

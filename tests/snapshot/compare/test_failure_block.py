@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.artifacts.summary import moves as summary_moves
 from pytest_torchcompile.snapshot.compare.failure import canonical_names, compose
 from pytest_torchcompile.snapshot.files.store import Outcome
+from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
 TEST_DIR = Path("/r/snapshots/test_m/test_m")
 
@@ -54,7 +54,9 @@ def test_headline_says_what_moved() -> None:
         ),
     ]
     text = compose(outcomes, "snapshots/test_m/test_m", full=False)
-    assert text.splitlines()[0] == "summary: kernels 5 -> 7, ops 59 -> 105"
+    # the most important fact first: which op was swapped, then the counters that moved
+    assert text.splitlines()[0] == "ops: relu -> sigmoid; kernels 5 -> 7; op count 59 -> 105"
+    assert "verdict: behaviour changed: kernels 5 -> 7, op count 59 -> 105, ops" in text
 
 
 def test_block_lists_every_change_then_summary_then_earliest_stage() -> None:
@@ -128,7 +130,7 @@ def test_renumbering_alone_is_not_read_first() -> None:
     assert "earliest pipeline stage that changed: output_code" in text
     assert re.search(r"^  dynamo_graph.fx.txt +\+3 +-3 +names only$", text, re.MULTILINE)
     assert "also changed: dynamo_graph.fx.txt (names only)" in text
-    assert text.splitlines()[0] == "snapshot changed: output_code (summary unchanged)"
+    assert text.splitlines()[0].startswith("text only: ")  # nothing the program does moved
 
 
 def test_canonical_names_keep_dtypes_sizes_and_edges() -> None:
@@ -138,14 +140,6 @@ def test_canonical_names_keep_dtypes_sizes_and_edges() -> None:
     assert canonical_names('a: "f32[4]"') != canonical_names('a: "f16[4]"')
     assert canonical_names("buf1 = f(buf0)") != canonical_names("buf1 = f(buf1)")
     assert canonical_names("size=[2, 8]") != canonical_names("size=[2, 9]")
-
-
-def test_summary_moves() -> None:
-    assert summary_moves(SUMMARY.format(kernels=5, ops=59), SUMMARY.format(kernels=5, ops=59)) == ""
-    assert (
-        summary_moves(SUMMARY.format(kernels=5, ops=59), SUMMARY.format(kernels=7, ops=105))
-        == "kernels 5 -> 7, ops 59 -> 105"
-    )
 
 
 def test_cases_are_named_each_with_its_verdict() -> None:
@@ -159,7 +153,7 @@ def test_cases_are_named_each_with_its_verdict() -> None:
         changed("output_code.code.txt", "a\n", "b\n", case="long"),
     ]
     text = compose(outcomes, "d", full=False)
-    assert text.splitlines()[0] == "[short] summary: kernels 1 -> 2"
+    assert text.splitlines()[0] == "[short] kernels 1 -> 2; [long] text only: wrapper text"
     assert "[short] verdict: behaviour changed: kernels 1 -> 2" in text
     assert "[long] verdict: text only" in text
     assert "  short/summary.txt" in text and "  long/output_code.code.txt" in text
@@ -221,12 +215,18 @@ def test_short_summary_says_what_moved_and_update_counts(pytester: pytest.Pytest
     done = pytester.runpytest("--update-snapshots")
     done.assert_outcomes(passed=1)
     assert done.outlines[-2].startswith(
-        "torch.compile snapshots: 7 written, 0 updated, 0 deleted"
+        "torch.compile snapshots: 5 written, 0 updated, 0 deleted"  # the default artifacts
     ), done.outlines[-3:]
     pytester.makepyfile(test_m=model(extra=" * 2 + 1"))
     failed = pytester.runpytest("-rf")
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["FAILED test_m.py::test_m - Failed: summary: ops 2 -> 4"])
+    failed.stdout.fnmatch_lines(
+        [
+            "ops: +add +mul; kernels fused differently: cpp_fused_relu_0 -> cpp_fused_add_mul_relu_0; op count 2 -> 4",
+            "verdict: behaviour changed: op count 2 -> 4, ops, fusion",
+        ]
+    )
+    failed.stdout.fnmatch_lines(["FAILED test_m.py::test_m - Failed: ops: +add +mul; *"])
     failed.stdout.fnmatch_lines(
         [
             "changed artifacts in snapshots/test_m/test_m:",
@@ -243,7 +243,7 @@ def test_short_summary_says_what_moved_and_update_counts(pytester: pytest.Pytest
     )
     failed.stdout.fnmatch_lines(
         [
-            "also changed: *output_code.code.txt*; their diffs: pytest --torchcompile-full-diff (or -vv)"
+            "also changed: *wrapper_code.code.txt*; their diffs: pytest --torchcompile-full-diff (or -vv)"
         ]
     )
     pytester.makepyfile(test_m=model(op="sigmoid"))
@@ -288,3 +288,43 @@ def test_a_planted_change_in_each_artifact_fails_with_a_diff_naming_it(
     assert sorted(n.split(".")[0] for n in listed.group(1).split(", ")) == sorted(
         set(ALL) - {"summary", "dynamo_graph"}
     )
+
+
+# --- the first line of each planted regression names what moved ---------------------
+
+
+@pytest.mark.parametrize(
+    "case, plant, first_line",
+    [
+        (
+            "test_mlp_training",
+            "plant_graph_break",
+            "graphs 1 -> 2; graph breaks 0 -> 1; graph break added: Data-dependent branching at fixtures/zoo.py:<N>",
+        ),
+        (
+            "test_nested_outputs",
+            "plant_lost_fusion",
+            "kernels fused differently: cpp_fused_mean_silu_0 -> cpp_fused_silu_0; kernels added: cpp_fused_mean_1; kernels 2 -> 3",
+        ),
+        ("test_buffer_mutation", "plant_new_guard", "guards added: EQUALS_MATCH on G['SCALE']"),
+        ("test_convbn_inference_no_grad", "plant_op_swap", "ops: relu -> gelu"),
+        (
+            "test_custom_autograd_function",
+            "plant_renumbering",
+            "text only: stored form, FX renumbering",
+        ),
+    ],
+    ids=["graph-break", "lost-fusion", "new-guard", "op-swap", "renumbering"],
+)
+def test_first_line_names_what_moved(case: str, plant: str, first_line: str) -> None:
+    from tests.snapshot.compare import test_upgrade_report as sets
+
+    old = sets.zoo(case)
+    new = getattr(sets, plant)(old)
+    outcomes = [
+        changed(f"{name}.{ARTIFACT_EXTENSIONS[name]}", old[name], new[name])
+        if old[name] != new[name]
+        else Outcome(TEST_DIR, "matched", "", old[name], new[name], artifact=name)
+        for name in sorted(old)
+    ]
+    assert compose(outcomes, "d", full=False).splitlines()[0].startswith(first_line)

@@ -162,7 +162,7 @@ def test_fusion_and_counters_are_never_folded_and_weigh_most() -> None:
     assert fold(diffs).causes == [] and tier(diffs["a"]) == TIERS.index(
         "kernels fused differently or lost"
     )
-    moved = _diff(Finding(True, "counters", "kernels: 6 -> 4"), fused)
+    moved = _diff(Finding(True, "kernels", "kernels: 6 -> 4"), fused)
     assert tier(moved) == 0
     guards_only = _diff(_guards(2, "ID_MATCH", "G['a'], G['b']"))
     assert TIERS[tier(guards_only)] == "guards only"

@@ -350,17 +350,29 @@ def test_updates_keep_modes_line_endings_and_other_files(
     graph.chmod(0o644)
     result = pytester.runpytest("--update-snapshots")
     result.assert_outcomes(passed=1)
+    # beside a file it did not write, the plugin deletes nothing
     assert [line for line in result.outlines if "snapshots/" in line] == [
-        "deleted: snapshots/test_m/test_m/guards.guards.txt"
+        "kept snapshots/test_m/test_m/guards.guards.txt: its folder also holds README.txt, which "
+        "pytest-torchcompile did not write, so it deletes nothing there: delete the file yourself, "
+        "or move the other files out"
     ]
     assert sorted(p.name for p in folder.iterdir()) == [
+        ".summary.txt.1a2b3c4d.tmp",
         "README.txt",
         "dynamo_graph.fx.txt",
+        "guards.guards.txt",
         "summary.txt",
     ]
     assert (
         "torch.cos" in graph.read_text() and graph.stat().st_mode & 0o777 == mode
     )  # rewritten, mode kept
+
+    (folder / "README.txt").unlink()
+    result = pytester.runpytest("--update-snapshots")
+    assert [line for line in result.outlines if "snapshots/" in line] == [
+        "deleted: snapshots/test_m/test_m/guards.guards.txt"
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == ["dynamo_graph.fx.txt", "summary.txt"]
 
 
 def test_non_utf8_message_says_what_update_does(tmp_path: Path) -> None:
@@ -545,19 +557,26 @@ def test_updates_remove_stale_folders_of_the_test_files_they_ran_in_full(
     ]
     result = pytester.runpytest("--update-snapshots", "-n", "2")
     result.assert_outcomes(passed=4)
-    assert snapshot_lines(result) == sorted(
-        line.replace("stale: ", "removed stale: ") for line in STALE_LINES[1:]
+    beside_readme = (  # a folder it shares with a file it did not write: left whole
+        "stale: snapshots/test_gone/test_x/ (its test file is gone); kept snapshots/test_gone/test_x/summary.txt: "
+        "its folder also holds README.txt, which pytest-torchcompile did not write, so it deletes nothing there: "
+        "delete the file yourself, or move the other files out"
     )
+    assert snapshot_lines(result) == sorted(
+        [beside_readme] + [line.replace("stale: ", "removed stale: ") for line in STALE_LINES[2:]]
+    )
+    result.stdout.fnmatch_lines(["torch.compile snapshots: 0 written, 0 updated, 2 deleted"])
     assert files_under(root) == [
         "test_b/test_z/summary.txt",
-        "test_gone/test_x/README.txt",  # not the plugin's: kept
+        "test_gone/test_x/README.txt",
+        "test_gone/test_x/summary.txt",
         "test_m/TestK/test_y/summary.txt",
         "test_m/test_keep/summary.txt",
         "test_m/test_param[cuda]/summary.txt",
     ]
     assert not (root / "test_m/test_old").exists()
     result = pytester.runpytest("--update-snapshots", "test_b.py")
-    assert snapshot_lines(result) == []
+    assert snapshot_lines(result) == [STALE_LINES[1]]
 
 
 # --- concurrent runs ------------------------------------------------------------------
@@ -570,7 +589,7 @@ def test_a_live_writers_temp_file_is_never_deleted(tmp_path: Path) -> None:
     store = SnapshotStore(root=root, rootdir=tmp_path, update=True, started=time.time())
     old = time.time() - 3600
     live, dead, fresh = (
-        folder / f".summary.txt.{tag}.tmp" for tag in ("live0001", "dead0001", "new00001")
+        folder / f".summary.txt.{tag}.tmp" for tag in ("0a1b0001", "dead0001", "0e000001")
     )
     for path in (live, dead, fresh):
         path.write_text("partial")

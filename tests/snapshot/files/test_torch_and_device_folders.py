@@ -179,3 +179,34 @@ def test_device_is_the_cases_device_not_the_machines(pytester: pytest.Pytester) 
         "cpu/test_m/test_cpu/summary.txt",
         f"cuda-sm{major}{minor}/test_m/test_gpu/summary.txt",
     ]
+
+
+def test_literal_braces_around_a_placeholder_name_are_a_folder_name(
+    pytester: pytest.Pytester,
+) -> None:
+    """`{{torch}}` is the folder `{torch}`, not the placeholder (and no internal error)."""
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snap/{{torch}}/{torch}\n")
+    pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / f"snap/{{torch}}/{TORCH}/test_m/test_m/summary.txt").is_file()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_stale_folders_of_every_devices_set_are_reported(pytester: pytest.Pytester) -> None:
+    """A set this machine never writes (`meta`, `cuda-sm90` on a CPU runner) is judged too."""
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{torch}/{device}\n")
+    pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
+    for device in ("meta", "cuda-sm90"):
+        for test in ("test_m", "test_gone"):
+            folder = pytester.path / f"snapshots/{TORCH}/{device}/test_m/{test}"
+            folder.mkdir(parents=True)
+            (folder / "summary.txt").write_text("graphs: 1\n")
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=1)
+    lines = sorted(line for line in result.outlines if "test_gone" in line)
+    assert lines == [
+        f"removed stale: snapshots/{TORCH}/{device}/test_m/test_gone/ (no test in test_m.py has this name)"
+        for device in ("cuda-sm90", "meta")
+    ]
+    assert (pytester.path / f"snapshots/{TORCH}/meta/test_m/test_m/summary.txt").is_file()
