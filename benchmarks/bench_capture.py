@@ -11,9 +11,9 @@ warm Inductor cache, and how much of it is compiling (the plugin's own
 "compile s" column) versus everything else.
 
 Part `program`: what the `program` artifact adds to a case once the capture
-has run: reading the guard trees from Dynamo's cache entries, then laying out
-and normalizing the program (depyf's decompilation is shared with
-`transformed_code`, which the fixture builds first), against the layout and
+has run: reading the guard trees from Dynamo's cache entries, then writing
+the runnable file (transformed code translated and checked against its
+bytecode, docs/program.md) and normalizing it, against the layout and
 normalization of all other artifacts.
 
     python benchmarks/bench_capture.py            # all parts
@@ -159,12 +159,14 @@ def program_cost(rounds: int = 7) -> None:
     import torch
 
     from fixtures import zoo
+    from pytest_torchcompile._torch import config
     from pytest_torchcompile.common.capture import capturing
     from pytest_torchcompile.common.capture_log import CaptureLog
-    from pytest_torchcompile.snapshot.artifacts import program
     from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
     from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
     from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
+    from pytest_torchcompile.snapshot.artifacts.program.facts import collect
+    from pytest_torchcompile.snapshot.artifacts.program.writer import program_text
 
     normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
     print(
@@ -188,20 +190,19 @@ def program_cost(rounds: int = 7) -> None:
             torch.compile(model, dynamic=True if name == "dynamic_shapes" else None)(
                 *args, **kwargs
             )
+            read_guards(log)
+            collect(log, model, args, kwargs, {"kernel_build": config.kernel_build_settings()})
         reads, builds, others = [], [], []
         for _ in range(rounds):
             others.append(_ms(lambda log=log: build_all(log, normalize, all_but_program())))
             log.guards.clear()
-            (
-                guard_function.cache_clear(),
-                program.is_python.cache_clear(),
-            )  # a case's first build: nothing cached
+            guard_function.cache_clear()  # a case's first build: nothing cached
             reads.append(_ms(lambda log=log: read_guards(log)))
             builds.append(
                 _ms(lambda log=log: ARTIFACTS["program"].text(log, "inductor", normalize))
             )
         r, b, o = (statistics.median(x) for x in (reads, builds, others))
-        lines = len(program.build(log, "inductor").splitlines())
+        lines = len(program_text(log, "inductor").splitlines())
         print(f"{name:<22} {r:11.2f} {b:15.2f} {r + b:13.2f} {o:15.2f} {lines:6d}")
     torch._dynamo.reset()
 

@@ -22,7 +22,8 @@ Modules by topic:
 - `aot`: `aot_compile`, save and load of precompiled functions;
 - `bisector`: torch's compiler bisector;
 - `kernels`: loading generated kernel modules, Inductor's compile workers;
-- `tensors`: pytree walks and `assert_close`'s default tolerances.
+- `tensors`: pytree walks and `assert_close`'s default tolerances;
+- `program`: what the program file needs (AOTAutograd's metadata, its runtime, the compile trap).
 
 Importing this package imports none of them.
 """

@@ -66,3 +66,19 @@ def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> 
     return bool(
         getattr(getattr(inductor_config, "triton", None), "cudagraphs", False)
     )  # an Inductor without that key: not
+
+
+#: Inductor settings that change how generated C++ is compiled (the ISA picked, math flags), not what it
+#: says: a program file loads its kernels with the values the capture compiled them with.
+KERNEL_BUILD_KEYS = (
+    "cpp.simdlen",
+    "cpp.vec_isa_ok",
+    "cpp.enable_floating_point_contract_flag",
+    "cpp.enable_unsafe_math_opt_flag",
+)
+
+
+def kernel_build_settings() -> dict[str, Any]:
+    """The current values of `KERNEL_BUILD_KEYS` (those this Inductor has)."""
+    current = inductor_config.get_config_copy()
+    return {key: current[key] for key in KERNEL_BUILD_KEYS if key in current}

@@ -33,6 +33,8 @@ TRACE_RECORDS: dict[str, str] = {
     "compiled_fn_wrapper": "runtime_wrapper",
     "dynamo_graph_break_reason": "graph_break_reason",
     "recompile_reasons": "recompile_reasons",
+    # what the program file's AOTAutograd wrapper is written from (`program/aot_meta.py`)
+    "aot_forward_graph_fw_metadata": "aot_metadata",
 }
 
 #: streams whose payload a cache hit emits twice (as a record and as an artifact).
@@ -55,6 +57,10 @@ FX_OP_LINE = re.compile(
 AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
 #: where a printed FX graph's body starts.
 FX_BODY_START = "def forward"
+#: a printed FX graph's class line, `class GraphModule(torch.nn.Module):` (`class <lambda>(...)` for AOT's graphs).
+FX_CLASS_LINE = re.compile(r"^class (.+?)\(torch\.nn\.Module\):$", re.MULTILINE)
+#: code in a printed FX graph that reads its GraphModule (constants, submodules of higher-order ops).
+FX_SELF_READ = re.compile(r"^(?![ \t]*#).*\bself\.", re.MULTILINE)
 
 #: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
 OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
@@ -68,6 +74,30 @@ COUNTED_NAME = re.compile(
 #: names in transformed code that call a compiled graph or a resume function.
 COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
 COMPILED_FN_PREFIX = "__compiled_fn"
+RESUME_PREFIX = "__resume_at"
+#: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
+#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter)
+INSTALLED_GLOBAL = re.compile(
+    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$"
+)
+#: the alias Dynamo's transformed code reads its utils module by, the module, and the helpers of it that
+#: the program file has stand-ins for (`DynamoUtils` in `program/runtime.py`).
+DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE = (
+    "__import_torch_dot__dynamo_dot_utils",
+    "torch._dynamo.utils",
+)
+DYNAMO_UTILS_HELPERS = frozenset(
+    {
+        "call_size",
+        "call_stride",
+        "call_storage_offset",
+        "record_pregraph_bytecode_enter",
+        "record_pregraph_bytecode_exit",
+        "object_setattr_ignore_descriptor",
+    }
+)
+#: `G['name']` in a guard's source: a global the guard reads.
+GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
 
 # --- graph-break records ----------------------------------------------------
 

@@ -24,9 +24,12 @@ from ..common.terminal import Progress
 from .artifacts.case_artifacts import CaseArtifacts, frame_results
 from .artifacts.guards import GuardChecker, read_guards
 from .artifacts.normalize import Normalizer
+from .artifacts.program.facts import collect as collect_program_facts
+from .artifacts.program.writer import write_program
 from .numerics.calls import SEED, Inputs, observed_call
 from .numerics.precompile import PrecompileFailure, RoundTrip
 from .numerics.precompile import check as precompile_check
+from .numerics.program_run import ProgramCheck, ProgramMismatch
 from .numerics.replay import Replay
 from .result import CompileResult
 from .spec import CompileSpec
@@ -55,6 +58,7 @@ class CompileCase:
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
     progress: Progress = field(default_factory=Progress)
+    program_check: ProgramCheck | None = None
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         reset_dynamo()
@@ -71,6 +75,11 @@ class CompileCase:
         before = (
             (copy_model(self.eager_model), clone_inputs((args, kwargs)))
             if self.spec.precompile
+            else None
+        )
+        unrun = (
+            (copy_model(self.model), clone_inputs((args, kwargs)))
+            if self.spec.run_program
             else None
         )
         eager_out, eager_seen = self._run_eager(eager_inputs)
@@ -90,6 +99,9 @@ class CompileCase:
         if before is not None:
             with self.progress.stage("precompile round trip (aot_compile, save, load, run)"):
                 self._precompiled(*before, (eager_out, out))
+        if unrun is not None:
+            with self.progress.stage("running the program file in a fresh process"):
+                self._run_program(*unrun, seen)
         return self.result
 
     def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
@@ -107,8 +119,23 @@ class CompileCase:
         with compiling(self.log, self.spec, random, normalize=self.normalizer) as spent:
             observed = observed_call(self.compiled, self.model, inputs, self.spec.grads)
             read_guards(self.log)
+            self._program_facts(inputs)
         self.compile_seconds += spent.seconds
         return observed
+
+    def _program_facts(self, inputs: Inputs) -> None:
+        """What the program file needs from live objects, read while they exist (never fails the call)."""
+        settings = {
+            "fallback_random": self.spec.fallback_random,
+            "cudagraphs": config.inductor_cudagraphs(self.spec.mode, self.spec.options),
+            "kernel_build": config.kernel_build_settings(),
+        }
+        try:
+            collect_program_facts(self.log, self.model, *inputs, settings)
+        except (
+            Exception
+        ) as exc:  # a fact that cannot be read makes write_program refuse, never the test fail
+            self.log.program.setdefault("error", f"{type(exc).__name__}: {exc}")
 
     def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
@@ -122,9 +149,22 @@ class CompileCase:
         if self.result is not None:
             self.result.precompile = self.round_trip.report
 
+    def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
+        """The program file of the case as of this call, run fresh on this call's inputs (numerics/program_run.py)."""
+        if self.program_check is None:
+            self.program_check = ProgramCheck(self.spec.backend_name)
+        try:
+            self.program_check.run(self.log.frozen(), model, inputs, self.spec.grads, seen)
+        except ProgramMismatch as exc:
+            raise CaseFailure(self.normalizer(str(exc))) from exc
+        if self.result is not None:
+            self.result.program_report = self.program_check.report
+
     def close(self) -> None:
         if self.round_trip is not None:
             self.round_trip.close()
+        if self.program_check is not None:
+            self.program_check.close()
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
@@ -143,6 +183,7 @@ class CompileCase:
             ),
             _frames=functools.partial(frame_results, log, counted, backend, self.normalizer),
             _check_guards=self.check_guards,
+            _write_program=functools.partial(write_program, log, backend),
         )
 
     def check_guards(self, *args: Any, **kwargs: Any) -> bool:

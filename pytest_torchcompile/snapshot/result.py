@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .artifacts.case_artifacts import FrameResult
 
 if TYPE_CHECKING:
     from .numerics.precompile import PrecompileReport
+    from .numerics.program_run import ProgramReport
 
 
 @dataclass
@@ -41,6 +43,9 @@ class CompileResult:
     _check_guards: Callable[..., bool] | None = field(default=None, repr=False)
     #: `precompile=True`: artifact size and compile/save/load seconds (not snapshotted: they vary)
     precompile: PrecompileReport | None = None
+    _write_program: Callable[[Path], Path] | None = field(default=None, repr=False)
+    #: `run_program=True`: the program file's size, load and call seconds in the fresh process (not snapshotted)
+    program_report: ProgramReport | None = None
 
     def call(self, *args: Any, **kwargs: Any) -> CompileResult:
         """Call the compiled model again, check numerics, fold recompiles in."""
@@ -57,3 +62,16 @@ class CompileResult:
         if self._check_guards is None:
             raise ValueError("check_guards: this result has no captured guards")
         return self._check_guards(*args, **kwargs)
+
+    def write_program(self, path: str | Path) -> Path:
+        """Write the case as one Python file that runs it without torch.compile; returns the path.
+
+        Run with `runpy.run_path`, the file defines `load(module=None, *,
+        state_dict=None)`, returning a callable over the case's inputs, and
+        `GuardFailure`, raised naming the failing guard when no compile
+        accepts the inputs. What cannot be written as correct Python raises
+        `ProgramRefused` naming the frame and the reason (see docs/program.md).
+        """
+        if self._write_program is None:
+            raise ValueError("write_program: this result has no capture to write")
+        return self._write_program(Path(path))

@@ -41,6 +41,9 @@ class CompileSpec(CompileOptions):
     in Inductor or its decompositions, ask torch's compiler bisector which
     pass or lowering did it. `check_stride`: a result laid out with other
     strides than eager's fails (as `torch.testing.assert_close(check_stride=True)`).
+    `run_program`: after each call, the case's program file (`write_program`)
+    runs in a fresh process with torch.compile trapped and must give the
+    compiled run's results bit for bit.
     """
 
     marker: ClassVar[str] = MARKER
@@ -56,10 +59,18 @@ class CompileSpec(CompileOptions):
     bisect: bool = True
     check_stride: bool = False
     precompile: bool = False
+    run_program: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("numerics", "fallback_random", "bisect", "check_stride", "precompile"):
+        for name in (
+            "numerics",
+            "fallback_random",
+            "bisect",
+            "check_stride",
+            "precompile",
+            "run_program",
+        ):
             self.check_choice(name, getattr(self, name), (True, False))
         self.check_choice("grads", self.grads, (None, True, False))
         self.check_choice("fp64_reference", self.fp64_reference, (None, True, False))

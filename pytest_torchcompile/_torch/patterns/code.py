@@ -32,6 +32,12 @@ SPACED_PRODUCT = re.compile(r" ?(\*\*?) ?")
 TYPE_ANNOTATION = re.compile(r'"((?:Sym\(|[a-z]\w*\[)[^"\n]*)"')
 #: an operator of a sympy size expression, with the blanks around it
 SYMPY_OPERATOR = re.compile(r"\s*(\*\*|\*|//|/)\s*")
+#: `aten.native_dropout`, `prims.inductor_random`: an op that draws random numbers
+RANDOM_OP = re.compile(
+    r"\b(?:aten|prims)\.(native_dropout|bernoulli_?|rand|randn|rand_like|randn_like|randint|randint_like|randperm|"
+    r"normal_?|uniform_?|exponential_?|geometric_?|cauchy_?|log_normal_?|random_|multinomial|poisson|"
+    r"inductor_random|inductor_seeds)\b"
+)
 #: `# graph id: 1398...`: a graph module's object id (pre-grad graphs)
 GRAPH_ID = re.compile(r"(# graph id: )\d+")
 

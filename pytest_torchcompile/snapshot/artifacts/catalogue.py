@@ -23,7 +23,7 @@ from .compact import (
     renumber_fx_names,
 )
 from .normalize import Normalizer, Rule, unmask_names
-from .program import build as build_program
+from .program.snapshot_rules import fold_copied_parts, mask_python_version
 from .sections import record_artifact
 from .transformed import transformed_code
 
@@ -117,6 +117,14 @@ def _transformed_code(log: CaptureLog, backend: str) -> str:
     return transformed_code(log)
 
 
+def _program(log: CaptureLog, backend: str) -> str:
+    from .program.writer import (
+        program_artifact,
+    )  # late: it imports torch; the plugin loads this first
+
+    return program_artifact(log, backend)
+
+
 #: the stored form of an FX graph (compact.py): names numbered in order, no blank lines;
 #: Dynamo's graph without input aliases, the AOT graphs without the `# File:` comments
 #: Dynamo's graph already has.
@@ -179,19 +187,19 @@ CATALOGUE: tuple[Artifact, ...] = (
         (
             BYTECODE,
             GUARD_TREE,
-            "runtime_wrapper",
+            "aot_metadata",
             "output_code",
             "aot_forward",
             "aot_backward",
             "aot_inference",
             "dynamo_graph",
         ),
-        build_program,
+        _program,
         BYTECODE,
         stage=9,
         reading="text",
-        rules=(unmask_names,),  # it must parse as Python
-        opt_in=True,  # it lays out the other artifacts again as one file
+        rules=(unmask_names, mask_python_version, fold_copied_parts),  # it must parse as Python
+        opt_in=True,  # it holds the other artifacts again, as the file that runs them
     ),
 )
 

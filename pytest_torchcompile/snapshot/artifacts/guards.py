@@ -95,7 +95,7 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
             f"  # {row.comment}" if row.comment and row.comment != last_comment else ""
         )
         last_comment = row.comment or last_comment
-        checks = _checks(row, table, ids)
+        checks = row_checks(row, table, ids)
         if not checks:
             body.append(f"# not re-checked here: {row.kind} {row.code}".replace("\n", " "))
         for index, check in enumerate(checks):
@@ -119,7 +119,7 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
     return GuardFunction(name, table, "\n".join(lines) + "\n", ids)
 
 
-def _checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
+def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
     """The Python checks of one row; [] when the guard has no Python form."""
     if row.kind == TENSOR_MATCH:
         return _tensor_checks(row, table, ids)
@@ -228,7 +228,9 @@ def frame_locals(
     function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> dict[str, Any]:
     """L as Dynamo sees it: bound arguments with defaults, then closure cells."""
-    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound = inspect.signature(function, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the frame's own parameters, not a wrapped function's
     bound.apply_defaults()
     scope = dict(bound.arguments)
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):

@@ -9,10 +9,13 @@ import types
 
 from ..._torch.formats import COUNTED_NAME
 from ...common.capture_log import BytecodeRecord, CaptureLog
+from .program.values import constant_source
 from .sections import frame_header
 
 #: depyf's errors name the instruction it could not decompile.
 _OPNAME = re.compile(r"opname='(\w+)'")
+#: depyf writes a constant without a literal form (a `torch.device`) as this string.
+_DEPYF_CONSTANT = re.compile(r"'__co_consts\[(\d+)\]'")
 
 
 def transformed_code(log: CaptureLog) -> str:
@@ -44,10 +47,22 @@ def depyf_source(code: types.CodeType) -> tuple[str | None, str]:
         source = str(depyf.decompile(steady)).strip("\n")
         for name in sorted(padded, key=len, reverse=True):
             source = source.replace(name, padded[name])
-        return source, ""
+        return _constants(source, code), ""
     except Exception as exc:  # depyf raises many kinds; any of them means "fall back"
         opname = _OPNAME.search(str(exc))
         return None, type(exc).__name__ + (f" at instruction {opname.group(1)}" if opname else "")
+
+
+def _constants(source: str, code: types.CodeType) -> str:
+    """depyf's `'__co_consts[29]'` strings as the constants they stand for (`torch.device('cpu')`)."""
+
+    def written(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        value = code.co_consts[index] if index < len(code.co_consts) else None
+        text = constant_source(value) if value is not None else None
+        return text if text is not None else match.group(0)
+
+    return _DEPYF_CONSTANT.sub(written, source)
 
 
 def steady_names(code: types.CodeType) -> tuple[types.CodeType, dict[str, str]]:

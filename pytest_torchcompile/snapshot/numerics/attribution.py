@@ -15,11 +15,11 @@ is added as a line of its own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..._torch.formats import OP_OVERLOAD
+from ..._torch.patterns.code import RANDOM_OP
 
 #: stage name -> the backend that runs the pipeline up to and including it.
 STAGES: tuple[tuple[str, str], ...] = (
@@ -34,16 +34,9 @@ STAGES: tuple[tuple[str, str], ...] = (
 Replay = Callable[[str], "str | None"]
 
 
-_RANDOM_OP = re.compile(
-    r"\b(?:aten|prims)\.(native_dropout|bernoulli_?|rand|randn|rand_like|randn_like|randint|randint_like|randperm|"
-    r"normal_?|uniform_?|exponential_?|geometric_?|cauchy_?|log_normal_?|random_|multinomial|poisson|"
-    r"inductor_random|inductor_seeds)\b"
-)
-
-
 def random_ops(graph_texts: Iterable[str]) -> list[str]:
     """The random ops (`aten.native_dropout`, ...) that printed FX graphs call."""
-    found = {f"aten.{m.group(1)}" for text in graph_texts for m in _RANDOM_OP.finditer(text)}
+    found = {f"aten.{m.group(1)}" for text in graph_texts for m in RANDOM_OP.finditer(text)}
     return sorted(found)
 
 

@@ -76,4 +76,4 @@ def test_text_says_when_the_backend_did_not_produce_it_and_applies_its_own_rules
     assert "resume_in_f_at_<N>" not in ARTIFACTS["program"].normalize(
         normalizer, "def resume_in_f_at_12(): pass"
     )
-    assert program.startswith("# What torch.compile runs for this case")
+    assert program.startswith("# What torch.compile ran for this case")

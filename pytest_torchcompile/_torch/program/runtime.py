@@ -1,0 +1,447 @@
+"""The runtime of the program file: the helpers every generated file carries, as Python source.
+
+The plugin never runs this module: `RUNTIME` is its own source from the
+marker below on, copied verbatim into each program file, which must run
+with torch alone (no torch.compile, no Dynamo, no pytest-torchcompile). It
+lives in the torch adapter because it reaches into torch where the public
+API has no equivalent, each place with a comment saying why: the guard
+prelude's dispatch keys, Dynamo's view-replay switch around a training
+graph, and stand-ins for the `torch._dynamo.utils` helpers that Dynamo's
+transformed code calls.
+"""
+
+from __future__ import annotations
+
+# ---- runtime (copied into every program file from here on) ----
+import builtins
+import collections
+import contextlib
+import hashlib  # noqa: F401 - the file's `load` (template_load.py) checks bytecode with it
+import importlib
+import inspect
+import json
+import linecache
+import math
+import sys
+import types
+import warnings
+from typing import Any  # noqa: F401 - the file's `load` is annotated with it
+
+import torch
+import torch.utils._device  # DEFAULT_DEVICE guards read it; a plain `import torch` does not load it
+
+inf, nan = math.inf, math.nan
+device = torch.device
+utils_device = torch.utils._device
+
+#: the errors a guard that reads a value that is gone raises (the guard then fails, as in Dynamo).
+ACCESS_ERRORS = (AttributeError, KeyError, IndexError, TypeError)
+
+
+class GuardFailure(Exception):
+    """No compile of a frame accepts these inputs; torch.compile would compile again, the file cannot.
+
+    `frame` names the frame, `failed` holds (compile, the first guard that failed) per compile tried.
+    """
+
+    def __init__(self, frame: str, failed: list[tuple[str, str]]) -> None:
+        self.frame, self.failed = frame, failed
+        lines = [f"  {label}: {guard}" for label, guard in failed]
+        super().__init__(
+            f"no compile of frame {frame!r} accepts these inputs; the guard that failed, per compile:\n"
+            + "\n".join(lines)
+        )
+
+
+class _Skipped:
+    """An id the file could not find again: the guard comparing it is skipped (see `Program.skipped`)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "<skipped>"
+
+
+SKIPPED = _Skipped()
+
+
+def first_failing(*checks):
+    """The source line of the first check that is false or cannot read its value; None when all hold."""
+    for check in checks:
+        try:
+            if check():
+                continue
+        except ACCESS_ERRORS:
+            pass
+        code = check.__code__
+        line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+        return line.removeprefix("lambda: ").rstrip(",") or code.co_name
+    return None
+
+
+class FrameGlobals(dict):
+    """A compiled frame's globals: what Dynamo installed (given by the file), then the module's own."""
+
+    def __init__(self, installed: dict, module_globals: dict) -> None:
+        super().__init__(installed)
+        self["__builtins__"] = builtins.__dict__
+        self.module_globals = module_globals
+
+    def __missing__(self, name: str):
+        return self.module_globals[name]
+
+
+class Frame:
+    """One Python frame Dynamo compiled: calling it runs the newest compile whose guards pass."""
+
+    def __init__(self, name: str, signature, compiles: list, fallback=None) -> None:
+        self.name, self.signature, self.compiles, self.fallback = (
+            name,
+            signature,
+            compiles,
+            fallback,
+        )
+
+    def __call__(self, *args, **kwargs):
+        bound = frame_locals(self.signature, args, kwargs)
+        failed = []
+        for compile_ in self.compiles:  # newest first, as Dynamo's cache tries them
+            guard = compile_.guards(bound, compile_.globals, compile_.ids)
+            if guard is None:
+                RAN.append(compile_.label)
+                return compile_.code(*args, **kwargs)
+            failed.append((compile_.label, guard))
+        if self.fallback is not None:
+            RAN.append(f"{self.name} (no compile was captured for it: its own code ran, as Python)")
+            return self.fallback(*args, **kwargs)
+        raise GuardFailure(self.name, failed)
+
+
+class Compile:
+    """One compile of a frame: its guards, the ids they compare, and its transformed code."""
+
+    def __init__(self, label: str, guards, ids: dict, code, globals_: dict) -> None:
+        self.label, self.guards, self.ids, self.code, self.globals = (
+            label,
+            guards,
+            ids,
+            code,
+            globals_,
+        )
+
+
+#: the compiles that ran during the last call, in order (`Program.ran`).
+RAN: list[str] = []
+
+
+def frame_locals(function, args, kwargs) -> dict:
+    """L as Dynamo sees it: the bound arguments with defaults, then the closure's cells."""
+    bound = inspect.signature(function, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the frame's own parameters, not a wrapped function's
+    bound.apply_defaults()
+    scope = dict(bound.arguments)
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        scope[name] = cell.cell_contents
+    return scope
+
+
+def rebind(template, globals_: dict, original=None):
+    """The template function's code, run in `globals_`, with the original's defaults and closure cells."""
+    defaults = original.__defaults__ if original is not None else None
+    cells = (
+        dict(zip(original.__code__.co_freevars, original.__closure__ or ()))
+        if original is not None
+        else {}
+    )
+    missing = [n for n in template.__code__.co_freevars if n not in cells]
+    if missing:
+        raise RuntimeError(
+            f"{template.__name__}: no closure cell for {', '.join(missing)} in the function given"
+        )
+    closure = tuple(cells[n] for n in template.__code__.co_freevars) or None
+    function = types.FunctionType(template.__code__, globals_, template.__name__, defaults, closure)
+    function.__kwdefaults__ = original.__kwdefaults__ if original is not None else None
+    return function
+
+
+def import_object(path: str):
+    """`module:qualname` -> the object (`module:` is the module itself)."""
+    module, _, qualname = path.partition(":")
+    found = importlib.import_module(module)
+    for part in filter(None, qualname.split(".")):
+        found = getattr(found, part)
+    return found
+
+
+def bind_ids(finders: list, L: dict, G: dict, skip_self: bool, skipped: list) -> dict:
+    """The ids the guards compare, found again in this process by name or by their source."""
+    ids = {}
+    for source, how, target in finders:
+        if how == "skip" or (skip_self and source.removeprefix("type(").startswith("L['self']")):
+            ids[source] = SKIPPED
+            skipped.append(
+                f"id of {source}: {target if how == 'skip' else 'the module was rebuilt from a state_dict'}"
+            )
+        elif how == "import":
+            ids[source] = id(import_object(target))
+        else:
+            try:
+                ids[source] = id(
+                    eval(source, {"L": L, "G": G, "___dict_contains": ___dict_contains})
+                )
+            except ACCESS_ERRORS:
+                ids[source] = (
+                    None  # the object is gone here: the guard fails, as it would in Dynamo
+                )
+    return ids
+
+
+# --- the guard prelude: what Dynamo's guard code calls ----------------------
+
+#: c10::ScalarType numbers of the dtypes that can be the default dtype.
+_DEFAULT_DTYPES = {
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.bfloat16: 15,
+}
+
+
+def global_state_matches(recorded: str) -> bool:
+    """GLOBAL_STATE: the process-wide settings the graph was traced under (those a test changes)."""
+    state = json.loads(recorded)
+    autocast = state.get("autocast_state", {})
+    now = {
+        "grad_mode": torch.is_grad_enabled(),
+        # torch_function state has no public getter
+        "torch_function": torch._C._is_torch_function_enabled(),
+        "torch_function_all_disabled": torch._C._is_torch_function_all_disabled(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "deterministic_algorithms_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+        "default_dtype": _DEFAULT_DTYPES.get(torch.get_default_dtype()),
+        "num_threads": torch.get_num_threads(),
+        "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+    }
+    autocast_on = any(torch.is_autocast_enabled(d) for d in ("cpu", "cuda", "xpu", "mps", "hpu"))
+    same = all(state[name] == value for name, value in now.items() if name in state)
+    return same and any(autocast.get("enabled", [])) == autocast_on
+
+
+def dispatch_keys(t: torch.Tensor) -> str:
+    """The tensor's dispatch keys as Dynamo's TENSOR_MATCH sees them (no public API reads them)."""
+    keys = torch._C._dispatch_keys(t) | torch._C._dispatch_tls_local_include_set()
+    return repr(keys - torch._C._dispatch_tls_local_exclude_set())
+
+
+def saved_tensors_hooks_ids():
+    """ids of the innermost saved-tensors hooks when AOTAutograd inlines them, else None (AOT's own check)."""
+    utils = torch._functorch._aot_autograd.utils
+    hooks = utils.top_saved_tensors_hooks()
+    return tuple(map(id, hooks)) if utils.saved_tensors_hooks_are_inlineable(hooks) else None
+
+
+def check_no_aliasing(*tensors) -> bool:
+    return len({id(t) for t in tensors}) == len(tensors)
+
+
+def ___dict_contains(key, d) -> bool:
+    return dict.__contains__(d, key)
+
+
+def ___odict_getitem(d, key):
+    return collections.OrderedDict.__getitem__(d, key)
+
+
+def ___namedtuple_fields(x):
+    return x._fields
+
+
+# --- what Dynamo's transformed code calls -----------------------------------
+
+
+class DynamoUtils:
+    """Stand-ins for the `torch._dynamo.utils` helpers transformed code calls (the same bodies, no Dynamo)."""
+
+    @staticmethod
+    def call_size(x, i):
+        return x.size(i)
+
+    @staticmethod
+    def call_stride(x, i):
+        return x.stride(i)
+
+    @staticmethod
+    def call_storage_offset(x):
+        return x.storage_offset()
+
+    @staticmethod
+    def record_pregraph_bytecode_enter():
+        return contextlib.nullcontext()  # Dynamo records a profiler range here only while profiling
+
+    @staticmethod
+    def record_pregraph_bytecode_exit(cm):
+        cm.__exit__(None, None, None)
+
+    @staticmethod
+    def object_setattr_ignore_descriptor(obj, name, value):
+        object.__getattribute__(obj, "__dict__")[name] = value
+
+
+# --- kernels and graphs -----------------------------------------------------
+
+
+def load_output_code(name: str, source: str) -> types.ModuleType:
+    """Inductor's output code as a module: compiling its kernels is what loading costs."""
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    linecache.cache[module.__file__] = (
+        len(source),
+        None,
+        source.splitlines(True),
+        module.__file__,
+    )
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    return module
+
+
+def load_fx_graph(name: str, source: str):
+    """A printed FX GraphModule (`class GraphModule(torch.nn.Module): def forward(...)`) as a boxed callable."""
+    scope = {"torch": torch, "device": torch.device, "inf": inf, "nan": nan}
+    exec(compile(source, f"<{name}>", "exec"), scope)
+    graph = scope["GraphModule"]()
+
+    def call(args):
+        values = list(args)
+        args.clear()
+        return graph.forward(*values)
+
+    return call
+
+
+def coerce_tangent(t, layout):
+    """A gradient laid out as AOTAutograd traced it: (size, stride), a memory format, or as given."""
+    if not isinstance(t, torch.Tensor) or layout is None:
+        return t
+    if isinstance(layout, str):
+        memory_format = getattr(torch, layout.removeprefix("torch."))
+        return (
+            t
+            if t.is_contiguous(memory_format=memory_format)
+            else t.contiguous(memory_format=memory_format)
+        )
+    size, stride = layout
+    if tuple(t.shape) == tuple(size) and tuple(t.stride()) == tuple(stride):
+        return t
+    out = torch.empty_strided(
+        size,
+        stride,
+        dtype=t.dtype,
+        device=t.device,
+        layout=t.layout,
+        requires_grad=t.requires_grad,
+    )
+    out.copy_(t)
+    return out
+
+
+@contextlib.contextmanager
+def view_replay():
+    """Autograd replays views of a training graph's outputs, as AOTAutograd's wrapper asks (no public switch)."""
+    before = torch._C._is_view_replay_enabled()
+    torch._C._set_view_replay_enabled(True)
+    try:
+        yield
+    finally:
+        torch._C._set_view_replay_enabled(before)
+
+
+def mark_dynamic_dims(t, dims) -> None:
+    """What AOTAutograd marks on outputs with dynamic sizes (Dynamo reads it when the tensor comes back)."""
+    if isinstance(t, torch.Tensor) and dims:
+        t._dynamo_dynamic_indices = getattr(t, "_dynamo_dynamic_indices", set()) | set(dims)
+
+
+# --- the module, from itself or from a state_dict ---------------------------
+
+
+class Skeleton:
+    """A module rebuilt from a state_dict: what the compiled code and the guards read, no methods."""
+
+    def __init__(self, class_path) -> None:
+        self._modules, self._parameters, self._buffers = {}, {}, {}
+        self._class_path = class_path
+
+    def __repr__(self) -> str:
+        return f"<Skeleton of {self._class_path}>"
+
+
+def rebuild_module(layout: list, state_dict: dict):
+    """The module tree of `layout` with the tensors of `state_dict` bound by name."""
+    nodes = {}
+    for path, class_path, params, buffers, settings in layout:
+        node = Skeleton(class_path)
+        for name, literal_source in settings:
+            setattr(node, name, eval(literal_source))
+        for spec in params:
+            node._parameters[spec[0]] = torch.nn.Parameter(
+                _tensor(state_dict, path, spec), requires_grad=spec[5]
+            )
+        for spec in buffers:
+            node._buffers[spec[0]] = _tensor(state_dict, path, spec)
+        nodes[path] = node
+        if path:
+            parent, _, child = path.rpartition(".")
+            nodes[parent]._modules[child] = node
+    return nodes[""]
+
+
+def _tensor(state_dict: dict, path: str, spec) -> torch.Tensor:
+    name, shape, dtype = (
+        (f"{path}.{spec[0]}" if path else spec[0]),
+        tuple(spec[1]),
+        spec[3],
+    )
+    if name not in state_dict:
+        raise KeyError(f"state_dict has no {name!r} (a {dtype} tensor of shape {list(shape)})")
+    value = state_dict[name]
+    if tuple(value.shape) != shape or str(value.dtype) != dtype:
+        raise ValueError(
+            f"state_dict[{name!r}] is {value.dtype} {list(value.shape)}; the compiled code needs {dtype} {list(shape)}"
+        )
+    return value.detach().clone()
+
+
+def random_tensor(spec) -> torch.Tensor:
+    """A tensor of the recorded layout, with seeded random values."""
+    name, shape, stride, dtype, device_name, requires_grad = spec
+    dtype = getattr(torch, dtype.removeprefix("torch."))
+    base = torch.empty_strided(shape, stride, dtype=dtype, device=device_name)
+    if dtype.is_floating_point or dtype.is_complex:
+        base.copy_(torch.randn(shape, dtype=dtype))
+    elif dtype == torch.bool:
+        base.copy_(torch.rand(shape) > 0.5)
+    else:
+        base.copy_(torch.randint(0, 8, shape, dtype=dtype))
+    return base.requires_grad_(requires_grad)
+
+
+def check_versions(torch_version: str, python_version: str) -> list[str]:
+    """The differences between the versions the file was written with and these; warned about on load."""
+    found = []
+    if torch.__version__ != torch_version:
+        found.append(f"torch {torch.__version__} (the file was written with torch {torch_version})")
+    here = ".".join(map(str, sys.version_info[:3]))
+    if here != python_version:
+        found.append(f"Python {here} (the file was written with Python {python_version})")
+    if found:
+        warnings.warn(
+            "this program file runs under "
+            + " and ".join(found)
+            + "; its kernels and code may not run here",
+            stacklevel=3,
+        )
+    return found

@@ -1,0 +1,245 @@
+"""The last part of every program file: `load`, the callable it returns, and the script entry point.
+
+Like the runtime (`_torch/program/runtime.py`), this is copied into each
+file verbatim from the marker on; the names above the marker stand for the
+tables and helpers the file defines before it, so this module stays valid
+Python that linters and tests can read. It is never imported to run.
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import sys
+from typing import Any
+
+import torch
+
+# the file's own tables and runtime helpers (placeholders here; see writer.py)
+TORCH_VERSION = PYTHON_VERSION = BACKEND = ""
+ENTRY: dict[str, Any] = {}
+MODULE_LAYOUT: list[Any] = []
+INPUTS: tuple[list[Any], list[Any]] = ([], [])
+KERNEL_SOURCES: dict[str, tuple[str, str]] = {}
+KERNEL_BUILD: dict[str, Any] = {}
+INSTALLED: list[tuple[str, str, str]] = []
+CONSTANTS: dict[str, Any] = {}
+GRAPHS: dict[str, Any] = {}
+FRAMES: list[dict[str, Any]] = []
+RAN: list[str] = []
+DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = (
+    None  # type: ignore[assignment]
+)
+bind_ids = rebind = import_object = rebuild_module = random_tensor = None  # type: ignore[assignment]
+
+# ---- load (copied into every program file from here on) ----
+_KERNELS: dict[str, Any] = {}
+
+
+def load_kernels() -> dict[str, Any]:
+    """Every kernel of the file, loaded once per process: Inductor compiles the C++ of its output code here."""
+    if not _KERNELS:
+        # torch._inductor.config: the settings the kernels were compiled with at capture (ISA, math flags);
+        # one compile thread: a pool of compile workers costs more to start than these few kernels take
+        import torch._inductor.config as inductor_config
+
+        with inductor_config.patch({**KERNEL_BUILD, "compile_threads": 1}):
+            for key, (kind, source) in KERNEL_SOURCES.items():
+                if kind == "output code":
+                    _KERNELS[key] = load_output_code(key, source).call
+                else:
+                    graph = load_fx_graph(key, source)
+                    _KERNELS[key] = (
+                        graph
+                        if kind == "fx graph"
+                        else (lambda g: lambda *args: g(list(args)))(graph)
+                    )
+    return _KERNELS
+
+
+class Program:
+    """The compiled model as a callable: each call runs the guards, code and kernels above, as torch.compile did.
+
+    `ran` lists the compiles the last call ran; `skipped` the guards this
+    file does not check (with why); `versions` how this process differs
+    from the one that wrote the file.
+    """
+
+    def __init__(
+        self,
+        entry: Any,
+        self_args: tuple[Any, ...],
+        skipped: list[str],
+        versions: list[str],
+    ) -> None:
+        self.entry, self.self_args, self.skipped, self.versions = (
+            entry,
+            self_args,
+            skipped,
+            versions,
+        )
+        self.ran: list[str] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        RAN.clear()
+        try:
+            return self.entry(*self.self_args, *args, **kwargs)
+        finally:
+            self.ran = list(RAN)
+
+
+def _entry(module: Any, state_dict: Any) -> tuple[tuple[Any, ...], Any, bool]:
+    """(self argument, the compiled function, whether the module was rebuilt from a state_dict)."""
+    if not ENTRY["method"]:
+        function = module if callable(module) else _import_entry()
+        _check_code(function)
+        return (), function, False
+    if module is not None and state_dict is not None:
+        raise TypeError("load(module) or load(state_dict=...), not both")
+    if module is None:
+        if state_dict is None:
+            raise TypeError(
+                f"load(module) or load(state_dict=...): this file runs {ENTRY['name']} of a {ENTRY['path']}"
+            )
+        function, module, rebuilt = (
+            _import_entry().forward,
+            rebuild_module(MODULE_LAYOUT, state_dict),
+            True,
+        )
+    else:
+        function, rebuilt = type(module).forward, False
+    _check_code(function)
+    return (module,), function, rebuilt
+
+
+def _import_entry() -> Any:
+    if ENTRY["path"] is None:
+        raise TypeError(f"{ENTRY['name']} cannot be imported by name; pass it to load()")
+    return import_object(ENTRY["path"])
+
+
+def _check_code(function: Any) -> None:
+    """The function given must be the one compiled: same bytecode (its source may have moved)."""
+    code = getattr(function, "__code__", None)
+    if code is None or hashlib.sha256(code.co_code).hexdigest()[:16] != ENTRY["code"]:
+        raise RuntimeError(
+            f"{function!r} is not the {ENTRY['name']} this file was written from (its bytecode differs)"
+        )
+
+
+def load(module: Any = None, *, state_dict: Any = None) -> Program:
+    """The compiled model, ready to call with the case's inputs, without torch.compile.
+
+    `module`: the model (every guard checked); `state_dict`: parameters
+    and buffers by name, the module rebuilt around them (guards on the
+    module's identity skipped, see `Program.skipped`). For a function, no
+    argument (the function is imported) or the function itself.
+    """
+    versions = check_versions(TORCH_VERSION, PYTHON_VERSION)
+    self_args, function, rebuilt = _entry(module, state_dict)
+    kernels = load_kernels()
+    G = FrameGlobals(
+        {}, function.__globals__
+    )  # what Dynamo installed in the module, then the module's own
+    for name, kind, target in INSTALLED:
+        if kind == "module":
+            G[name] = (
+                DynamoUtils if target == "torch._dynamo.utils" else importlib.import_module(target)
+            )
+        elif kind == "object":
+            G[name] = import_object(target)
+        elif kind == "builtins":
+            G[name] = builtins.__dict__
+    G.update(CONSTANTS)
+    G.update({name: factory(kernels) for name, factory in GRAPHS.items()})
+    skipped: list[str] = []
+    entry = None
+    for spec in FRAMES:
+        frame = _frame(spec, G, function, self_args, rebuilt, skipped)
+        G.update({name: frame for name in spec["installed_as"]})
+        entry = frame if spec["role"] == "entry" else entry
+    return Program(entry, self_args, skipped, versions)
+
+
+def _frame(
+    spec: dict[str, Any],
+    G: Any,
+    function: Any,
+    self_args: tuple[Any, ...],
+    rebuilt: bool,
+    skipped: list[str],
+) -> Any:
+    is_entry = spec["role"] == "entry"
+    L = {"self": self_args[0]} if is_entry and self_args else {}
+    compiles = []
+    for label, guards, ids, code, not_checked in spec["compiles"]:
+        skipped.extend(f"{label}: {guard} (no Python form)" for guard in not_checked)
+        found: list[str] = []
+        bound = bind_ids(ids, L, G, rebuilt, found)
+        skipped.extend(f"{label}: {why}" for why in found)
+        compiles.append(
+            Compile(label, guards, bound, rebind(code, G, function if is_entry else None), G)
+        )
+    fallback = rebind(spec["fallback"], G) if spec["fallback"] is not None else None
+    signature = function if is_entry else (compiles[0].code if compiles else fallback)
+    return Frame(spec["name"], signature, compiles, fallback)
+
+
+def _argument(spec: Any) -> Any:
+    name, tensor, literal, type_name = spec
+    if tensor is not None:
+        return random_tensor(tensor)
+    if literal is not None:
+        return eval(literal)
+    raise SystemExit(
+        f"cannot make up argument {name} (a {type_name}): call load() from Python with real inputs"
+    )
+
+
+def _tensors(value: Any) -> list[Any]:
+    """The tensors in an output: nested tuples, lists, dicts and objects with attributes."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return [t for v in vars(value).values() for t in _tensors(v)]
+    return []
+
+
+def main() -> None:
+    """Run the file on random inputs of the recorded shapes and say what ran."""
+    torch.manual_seed(0)
+    if ENTRY["method"]:
+        state = {
+            (f"{path}." if path else "") + spec[0]: random_tensor(spec)
+            for path, _, params, buffers, _ in MODULE_LAYOUT
+            for spec in (*params, *buffers)
+        }
+        program = load(state_dict=state)
+    else:
+        program = load()
+    args, kwargs = (
+        [_argument(a) for a in INPUTS[0]],
+        {a[0]: _argument(a) for a in INPUTS[1]},
+    )
+    output = program(*args, **kwargs)
+    print(f"ran {ENTRY['name']} ({BACKEND}) on random inputs of the recorded shapes:")
+    for line in program.ran:
+        print(f"  {line}")
+    leaves = _tensors(output)
+    for t in leaves:
+        print(f"  output: {str(t.dtype).removeprefix('torch.')} {list(t.shape)}")
+    grads = [t for t in leaves if t.requires_grad]
+    if grads:
+        torch.autograd.backward(grads, [torch.randn_like(t) for t in grads])
+        print(f"  backward ran through {len(grads)} output(s)")
+    if program.skipped:
+        print(f"  {len(program.skipped)} guard(s) not checked (Program.skipped says why)")
+    if program.versions:
+        print("  note: " + "; ".join(program.versions))
+    sys.stdout.flush()

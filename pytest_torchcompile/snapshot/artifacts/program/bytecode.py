@@ -1,0 +1,249 @@
+"""Python bytecode as Python source, one operation a line: how the program file holds Dynamo's code.
+
+Dynamo rewrites a frame's bytecode and never writes it as source; depyf
+decompiles it into idiomatic Python but cannot follow the stack shuffles of
+a graph break and writes non-literal constants as strings. This translator
+is deliberately plain instead: it walks the instructions with a symbolic
+stack and writes every operation that can have an effect (a call, an
+operator, a store) as its own statement, in the order the bytecode runs it,
+on fresh temporaries (`_s<N>`). Pure values (locals, constants, Dynamo's
+module aliases) and side-effect-free attribute and subscript chains are
+folded into the statement that uses them when that keeps the order of
+evaluation. Structured control flow is rebuilt where it nests: forward
+conditional jumps as `if`/`else`, `for` loops; anything else (exception
+tables, `while` loops, closures made at run time, unknown instructions)
+raises `Untranslatable` naming the instruction, never a guess.
+
+Constants without a literal form (a `torch.device` in `co_consts`) become
+names `__const_<i>` whose values the caller binds. Tested on CPython 3.11;
+the 3.12/3.13 instructions it knows are handled the same way.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+import types
+
+from .instructions import Instructions
+from .symbolic import NULL, Translation, Untranslatable, Val, literal
+
+__all__ = ["NULL", "Translation", "Untranslatable", "literal", "translate"]
+
+_TERMINATORS = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+
+_COND_JUMPS = {
+    "POP_JUMP_FORWARD_IF_FALSE": "{}",
+    "POP_JUMP_IF_FALSE": "{}",
+    "POP_JUMP_FORWARD_IF_TRUE": "not {}",
+    "POP_JUMP_IF_TRUE": "not {}",
+    "POP_JUMP_FORWARD_IF_NONE": "{} is not None",
+    "POP_JUMP_IF_NONE": "{} is not None",
+    "POP_JUMP_FORWARD_IF_NOT_NONE": "{} is None",
+    "POP_JUMP_IF_NOT_NONE": "{} is None",
+}
+
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+
+
+def translate(
+    code: types.CodeType, name: str | None = None, const_prefix: str = "__const_"
+) -> Translation:
+    """`def <name>(<the code's parameters>): ...` with the code's behaviour, or Untranslatable.
+
+    Non-literal constants are named `<const_prefix><index in co_consts>`.
+    """
+    if getattr(code, "co_exceptiontable", b""):
+        raise Untranslatable("it has an exception table (a try, with or finally block)")
+    translator = _Translator(code, const_prefix)
+    translator.run()
+    return Translation(
+        translator.source(name or code.co_name),
+        dict(translator.constants),
+        tuple(sorted(translator.globals_read)),
+    )
+
+
+class _Translator(Instructions):
+    """Structured control flow over the instructions: blocks, `if`/`else`, `for`."""
+
+    def source(self, name: str) -> str:
+        header = f"def {name}({_parameters(self.code)}):"
+        body = [f"    nonlocal {', '.join(sorted(self.nonlocals))}"] if self.nonlocals else []
+        return "\n".join([header, *body, *self.lines]) + "\n"
+
+    def run(self) -> None:
+        end = self._block(0, len(self.ins), [])
+        if end is not None:
+            raise Untranslatable("the code falls off its end without a return")
+
+    def _block(self, start: int, stop: int, stack: list[Val]) -> list[Val] | None:
+        """Translate instructions [start, stop); the stack at `stop`, or None when every path returned or raised."""
+        i = start
+        while i < stop:
+            ins = self.ins[i]
+            op = ins.opname
+            if op in _COND_JUMPS:
+                return self._conditional(i, stop, stack)
+            if op == "FOR_ITER":
+                i = self._loop(i, stack)
+                continue
+            if op in ("JUMP_FORWARD", "JUMP") and ins.argval > ins.offset:
+                i = self._skip(i, stop)
+                continue
+            if op in (
+                "JUMP_FORWARD",
+                "JUMP_BACKWARD",
+                "JUMP_ABSOLUTE",
+                "JUMP",
+                "JUMP_BACKWARD_NO_INTERRUPT",
+            ):
+                raise Untranslatable(f"an unstructured jump ({op} at offset {ins.offset})")
+            self.step(ins, stack)
+            if op in _TERMINATORS:
+                return None
+            i += 1
+        return stack
+
+    def _skip(self, i: int, stop: int) -> int:
+        """A jump over code nothing else reaches (Dynamo's resume prologue skips the original code): go on after it."""
+        ins = self.ins[i]
+        target = self._target(ins)
+        if target > stop:
+            raise Untranslatable(f"a jump out of its block ({ins.opname} at offset {ins.offset})")
+        skipped = range(i + 1, target)
+        for other, jump in enumerate(self.ins):
+            if (
+                other not in skipped
+                and jump.opcode in dis.hasjrel + dis.hasjabs
+                and self.at.get(jump.argval, -1) in skipped
+            ):
+                raise Untranslatable(f"a jump into code another jump skips (offset {jump.offset})")
+        return target
+
+    def _target(self, ins: dis.Instruction) -> int:
+        target = self.at.get(ins.argval)
+        if target is None or ins.argval <= ins.offset:
+            raise Untranslatable(
+                f"a jump this translator cannot structure ({ins.opname} at offset {ins.offset})"
+            )
+        return target
+
+    def _conditional(self, i: int, stop: int, stack: list[Val]) -> list[Val] | None:
+        ins = self.ins[i]
+        (cond,) = self.take(stack, 1)
+        self.flush(stack)
+        target = self._target(ins)
+        if target > stop:
+            raise Untranslatable(
+                f"a conditional jump out of its block ({ins.opname} at offset {ins.offset})"
+            )
+        last = self.ins[target - 1] if target - 1 > i else None
+        merge, then_stop = target, target
+        if last is not None and last.opname in ("JUMP_FORWARD", "JUMP"):
+            merge, then_stop = self._target(last), target - 1
+            if merge > stop:
+                raise Untranslatable(
+                    f"an else branch that jumps out of its block (offset {last.offset})"
+                )
+        self.emit(f"if {_COND_JUMPS[ins.opname].format(cond.expr)}:")
+        then_out, then_lines = self._branch(i + 1, then_stop, list(stack))
+        else_out, else_lines = (
+            self._branch(target, merge, list(stack)) if merge != target else (list(stack), [])
+        )
+        return self._join(then_out, then_lines, else_out, else_lines, merge, stop)
+
+    def _branch(
+        self, start: int, stop: int, stack: list[Val]
+    ) -> tuple[list[Val] | None, list[str]]:
+        """A nested block's end stack and its lines (indented one level deeper)."""
+        mark, self.indent = len(self.lines), self.indent + 1
+        out = self._block(start, stop, stack)
+        if out is not None:
+            self.flush(out)
+        self.indent -= 1
+        lines = self.lines[mark:]
+        del self.lines[mark:]
+        return out, lines
+
+    def _join(
+        self,
+        then_out: list[Val] | None,
+        then_lines: list[str],
+        else_out: list[Val] | None,
+        else_lines: list[str],
+        merge: int,
+        stop: int,
+    ) -> list[Val] | None:
+        pad = "    " * (self.indent + 1)
+        if then_out is not None and else_out is not None:
+            if len(then_out) != len(else_out):
+                raise Untranslatable(
+                    "the two branches of a conditional leave stacks of different depth"
+                )
+            for index, (a, b) in enumerate(zip(then_out, else_out)):
+                if a.expr != b.expr:
+                    name = self.temp()
+                    then_lines.append(f"{pad}{name} = {a.expr}")
+                    else_lines.append(f"{pad}{name} = {b.expr}")
+                    then_out[index] = Val(name, "pure")
+        self.lines.extend(then_lines or [f"{pad}pass"])
+        if else_lines:
+            self.lines.append("    " * self.indent + "else:")
+            self.lines.extend(else_lines)
+        out = then_out if then_out is not None else else_out
+        if out is None:
+            return None
+        return self._block(merge, stop, out)
+
+    def _loop(self, i: int, stack: list[Val]) -> int:
+        """`for <item> in <iterator>:` over the body that jumps back to FOR_ITER; the index after the loop."""
+        ins = self.ins[i]
+        exit_index = self._target(ins)
+        back = exit_index - 1
+        if (
+            self.ins[back].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+            or self.ins[back].argval != ins.offset
+        ):
+            raise Untranslatable(
+                f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})"
+            )
+        iterator = stack[-1]
+        if iterator.kind != "iter":
+            raise Untranslatable(
+                f"a FOR_ITER over a value GET_ITER did not make (offset {ins.offset})"
+            )
+        item = self.temp()
+        self.emit(f"for {item} in {iterator.expr}:")
+        before = [v.expr for v in stack]
+        out, lines = self._branch(i + 1, back, [*stack, Val(item, "pure")])
+        if out is not None and [v.expr for v in out] != before:
+            raise Untranslatable(f"a loop body that changes the stack (offset {ins.offset})")
+        self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
+        if sys.version_info < (
+            3,
+            13,
+        ):  # 3.13 pops the iterator with an instruction of its own
+            stack.pop()
+        return exit_index
+
+
+def _parameters(code: types.CodeType) -> str:
+    """The parameter list of the code's function, without defaults (bound from the original at load)."""
+    names = list(code.co_varnames)
+    posonly, count, kwonly = (
+        code.co_posonlyargcount,
+        code.co_argcount,
+        code.co_kwonlyargcount,
+    )
+    parts = names[:posonly] + (["/"] if posonly else []) + names[posonly:count]
+    cursor = count + kwonly
+    if code.co_flags & _CO_VARARGS:
+        parts.append("*" + names[cursor])
+        cursor += 1
+    elif kwonly:
+        parts.append("*")
+    parts += names[count : count + kwonly]
+    if code.co_flags & _CO_VARKEYWORDS:
+        parts.append("**" + names[cursor])
+    return ", ".join(parts)

@@ -1,0 +1,251 @@
+"""Does the translated source do what the bytecode does? Both are run on recording stand-ins.
+
+Every argument, free variable, global and builtin the code reads is replaced
+by a `_Recorder` that logs each operation done to it (attribute reads, calls,
+subscripts, stores, operators, iteration, truth tests) and answers with a new
+recorder. Both codes run on fresh stand-ins; the logs and the outcomes must
+be equal. A truth test answers from a script, and the scripts are explored so
+that every branch both codes can take is taken (up to `MAX_PATHS`). Iteration
+yields two items. This proves the two codes do the same operations on the
+same values in the same order, which is all the transformed code of a frame
+does: the values themselves (tensors, modules) never matter to its shape.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_PATHS = 64
+_ITEMS = 2
+
+
+@dataclass
+class _Run:
+    """One execution: the operations logged, the truth-test script and the answers given."""
+
+    script: list[bool]
+    log: list[tuple[Any, ...]] = field(default_factory=list)
+    asked: int = 0
+    names: itertools.count = field(default_factory=itertools.count)
+    others: dict[int, str] = field(default_factory=dict)
+
+    def label(self, value: Any) -> Any:
+        if id(value) in self.others:
+            return self.others[id(value)]
+        if isinstance(value, _Recorder):
+            return object.__getattribute__(value, "_name")
+        if isinstance(value, (int, float, str, bytes, bool, type(None))):
+            return repr(value)
+        if isinstance(value, (tuple, list)):
+            return (type(value).__name__, *map(self.label, value))
+        if isinstance(value, dict):
+            return ("dict", *((self.label(k), self.label(v)) for k, v in value.items()))
+        if isinstance(value, slice):
+            return (
+                "slice",
+                self.label(value.start),
+                self.label(value.stop),
+                self.label(value.step),
+            )
+        return self.others.setdefault(id(value), f"<{type(value).__name__} #{len(self.others)}>")
+
+    def new(self, event: str, *operands: Any) -> _Recorder:
+        result = _Recorder(self, f"v{next(self.names)}")
+        self.log.append((event, *map(self.label, operands), self.label(result)))
+        return result
+
+    def truth(self, value: Any) -> bool:
+        answer = self.script[self.asked] if self.asked < len(self.script) else True
+        self.asked += 1
+        self.log.append(("bool", self.label(value), answer))
+        return answer
+
+
+def _binary(name: str) -> Any:
+    def method(self: _Recorder, other: Any) -> _Recorder:
+        return object.__getattribute__(self, "_run").new(name, self, other)
+
+    return method
+
+
+class _Recorder:
+    """A stand-in that records whatever is done to it."""
+
+    def __init__(self, run: _Run, name: str, iterator: bool = False) -> None:
+        object.__setattr__(self, "_run", run)
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_left", _ITEMS if iterator else -1)
+
+    def __getattr__(self, name: str) -> _Recorder:
+        return object.__getattribute__(self, "_run").new("getattr", self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__getattribute__(self, "_run").log.append(
+            ("setattr", self._label(), name, self._label(value))
+        )
+
+    def __delattr__(self, name: str) -> None:
+        object.__getattribute__(self, "_run").log.append(("delattr", self._label(), name))
+
+    def _label(self, value: Any = None) -> Any:
+        run = object.__getattribute__(self, "_run")
+        return run.label(self if value is None else value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Recorder:
+        return object.__getattribute__(self, "_run").new(
+            "call", self, args, dict(sorted(kwargs.items()))
+        )
+
+    def __getitem__(self, key: Any) -> _Recorder:
+        return object.__getattribute__(self, "_run").new("getitem", self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        object.__getattribute__(self, "_run").log.append(
+            ("setitem", self._label(), self._label(key), self._label(value))
+        )
+
+    def __delitem__(self, key: Any) -> None:
+        object.__getattribute__(self, "_run").log.append(
+            ("delitem", self._label(), self._label(key))
+        )
+
+    def __bool__(self) -> bool:
+        return object.__getattribute__(self, "_run").truth(self)
+
+    def __iter__(self) -> _Recorder:
+        if object.__getattribute__(self, "_left") >= 0:
+            return self  # an iterator is its own iterator, as Python's protocol says
+        run = object.__getattribute__(self, "_run")
+        iterator = _Recorder(run, f"v{next(run.names)}", iterator=True)
+        run.log.append(("iter", self._label(), self._label(iterator)))
+        return iterator
+
+    def __next__(self) -> _Recorder:
+        left = object.__getattribute__(self, "_left")
+        if left <= 0:
+            raise StopIteration
+        object.__setattr__(self, "_left", left - 1)
+        return object.__getattribute__(self, "_run").new("next", self)
+
+    def __len__(self) -> int:
+        return _ITEMS
+
+    def __hash__(self) -> int:
+        return hash(object.__getattribute__(self, "_name"))
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return object.__getattribute__(self, "_run").new("==", self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return object.__getattribute__(self, "_run").new("!=", self, other)
+
+    __add__, __radd__, __sub__, __rsub__ = (
+        _binary("+"),
+        _binary("r+"),
+        _binary("-"),
+        _binary("r-"),
+    )
+    __mul__, __rmul__, __truediv__, __rtruediv__ = (
+        _binary("*"),
+        _binary("r*"),
+        _binary("/"),
+        _binary("r/"),
+    )
+    __floordiv__, __mod__, __pow__, __matmul__ = (
+        _binary("//"),
+        _binary("%"),
+        _binary("**"),
+        _binary("@"),
+    )
+    __and__, __or__, __xor__, __lshift__, __rshift__ = (
+        _binary("&"),
+        _binary("|"),
+        _binary("^"),
+        _binary("<<"),
+        _binary(">>"),
+    )
+    __lt__, __le__, __gt__, __ge__, __contains__ = (
+        _binary("<"),
+        _binary("<="),
+        _binary(">"),
+        _binary(">="),
+        _binary("in"),
+    )
+    __iadd__, __isub__, __imul__, __itruediv__ = (
+        _binary("+="),
+        _binary("-="),
+        _binary("*="),
+        _binary("/="),
+    )
+    __neg__ = __pos__ = __invert__ = lambda self: object.__getattribute__(self, "_run").new(
+        "unary", self
+    )  # noqa: E731
+
+
+def _run(code: types.CodeType, script: list[bool]) -> _Run:
+    """Run `code` on recorders for its arguments, free variables, globals and builtins."""
+    run = _Run(script)
+    names = set(code.co_names) | {
+        "iter",
+        "type",
+        "len",
+        "isinstance",
+        "dict",
+        "tuple",
+        "list",
+        "__import__",
+    }
+    fake_builtins = {name: _Recorder(run, f"builtin {name}") for name in names}
+    fake_builtins.update(
+        globals=builtins.globals,
+        slice=slice,
+        AssertionError=AssertionError,
+        StopIteration=StopIteration,
+    )
+    scope: dict[str, Any] = {
+        name: _Recorder(run, f"global {name}")
+        for name in code.co_names
+        if not hasattr(builtins, name)
+    }
+    scope["__builtins__"] = fake_builtins
+    run.others[id(scope)] = "<the frame's globals>"
+    closure = tuple(types.CellType(_Recorder(run, f"free {name}")) for name in code.co_freevars)
+    function = types.FunctionType(code, scope, code.co_name, None, closure)
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    params = list(code.co_varnames[:nargs])
+    positional = [_Recorder(run, f"arg {name}") for name in params[: code.co_argcount]]
+    keywords = {name: _Recorder(run, f"arg {name}") for name in params[code.co_argcount :]}
+    try:
+        result = function(*positional, **keywords)
+        run.log.append(("return", run.label(result)))
+    except Exception as exc:  # the same exception at the same point is the same behaviour
+        run.log.append(("raise", type(exc).__name__))
+    return run
+
+
+def difference(original: types.CodeType, translated: types.CodeType) -> str | None:
+    """None when both codes behave alike on every explored path, else the first difference."""
+    pending: list[list[bool]] = [[]]
+    seen = 0
+    while pending and seen < MAX_PATHS:
+        script = pending.pop()
+        seen += 1
+        a, b = _run(original, script), _run(translated, script)
+        if a.log != b.log:
+            return _describe(a.log, b.log)
+        for depth in range(len(script), a.asked):  # branch on every truth test this path asked
+            pending.append([*script, *([True] * (depth - len(script))), False])
+    return None
+
+
+def _describe(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str:
+    for index, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"operation {index + 1}: the bytecode does {x}, the translation {y}"
+    shorter, longer = (a, b) if len(a) < len(b) else (b, a)
+    who = "translation" if longer is b else "bytecode"
+    return f"the {who} goes on after operation {len(shorter)}: {longer[len(shorter)]}"

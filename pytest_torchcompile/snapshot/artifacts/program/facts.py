@@ -1,0 +1,343 @@
+"""What the program file needs beyond the trace, read from live objects right after each compiled call.
+
+The trace holds the graphs, the kernels and the guards' code; the rest of
+what a frame needs at run time lives in the process that compiled it: the
+globals Dynamo installed in the frame's module (module aliases, resume
+functions), the objects whose ids the guards compare, the function that
+was compiled and how its module is built. `collect` reads them for every
+frame compile not yet read and stores plain data in `log.program`, keyed by
+frame compile (and "case" for the case as a whole), so the file can be
+written later, after the objects are gone. Nothing is kept alive: code
+objects, names, shapes and import paths only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import importlib
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ...._torch.formats import GUARD_GLOBAL, ID_CHECK, INSTALLED_GLOBAL, RESUME_PREFIX
+from ....common.capture_log import CaptureLog, FrameKey
+from ..guards import frame_function, frame_locals
+from .symbolic import literal
+
+CASE = "case"
+#: guard helpers a guard's source may call while it is evaluated at capture.
+_GUARD_SCOPE = {
+    "___dict_contains": lambda key, d: dict.__contains__(d, key),
+    "___odict_getitem": lambda d, key: dict.__getitem__(d, key),
+}
+
+
+@dataclass(frozen=True)
+class Installed:
+    """A global Dynamo installed that a frame compile reads, and how the file provides it."""
+
+    name: str
+    kind: (
+        str  # "compiled_fn", "resume", "module", "object" (imported by name), "builtins", "refused"
+    )
+    target: str  # the module's name, the object's module:qualname, or what it is for "refused"
+
+
+@dataclass(frozen=True)
+class IdFinder:
+    """How the file finds again the object whose id a guard compares (ids differ in every process)."""
+
+    source: str  # the guarded expression, `G['F']`, `type(L['self'])`
+    how: str  # "import" (target is module:qualname), "source" (evaluate at load), "skip" (target says why)
+    target: str
+
+
+@dataclass(frozen=True)
+class FrameFacts:
+    """One frame compile: what it is, what it reads from its globals, how its guards' ids are found."""
+
+    key: FrameKey
+    name: str
+    role: str  # "entry", "resume" (a function Dynamo made to resume after a graph break), "nested"
+    installed: tuple[Installed, ...]
+    ids: tuple[IdFinder, ...]
+    resumes: tuple[
+        tuple[str, types.CodeType], ...
+    ]  # resume functions its code calls: (installed name, code)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor's layout: enough to check a state_dict against it and to make a random one."""
+
+    name: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+    device: str
+    requires_grad: bool
+
+
+@dataclass(frozen=True)
+class SubmoduleLayout:
+    """One module of the model's tree: its class, parameters, buffers and plain settings."""
+
+    path: str  # "" for the root, "fc1", "mlp.0"
+    class_path: str | None
+    parameters: tuple[TensorSpec, ...]
+    buffers: tuple[TensorSpec, ...]
+    settings: tuple[tuple[str, str], ...]  # (attribute, Python literal)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument of the first call: a tensor's layout, a literal, or what it was."""
+
+    name: str  # the position ("0") or keyword
+    tensor: TensorSpec | None
+    literal: str | None
+    type_name: str
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """The case: what was compiled, how it is found and built again, what it was called with."""
+
+    entry_name: str
+    entry_path: str | None  # module:qualname of the function, or of the module's class
+    method: bool
+    entry_code: types.CodeType
+    module: tuple[SubmoduleLayout, ...]
+    args: tuple[ArgSpec, ...]
+    kwargs: tuple[ArgSpec, ...]
+    #: the compile's settings the file depends on: fallback_random, cudagraphs, kernel_build, num_threads
+    settings: dict[str, Any]
+
+
+def collect(
+    log: CaptureLog,
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    settings: dict[str, Any],
+) -> None:
+    """Read the facts of every frame compile in `log` not read yet (and the case's, once)."""
+    if not log.bytecode:
+        return
+    entry = log.bytecode[0].original
+    try:
+        function, self_arg = frame_function(model, entry)
+    except ValueError:
+        return  # the first compiled frame is not the model's: the writer refuses, naming it
+    if CASE not in log.program:
+        log.program[CASE] = case_facts(model, function, bool(self_arg), args, kwargs, settings)
+    resumes = _resume_codes(log)
+    local_scope = frame_locals(function, self_arg + tuple(args), kwargs)
+    for record in log.bytecode:
+        if record.key in log.program:
+            continue
+        role = (
+            "entry"
+            if record.original is function.__code__
+            else "resume"
+            if record.original in resumes.values()
+            else "nested"
+        )
+        scope = local_scope if role == "entry" else None
+        log.program[record.key] = frame_facts(
+            log,
+            record.key,
+            record.original.co_name,
+            role,
+            record.transformed,
+            function.__globals__,
+            scope,
+        )
+        resumes = _resume_codes(log)
+
+
+def _resume_codes(log: CaptureLog) -> dict[str, types.CodeType]:
+    found: dict[str, types.CodeType] = {}
+    for facts in log.program.values():
+        if isinstance(facts, FrameFacts):
+            found.update(facts.resumes)
+    return found
+
+
+def frame_facts(
+    log: CaptureLog,
+    key: FrameKey,
+    name: str,
+    role: str,
+    transformed: types.CodeType,
+    scope: dict[str, Any],
+    local_scope: dict[str, Any] | None,
+) -> FrameFacts:
+    """The facts of one frame compile, read from the module globals its code runs in."""
+    rows = log.guards.get(key, ())
+    names = set(_global_reads(transformed)) | {
+        n for row in rows for n in GUARD_GLOBAL.findall(row.source + " " + row.code)
+    }
+    found = [
+        installed_global(n, scope.get(n, _MISSING)) for n in names if INSTALLED_GLOBAL.match(n)
+    ]
+    # by what they are: a name may hold an object id or a compile counter, which move between processes
+    installed = tuple(sorted(found, key=lambda i: (i.kind, i.target, i.name)))
+    resumes = tuple((i.name, scope[i.name].__code__) for i in installed if i.kind == "resume")
+    ids = tuple(id_finders(rows, scope, local_scope))
+    return FrameFacts(key, name, role, installed, ids, resumes)
+
+
+_MISSING = object()
+
+
+def _global_reads(code: types.CodeType) -> list[str]:
+    return [
+        ins.argval
+        for ins in dis.get_instructions(code)
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+    ]
+
+
+def installed_global(name: str, value: Any) -> Installed:
+    """How the file provides one installed global: its own graph or resume function, or an import."""
+    if name.startswith("__compiled_fn"):
+        return Installed(name, "compiled_fn", "")
+    if name.startswith(RESUME_PREFIX) and isinstance(value, types.FunctionType):
+        if value.__code__.co_freevars:
+            return Installed(
+                name,
+                "refused",
+                "a resume function with free variables (a closure the file cannot rebuild)",
+            )
+        return Installed(name, "resume", "")
+    if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
+        return Installed(name, "module", value.__name__)
+    if value is builtins.__dict__:
+        return Installed(name, "builtins", "")
+    path = import_path(value) if value is not _MISSING else None
+    if path is not None:
+        return Installed(name, "object", path)
+    what = (
+        "nothing (it was gone when the file was written)"
+        if value is _MISSING
+        else f"a {type(value).__name__}"
+    )
+    return Installed(name, "refused", what)
+
+
+def id_finders(
+    rows: Any, scope: dict[str, Any], local_scope: dict[str, Any] | None
+) -> list[IdFinder]:
+    """For every id a guard compares: import the object by name, evaluate its source at load, or skip it."""
+    finders: dict[str, IdFinder] = {}
+    for row in rows:
+        for match in ID_CHECK.finditer(row.code):
+            source = match.group(2) if match.group(1) == "obj" else f"type({match.group(2)})"
+            if source not in finders:
+                finders[source] = id_finder(source, scope, local_scope)
+    return list(finders.values())
+
+
+def id_finder(source: str, scope: dict[str, Any], local_scope: dict[str, Any] | None) -> IdFinder:
+    """Import the object where it has a name that imports back to it; else re-read its source at load."""
+    root = source.removeprefix("type(")
+    if local_scope is None and not root.startswith("G["):
+        return IdFinder(
+            source,
+            "skip",
+            "it reads a local of a frame the file cannot see before it runs",
+        )
+    try:
+        value = eval(source, {**_GUARD_SCOPE, "L": local_scope or {}, "G": scope})  # noqa: S307 - Dynamo's own guard source
+    except Exception as exc:  # the source no longer evaluates: say so instead of guessing
+        return IdFinder(
+            source,
+            "skip",
+            f"it no longer evaluated when the file was written ({type(exc).__name__})",
+        )
+    path = import_path(value)
+    if path is not None:
+        return IdFinder(source, "import", path)
+    if root.startswith(("G[", "L['self']")):
+        return IdFinder(source, "source", source)
+    return IdFinder(source, "skip", f"a {type(value).__name__} the file cannot find by name")
+
+
+def import_path(value: Any) -> str | None:
+    """`module:qualname` that imports back to this very object, or None."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__ + ":" if sys.modules.get(value.__name__) is value else None
+    module, qualname = (
+        getattr(value, "__module__", None),
+        getattr(value, "__qualname__", None),
+    )
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return f"{module}:{qualname}" if found is value else None
+
+
+def case_facts(
+    model: Any,
+    function: types.FunctionType,
+    method: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    settings: dict[str, Any],
+) -> CaseFacts:
+    path = import_path(type(model)) if method else import_path(function)
+    layout = module_layout(model) if method else ()
+    specs = tuple(arg_spec(str(i), a) for i, a in enumerate(args))
+    keywords = tuple(arg_spec(k, v) for k, v in kwargs.items())
+    return CaseFacts(
+        function.__name__,
+        path,
+        method,
+        function.__code__,
+        layout,
+        specs,
+        keywords,
+        dict(settings),
+    )
+
+
+def tensor_spec(name: str, t: torch.Tensor) -> TensorSpec:
+    return TensorSpec(
+        name,
+        tuple(t.shape),
+        tuple(t.stride()),
+        str(t.dtype),
+        str(t.device),
+        bool(t.requires_grad),
+    )
+
+
+def arg_spec(name: str, value: Any) -> ArgSpec:
+    if isinstance(value, torch.Tensor):
+        return ArgSpec(name, tensor_spec(name, value), None, type(value).__name__)
+    return ArgSpec(name, None, literal(value), type(value).__name__)
+
+
+def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
+    """Every module of the tree with its own parameters, buffers and plain settings."""
+    layouts = []
+    for path, module in model.named_modules(remove_duplicate=False):
+        params = tuple(tensor_spec(n, p) for n, p in module._parameters.items() if p is not None)
+        buffers = tuple(tensor_spec(n, b) for n, b in module._buffers.items() if b is not None)
+        settings = tuple(
+            (k, text)
+            for k, v in vars(module).items()
+            if not k.startswith("_") and (text := literal(v)) is not None
+        )
+        layouts.append(SubmoduleLayout(path, import_path(type(module)), params, buffers, settings))
+    return tuple(layouts)

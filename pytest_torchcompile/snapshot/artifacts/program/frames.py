@@ -1,0 +1,251 @@
+"""Each Python frame Dynamo compiled, as the program file holds it: guards, transformed code, its graph.
+
+`plan_frames` groups a case's frame compiles by the frame they compiled (a
+recompile is one more compile of the same frame, tried newest first, as
+Dynamo's cache does) and writes each compile's three parts: its guards as
+a function returning the first guard that fails, its transformed code as
+Python (`bytecode.py`, checked against the bytecode by `equivalence.py`),
+and the graph it calls (`graphs.py`). A resume function that the capture
+never saw compiled is written from its own code, to run as plain Python,
+as Dynamo runs a frame it did not compile.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass, field
+
+from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
+from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
+from ..guards import frame_label, row_checks
+from .bytecode import Translation, Untranslatable, translate
+from .equivalence import difference
+from .facts import CASE, CaseFacts, FrameFacts, Installed
+from .graphs import GraphCode, graph_code
+from .refusals import ProgramRefused, frame_name
+from .values import constant_source
+
+
+@dataclass
+class CompilePlan:
+    """One compile of a frame, written out."""
+
+    key: FrameKey
+    label: str  # f0c1
+    where: str  # "frame 0 compile 1 (forward)"
+    guards: str  # source of `def guards_<label>_<name>(L, G, IDS)`
+    guards_name: str
+    not_checked: list[str]
+    ids: list[tuple[str, str, str]]
+    code: str  # source of the transformed code (a def, or a maker of one for a closure)
+    code_name: str
+    constants: dict[str, str]  # name -> source
+    graph: GraphCode | None
+    graph_global: str  # the name the code calls its graph by (`__compiled_fn_<N>_<uuid>`), or ""
+
+
+@dataclass
+class FramePlan:
+    """One frame: its compiles newest first, and how the file reaches it."""
+
+    name: str
+    role: str
+    original: types.CodeType
+    compiles: list[CompilePlan] = field(default_factory=list)
+    installed_as: list[str] = field(
+        default_factory=list
+    )  # resume functions: the names the code calls it by
+    fallback: Translation | None = None
+    fallback_name: str = ""
+
+
+def plan_frames(log: CaptureLog, backend: str) -> tuple[list[FramePlan], list[Installed]]:
+    """The frames in the order they were first compiled, and every installed global the file provides."""
+    frames: dict[types.CodeType, FramePlan] = {}
+    installed: dict[str, Installed] = {}
+    for record in sorted(log.bytecode, key=lambda b: b.key):
+        facts = log.program.get(record.key)
+        where = frame_name(record.key, record.original.co_name)
+        if not isinstance(facts, FrameFacts):
+            raise ProgramRefused(
+                where,
+                "its facts were not read right after the compile (write_program needs the case run by compile_model)",
+            )
+        if facts.role == "nested":
+            raise ProgramRefused(
+                where,
+                "a function called from compiled code that Dynamo compiled as a frame of its own; the file cannot route calls to it",
+            )
+        for item in facts.installed:
+            if item.kind == "refused":
+                raise ProgramRefused(where, f"its code reads {item.name}, {item.target}")
+            installed.setdefault(item.name, item)
+        plan = frames.setdefault(
+            record.original,
+            FramePlan(record.original.co_name, facts.role, record.original),
+        )
+        plan.compiles.insert(0, compile_plan(log, record, facts, backend, where))
+    _link_resumes(log, frames)
+    return list(frames.values()), list(installed.values())
+
+
+def _link_resumes(log: CaptureLog, frames: dict[types.CodeType, FramePlan]) -> None:
+    """Attach every resume function the code calls to its frame; one never compiled runs its own code."""
+    for facts in log.program.values():
+        if not isinstance(facts, FrameFacts):
+            continue
+        for name, code in facts.resumes:
+            plan = frames.get(code)
+            if plan is None:
+                plan = frames[code] = FramePlan(code.co_name, "resume", code)
+            if name not in plan.installed_as:
+                plan.installed_as.append(name)
+    for index, plan in enumerate(frames.values()):
+        if plan.role == "resume" and not plan.compiles:
+            plan.fallback_name = (
+                f"uncompiled{index}_{plan.name}"  # the name last, where the snapshot masks its line
+            )
+            plan.fallback = _translated(
+                plan.original,
+                plan.fallback_name,
+                f"resume function {plan.name}",
+                f"__const_{plan.fallback_name}_",
+            )
+
+
+def compile_plan(
+    log: CaptureLog, record: BytecodeRecord, facts: FrameFacts, backend: str, where: str
+) -> CompilePlan:
+    label = frame_label(record.key)
+    translation = _translated(
+        record.transformed,
+        f"{label}_{record.original.co_name}",
+        where,
+        f"__const_{label}_",
+    )
+    _check_helpers(translation, where)
+    constants = {}
+    for name, value in translation.constants.items():
+        source = constant_source(value)
+        if source is None:
+            raise ProgramRefused(
+                where,
+                f"its code holds a constant of type {type(value).__name__} the file cannot write as Python",
+            )
+        constants[name] = source
+    graphs = [n for n in translation.globals_read if n.startswith("__compiled_fn")]
+    if len(graphs) > 1:
+        raise ProgramRefused(
+            where,
+            f"its code calls {len(graphs)} compiled graphs; the file pairs one graph with each compile",
+        )
+    graph = graph_code(log, record.key, label, backend, where) if graphs else None
+    guards, guards_name, not_checked = guard_source(
+        record.key, record.original.co_name, log.guards.get(record.key, ())
+    )
+    ids = [(f.source, f.how, f.target) for f in facts.ids]
+    code = _with_closure(
+        translation.source, record.transformed, f"{label}_{record.original.co_name}"
+    )
+    name = f"{label}_{record.original.co_name}"
+    return CompilePlan(
+        record.key,
+        label,
+        where,
+        guards,
+        guards_name,
+        not_checked,
+        ids,
+        code,
+        name,
+        constants,
+        graph,
+        graphs[0] if graphs else "",
+    )
+
+
+def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:
+    """The code as Python, proved to do what the bytecode does; refused otherwise."""
+    try:
+        translation = translate(code, name, prefix)
+    except Untranslatable as exc:
+        raise ProgramRefused(where, f"its code cannot be written as Python: {exc}") from None
+    compiled = compile(_with_closure(translation.source, code, name), f"<{name}>", "exec")
+    function = _find_code(compiled, name)
+    why = difference(code, function)
+    if why is not None:
+        raise ProgramRefused(
+            where,
+            f"its code written as Python does not do what the bytecode does ({why})",
+        )
+    return translation
+
+
+def _find_code(module: types.CodeType, name: str) -> types.CodeType:
+    for const in module.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name:
+                return const
+            try:
+                return _find_code(const, name)
+            except LookupError:
+                continue
+    raise LookupError(name)
+
+
+def _with_closure(source: str, code: types.CodeType, name: str) -> str:
+    """A function with free variables is written inside a maker that holds them (bound at load)."""
+    if not code.co_freevars:
+        return source
+    cells = "\n".join(
+        f"    {v} = None  # a free variable of the frame, bound from its function's closure at load"
+        for v in code.co_freevars
+    )
+    body = "\n".join("    " + line if line else line for line in source.rstrip("\n").splitlines())
+    return f"def _make_{name}():\n{cells}\n\n{body}\n\n    return {name}\n\n\n{name} = _make_{name}()\n"
+
+
+def _check_helpers(translation: Translation, where: str) -> None:
+    """Dynamo's own helpers the code calls must have a stand-in in the file."""
+    used = set(re.findall(rf"{DYNAMO_UTILS_ALIAS}\.(\w+)", translation.source))
+    unknown = sorted(used - DYNAMO_UTILS_HELPERS)
+    if unknown:
+        called = ", ".join(f"{DYNAMO_UTILS_MODULE}.{name}" for name in unknown)
+        raise ProgramRefused(where, f"its code calls {called}, which the file has no stand-in for")
+
+
+def guard_source(key: FrameKey, name: str, rows: tuple) -> tuple[str, str, list[str]]:
+    """`def guards_<label>_<name>(L, G, IDS)`: the first guard that fails, or None; and the guards it cannot check."""
+    function = f"guards_{frame_label(key)}_{name}"
+    lines = [
+        f"def {function}(L, G, IDS):",
+        f'    """Frame {key.frame_id} compile {key.compile_id} ({name}): None when its code may run, else the guard that failed."""',
+        "    return first_failing(",
+    ]
+    not_checked = []
+    for row in rows:
+        checks = row_checks(row, "IDS", {})
+        if not checks:
+            not_checked.append(f"{row.kind}: {row.code}".replace("\n", " "))
+        for index, check in enumerate(checks):
+            note = f"  # {row.kind}" if index == 0 else ""
+            lines.append(f"        lambda: {check},{note}")
+    lines.append("    )")
+    return "\n".join(lines) + "\n", function, not_checked
+
+
+def case_facts(log: CaptureLog) -> CaseFacts:
+    if "error" in log.program:
+        raise ProgramRefused(
+            "the case",
+            f"reading what the file needs failed right after the compile: {log.program['error']}",
+        )
+    facts = log.program.get(CASE)
+    if not isinstance(facts, CaseFacts):
+        first = log.bytecode[0].original.co_name if log.bytecode else "?"
+        raise ProgramRefused(
+            "the case",
+            f"its first compiled frame ({first}) is neither the model's forward nor the compiled function",
+        )
+    return facts

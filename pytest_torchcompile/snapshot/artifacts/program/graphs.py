@@ -1,0 +1,289 @@
+"""The graph a frame compile calls (`__compiled_fn_<N>`): AOTAutograd's wrapper and the kernels, as Python.
+
+Dynamo hands each graph to the backend and calls what comes back. For
+Inductor and `aot_eager` that is AOTAutograd's runtime wrapper: it runs an
+inference graph with grad off, or, for training, an `autograd.Function`
+whose forward runs the compiled forward and saves what the compiled backward
+needs; it then copies updated values into mutated inputs. Its layout comes
+from AOTAutograd's metadata record (`_torch/program/aot_meta.py`). The kernels are
+Inductor's output code (`call(args)`), or AOTAutograd's FX graphs where
+Inductor wrote none (a backward that never ran) and for `aot_eager`. For
+the `eager` backend the graph is Dynamo's own FX graph, called directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...._torch.formats import AOT_KIND, FX_BODY_START, FX_CLASS_LINE, FX_SELF_READ
+from ...._torch.program.aot_meta import AotMeta, MetaFormatError, parse_meta
+from ....common.capture_log import CaptureLog, FrameKey
+from .refusals import ProgramRefused
+
+#: kernel kinds: how the file loads a kernel source.
+OUTPUT_CODE, FX_BOXED, FX_CALL = (
+    "output code",
+    "fx graph",
+    "fx graph, called with its arguments",
+)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    key: str  # `f0c0_forward`
+    kind: str
+    source: str
+    note: str
+
+
+@dataclass(frozen=True)
+class GraphCode:
+    """One compile's graph: the kernel sources it loads and the factory of its wrapper."""
+
+    factory: str  # the name of `def compiled_fn_<label>(kernels)`
+    source: str
+    kernels: tuple[Kernel, ...]
+
+
+def graph_code(log: CaptureLog, key: FrameKey, label: str, backend: str, where: str) -> GraphCode:
+    """The wrapper and kernels of the graph compiled for frame compile `key`."""
+    if backend == "eager":
+        return _dynamo_graph(log, key, label, where)
+    kernels = _aot_kernels(log, key, label, backend, where)
+    meta = _meta(log, key, where)
+    training = any(k.key.endswith("_forward") for k in kernels)
+    _check_meta(meta, training, where)
+    body = _training(meta, label, kernels) if training else _inference(meta, label)
+    return GraphCode(f"compiled_fn_{label}", body, tuple(kernels))
+
+
+def _dynamo_graph(log: CaptureLog, key: FrameKey, label: str, where: str) -> GraphCode:
+    graphs = log.payloads("dynamo_graph", key)
+    if len(graphs) != 1:
+        raise ProgramRefused(
+            where, f"{len(graphs)} Dynamo graphs were captured for one compiled call"
+        )
+    _check_fx(graphs[0], where)
+    kernel = Kernel(
+        f"{label}_graph",
+        FX_CALL,
+        graphs[0],
+        "Dynamo's graph, which the eager backend runs as is",
+    )
+    source = "\n".join(
+        [
+            f"def compiled_fn_{label}(kernels):",
+            f'    """The graph of {where}: the eager backend calls Dynamo\'s FX graph as is."""',
+            f"    return kernels[{kernel.key!r}]",
+        ]
+    )
+    return GraphCode(f"compiled_fn_{label}", source + "\n", (kernel,))
+
+
+def _aot_kernels(
+    log: CaptureLog, key: FrameKey, label: str, backend: str, where: str
+) -> list[Kernel]:
+    kernels: dict[str, Kernel] = {}
+    if backend == "inductor":
+        for code in log.payloads("output_code", key):
+            match = AOT_KIND.search(code)
+            kind = match.group(1) if match else "inference"
+            kernels[kind] = Kernel(
+                f"{label}_{kind}", OUTPUT_CODE, code, f"Inductor's output code ({kind})"
+            )
+    for kind in ("forward", "backward", "inference"):
+        graphs = log.payloads(f"aot_{kind}", key)
+        if kind in kernels or not graphs:
+            continue
+        _check_fx(graphs[-1], where)
+        note = (
+            "AOTAutograd's graph, which aot_eager runs as is"
+            if backend == "aot_eager"
+            else (
+                "AOTAutograd's backward graph: Inductor compiled no backward during the capture, so its eager ops run"
+            )
+        )
+        kernels[kind] = Kernel(f"{label}_{kind}", FX_BOXED, fx_source(graphs[-1]), note)
+    if not kernels:
+        raise ProgramRefused(
+            where,
+            "no compiled graph was captured for it (no output code, no AOTAutograd graph)",
+        )
+    if "inference" in kernels and "forward" in kernels:
+        raise ProgramRefused(
+            where,
+            "both an inference and a training graph were captured for one compiled call",
+        )
+    return [kernels[k] for k in ("forward", "backward", "inference") if k in kernels]
+
+
+def _check_fx(text: str, where: str) -> None:
+    body = text.split(FX_BODY_START, 1)[-1]
+    if FX_SELF_READ.search(body) or len(FX_CLASS_LINE.findall(text)) > 1:
+        raise ProgramRefused(
+            where,
+            "its FX graph reads attributes or submodules of its GraphModule (constants, higher-order op bodies) "
+            "that the printed graph does not hold",
+        )
+
+
+def fx_source(text: str) -> str:
+    """A printed FX graph as a module defining `GraphModule` (AOT's graphs print as `class <lambda>`)."""
+    return FX_CLASS_LINE.sub("class GraphModule(torch.nn.Module):", text, count=1)
+
+
+def _meta(log: CaptureLog, key: FrameKey, where: str) -> AotMeta:
+    texts = log.payloads("aot_metadata", key)
+    if not texts:
+        raise ProgramRefused(
+            where,
+            "AOTAutograd's metadata record (aot_forward_graph_fw_metadata) was not captured",
+        )
+    try:
+        return parse_meta(texts[-1])
+    except MetaFormatError as exc:
+        raise ProgramRefused(where, str(exc)) from None
+
+
+def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
+    """Refuse what the wrapper below does not reproduce."""
+    if meta.subclass_inputs:
+        raise ProgramRefused(
+            where,
+            "its inputs include tensor subclasses, which AOTAutograd unwraps and wraps again",
+        )
+    if meta.num_tokens or meta.num_rng_states or meta.num_opaque_saved:
+        raise ProgramRefused(
+            where,
+            "it threads effect tokens, random-number states or opaque objects through the graph",
+        )
+    if meta.aliased_outputs:
+        kinds = sorted({meta.outputs[i].output_type for i in meta.aliased_outputs})
+        raise ProgramRefused(
+            where,
+            f"outputs alias inputs or intermediates ({', '.join(kinds)}); AOTAutograd regenerates those views after the graph",
+        )
+    for index in meta.mutated_runtime_indices:
+        info = meta.inputs[index]
+        if (
+            info.mutates_metadata
+            or info.mutates_storage_metadata
+            or info.storage_resize
+            or (training and info.requires_grad)
+        ):
+            raise ProgramRefused(
+                where,
+                f"input {index} is mutated in a way AOTAutograd applies after the graph (metadata or an input that requires grad)",
+            )
+    if training and meta.num_symints_saved:
+        raise ProgramRefused(
+            where, "a training graph with dynamic shapes (sizes saved for the backward)"
+        )
+    if training and len(meta.tangent_layouts) != len(meta.tangent_returns()):
+        raise ProgramRefused(
+            where,
+            "AOTAutograd's tangent metadata does not match the outputs that take gradients",
+        )
+
+
+def _epilogue(meta: AotMeta, pad: str) -> list[str]:
+    """Lines after the graph: copy updated values into mutated inputs, mark dynamic sizes, return outputs."""
+    lines = []
+    mutated = meta.mutated_runtime_indices
+    for position, index in enumerate(mutated):
+        info = meta.inputs[index]
+        target = (
+            f"args[{index}].detach()" if info.is_leaf and info.requires_grad else f"args[{index}]"
+        )
+        lines.append(
+            f"{pad}{target}.copy_(outs[{position}])  # input {index} is mutated: the graph returned its new value"
+        )
+    n_mut, n_out = len(mutated), len(meta.outputs)
+    for index, output in enumerate(meta.outputs):
+        if output.dynamic_dims:
+            lines.append(
+                f"{pad}mark_dynamic_dims(outs[{n_mut + index}], {set(output.dynamic_dims)!r})"
+            )
+    if meta.grad_enabled_mutation is not None:
+        lines.append(
+            f"{pad}torch.set_grad_enabled({meta.grad_enabled_mutation!r})  # the graph changed grad mode"
+        )
+    lines.append(f"{pad}return outs[{n_mut}:{n_mut + n_out}]")
+    return lines
+
+
+def _prologue(meta: AotMeta, pad: str) -> list[str]:
+    seen = meta.in_graph_mutations_seen_by_autograd
+    if not seen:
+        return []
+    listed = ", ".join(f"args[{i}]" for i in seen)
+    return [
+        f"{pad}torch.autograd.graph.increment_version(({listed},))  # the graph mutates these inputs in place"
+    ]
+
+
+def _count_check(meta: AotMeta, pad: str) -> list[str]:
+    expected = meta.num_forward_returns
+    return [
+        f"{pad}if len(outs) != {expected}:",
+        f'{pad}    raise AssertionError(f"expected {expected} outputs, got {{len(outs)}}")',
+    ]
+
+
+def _inference(meta: AotMeta, label: str) -> str:
+    lines = [
+        f"def compiled_fn_{label}(kernels):",
+        '    """AOTAutograd\'s runtime wrapper around an inference graph: run it with grad off, then apply its mutations."""',
+        f"    call = kernels[{label + '_inference'!r}]",
+        "",
+        "    def run(*args):",
+        *_prologue(meta, "        "),
+        "        with torch.no_grad():  # an inference graph runs with grad off",
+        "            outs = list(call(list(args)))  # the kernels take a list and clear it",
+        *_count_check(meta, "        "),
+        *_epilogue(meta, "        "),
+        "",
+        "    return run",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _training(meta: AotMeta, label: str, kernels: list[Kernel]) -> str:
+    returns = meta.num_forward_returns
+    backward = (
+        f"kernels[{label + '_backward'!r}]"
+        if any(k.key.endswith("_backward") for k in kernels)
+        else "None"
+    )
+    tangents = list(zip(meta.tangent_returns(), meta.tangent_layouts))
+    lines = [
+        f"def compiled_fn_{label}(kernels):",
+        '    """AOTAutograd\'s runtime wrapper around a training graph: an autograd.Function over the compiled forward and backward."""',
+        f"    forward, backward = kernels[{label + '_forward'!r}], {backward}",
+        "",
+        "    class CompiledFunction(torch.autograd.Function):",
+        "        @staticmethod",
+        "        def forward(ctx, *args):",
+        "            outs = list(forward(list(args)))",
+        f"            saved = outs[{returns}:]  # the activations the backward reads",
+        "            ctx.save_for_backward(*(t.detach() if t._base is not None else t for t in saved))",
+        f"            ctx.mark_non_differentiable(*(outs[i] for i in {meta.non_differentiable_returns()!r} if isinstance(outs[i], torch.Tensor)))",
+        f"            return tuple(outs[:{returns}])",
+        "",
+        "        @staticmethod",
+        "        def backward(ctx, *grads):",
+        "            if backward is None:",
+        f'                raise RuntimeError("no backward was compiled for {label} during the capture")',
+        f"            tangents = [coerce_tangent(grads[i], layout) for i, layout in {tangents!r}]",
+        "            return tuple(backward([*ctx.saved_tensors, *tangents]))",
+        "",
+        "    def run(*args):",
+        *_prologue(meta, "        "),
+        "        with view_replay(), torch.enable_grad():  # as AOTAutograd's wrapper: the graph's outputs carry grad_fn",
+        "            outs = list(CompiledFunction.apply(*args))",
+        *_count_check(meta, "        "),
+        *_epilogue(meta, "        "),
+        "",
+        "    return run",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,397 @@
+"""The bytecode translator's instruction handlers: one method per opcode, `op_<NAME>`.
+
+Each handler pops its operands from the symbolic stack (`symbolic.py`) and
+pushes its result, writing a statement where the operation can have an
+effect. An opcode without a handler raises `Untranslatable` naming it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import keyword
+import sys
+import types
+from typing import Any
+
+from .symbolic import NULL, STABLE_GLOBALS, SymbolicStack, Untranslatable, Val, literal
+
+_SKIP = {
+    "NOP",
+    "RESUME",
+    "CACHE",
+    "PRECALL",
+    "EXTENDED_ARG",
+    "MAKE_CELL",
+    "COPY_FREE_VARS",
+    "END_FOR",
+}
+
+_UNARY = {
+    "UNARY_NEGATIVE": "-{}",
+    "UNARY_POSITIVE": "+{}",
+    "UNARY_NOT": "not {}",
+    "UNARY_INVERT": "~{}",
+    "TO_BOOL": "bool({})",
+}
+
+
+class Instructions(SymbolicStack):
+    """`step` runs one instruction's handler on the stack."""
+
+    def step(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        op = ins.opname
+        if op in _SKIP:
+            return
+        if "JUMP" in op:
+            raise Untranslatable(
+                f"a jump this translator cannot structure, such as a while loop ({op} at offset {ins.offset})"
+            )
+        handler = getattr(self, f"op_{op}", None)
+        if handler is not None:
+            handler(ins, stack)
+        elif op in _UNARY:
+            (value,) = self.take(stack, 1)
+            self.statement(stack, _UNARY[op].format(value.expr))
+        elif op.startswith("BUILD_"):
+            self.build(ins, stack)
+        else:
+            raise Untranslatable(f"instruction {op} (offset {ins.offset})")
+
+    def op_LOAD_CLOSURE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        raise Untranslatable(
+            f"it makes a function at run time (a closure over {ins.argval}, offset {ins.offset})"
+        )
+
+    def op_PUSH_NULL(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        stack.append(NULL)
+
+    def op_LOAD_CONST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        stack.append(Val(self.constant(ins.argval), "pure"))
+
+    def op_RETURN_CONST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.flush(stack)
+        self.emit(f"return {self.constant(ins.argval)}")
+
+    def constant(self, value: Any) -> str:
+        text = literal(value)
+        if text is not None:
+            return text
+        if isinstance(value, types.CodeType):
+            raise Untranslatable(f"it makes a function at run time (code object {value.co_name})")
+        index = next(
+            (i for i, c in enumerate(self.code.co_consts) if c is value),
+            len(self.constants),
+        )
+        name = f"{self.const_prefix}{index}"
+        self.constants[name] = value
+        return name
+
+    def op_LOAD_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        stack.append(Val(ins.argval, "local", local=ins.argval))
+
+    def op_LOAD_FAST_LOAD_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        for name in ins.argval:
+            stack.append(Val(name, "local", local=name))
+
+    def op_LOAD_DEREF(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        stack.append(Val(ins.argval, "local", local=ins.argval))
+
+    def op_STORE_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.store(stack, ins.argval)
+
+    def op_STORE_DEREF(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        if ins.argval in self.code.co_freevars:
+            self.nonlocals.add(ins.argval)
+        self.store(stack, ins.argval)
+
+    def op_STORE_FAST_STORE_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        for name in ins.argval:
+            self.store(stack, name)
+
+    def store(self, stack: list[Val], name: str) -> None:
+        (value,) = self.take(stack, 1)
+        self.invalidate(stack, name)
+        self.flush(stack)
+        self.emit(f"{name} = {value.expr}")
+
+    def op_DELETE_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.invalidate(stack, ins.argval)
+        self.flush(stack)
+        self.emit(f"del {ins.argval}")
+
+    def op_LOAD_GLOBAL(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        null_first = sys.version_info < (3, 12)
+        with_null = bool(ins.arg and ins.arg & 1)
+        if with_null and null_first:
+            stack.append(NULL)
+        name = ins.argval
+        self.globals_read.add(name)
+        if name.startswith(STABLE_GLOBALS):
+            stack.append(Val(name, "pure"))
+        else:
+            self.lazy(stack, name)
+        if with_null and not null_first:
+            stack.append(NULL)
+
+    def op_LOAD_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (obj,) = self.take(stack, 1)
+        method = sys.version_info >= (3, 12) and bool(ins.arg and ins.arg & 1)
+        self.lazy(stack, f"{_operand(obj)}.{_attr(ins.argval)}")
+        if method:
+            stack.append(NULL)
+
+    def op_LOAD_METHOD(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (obj,) = self.take(stack, 1)
+        stack.append(NULL)
+        self.lazy(stack, f"{_operand(obj)}.{_attr(ins.argval)}")
+
+    def op_STORE_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        value, obj = self.take(stack, 2)
+        self.statement(stack, f"{_operand(obj)}.{_attr(ins.argval)} = {value.expr}", push=False)
+
+    def op_DELETE_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (obj,) = self.take(stack, 1)
+        self.statement(stack, f"del {_operand(obj)}.{_attr(ins.argval)}", push=False)
+
+    def op_BINARY_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        obj, key = self.take(stack, 2)
+        self.lazy(stack, f"{_operand(obj)}[{_key(key)}]")
+
+    def op_BINARY_SLICE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        obj, lo, hi = self.take(stack, 3)
+        self.lazy(stack, f"{_operand(obj)}[{lo.expr}:{hi.expr}]")
+
+    def op_STORE_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        value, obj, key = self.take(stack, 3)
+        self.statement(stack, f"{_operand(obj)}[{_key(key)}] = {value.expr}", push=False)
+
+    def op_DELETE_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        obj, key = self.take(stack, 2)
+        self.statement(stack, f"del {_operand(obj)}[{_key(key)}]", push=False)
+
+    def op_BINARY_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        left, right = self.take(stack, 2)
+        symbol = ins.argrepr
+        if symbol.endswith("=") and symbol not in ("==", "!=", "<=", ">="):
+            self.flush(stack)
+            name = self.temp()
+            self.emit(f"{name} = {left.expr}")
+            self.emit(f"{name} {symbol} {right.expr}")
+            stack.append(Val(name, "pure"))
+        else:
+            self.statement(stack, f"{left.expr} {symbol} {right.expr}")
+
+    def op_COMPARE_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        left, right = self.take(stack, 2)
+        symbol = str(ins.argval).removeprefix("bool(").removesuffix(")")
+        self.statement(stack, f"{left.expr} {symbol} {right.expr}")
+
+    def op_IS_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        left, right = self.take(stack, 2)
+        self.statement(stack, f"{left.expr} {'is not' if ins.arg else 'is'} {right.expr}")
+
+    def op_CONTAINS_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        left, right = self.take(stack, 2)
+        self.statement(stack, f"{left.expr} {'not in' if ins.arg else 'in'} {right.expr}")
+
+    def build(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        op, count = ins.opname, ins.arg or 0
+        if op == "BUILD_MAP":
+            items = self.take(stack, 2 * count)
+            pairs = [f"{items[k].expr}: {items[k + 1].expr}" for k in range(0, len(items), 2)]
+            self.lazy(stack, "{" + ", ".join(pairs) + "}", _free(items))
+        elif op == "BUILD_CONST_KEY_MAP":
+            items = self.take(stack, count + 1)
+            keys = ast.literal_eval(items[-1].expr)
+            self.lazy(
+                stack,
+                "{" + ", ".join(f"{literal(k)}: {v.expr}" for k, v in zip(keys, items[:-1])) + "}",
+                _free(items),
+            )
+        elif op == "BUILD_SLICE":
+            parts = self.take(stack, count)
+            bounds = [("" if p.expr == "None" else p.expr) for p in parts]
+            self.lazy(stack, "slice(" + ", ".join(p.expr for p in parts) + ")", _free(parts))
+            stack[-1].subscript = ":".join(bounds)
+        elif op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
+            vals = self.take(stack, count)
+            items = [v.expr for v in vals]
+            if op == "BUILD_TUPLE":
+                self.lazy(
+                    stack,
+                    "(" + ", ".join(items) + ("," if count == 1 else "") + ")",
+                    _free(vals),
+                )
+            elif op == "BUILD_LIST":
+                self.lazy(stack, "[" + ", ".join(items) + "]", _free(vals))
+            else:
+                self.lazy(stack, "{" + ", ".join(items) + "}" if items else "set()")
+        else:
+            raise Untranslatable(f"instruction {op} (offset {ins.offset})")
+
+    def container(self, stack: list[Val], depth: int) -> str:
+        """The container `depth` below the top, evaluated into a temporary (it is about to change)."""
+        index = len(stack) - depth
+        if stack[index].kind != "pure":
+            self.materialize(stack, [index])
+        return stack[index].expr
+
+    def op_LIST_EXTEND(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.mutate(stack, ins.arg, "{}.extend({})")
+
+    def op_LIST_APPEND(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.mutate(stack, ins.arg, "{}.append({})")
+
+    def op_SET_UPDATE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.mutate(stack, ins.arg, "{}.update({})")
+
+    def op_SET_ADD(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.mutate(stack, ins.arg, "{}.add({})")
+
+    def op_DICT_UPDATE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.mutate(stack, ins.arg, "{}.update({})")
+
+    def op_DICT_MERGE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """`f(**a, **b)`: as `update`, which overrides a repeated keyword where CPython raises TypeError."""
+        self.mutate(stack, ins.arg, "{}.update({})")
+
+    def mutate(self, stack: list[Val], depth: int, template: str) -> None:
+        (value,) = self.take(stack, 1)
+        target = self.container(stack, depth)
+        self.statement(stack, template.format(target, value.expr), push=False)
+
+    def op_LIST_TO_TUPLE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (value,) = self.take(stack, 1)
+        self.statement(stack, f"(*{_operand(value)},)")
+
+    def op_CALL_INTRINSIC_1(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        if ins.argrepr != "INTRINSIC_LIST_TO_TUPLE":
+            raise Untranslatable(
+                f"instruction CALL_INTRINSIC_1 {ins.argrepr} (offset {ins.offset})"
+            )
+        self.op_LIST_TO_TUPLE(ins, stack)
+
+    def op_UNPACK_SEQUENCE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (value,) = self.take(stack, 1)
+        self.flush(stack)
+        names = [self.temp() for _ in range(ins.arg or 0)]
+        self.emit(
+            f"{', '.join(names) + (',' if len(names) == 1 else '')} = {value.expr}"
+            if names
+            else f"() = {value.expr}"
+        )
+        stack.extend(Val(n, "pure") for n in reversed(names))
+
+    def op_GET_ITER(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """The iterator stays implicit: the `for` statement that consumes it calls iter() itself."""
+        if stack[-1].kind not in ("pure", "local"):
+            self.materialize(stack, [len(stack) - 1])
+        (value,) = self.take(stack, 1)
+        stack.append(Val(value.expr, "iter"))
+
+    def op_KW_NAMES(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.kw_names = (
+            tuple(self.code.co_consts[ins.arg]) if isinstance(ins.arg, int) else tuple(ins.argval)
+        )
+
+    def op_CALL(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        argc, names = ins.arg or 0, self.kw_names
+        self.kw_names = ()
+        operands = self.take(stack, argc + 2)
+        first, second, args = operands[0], operands[1], operands[2:]
+        if first is NULL:
+            function, positional = second, []
+        elif second is NULL:
+            function, positional = first, []
+        else:
+            function, positional = first, [second]
+        split = len(args) - len(names)
+        parts = [v.expr for v in positional + args[:split]] + [
+            f"{k}={v.expr}" for k, v in zip(names, args[split:])
+        ]
+        self.statement(stack, f"{_operand(function)}({', '.join(parts)})")
+
+    def op_CALL_FUNCTION_EX(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        with_kwargs = bool(ins.arg and ins.arg & 1)
+        operands = self.take(stack, 4 if with_kwargs else 3)
+        first, second, args = operands[0], operands[1], operands[2]
+        function = second if first is NULL else first
+        if first is not NULL and second is not NULL:
+            raise Untranslatable(f"CALL_FUNCTION_EX on a method with self (offset {ins.offset})")
+        star = f", **{operands[3].expr}" if with_kwargs else ""
+        self.statement(stack, f"{_operand(function)}(*{_operand(args)}{star})")
+
+    def op_RETURN_VALUE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (value,) = self.take(stack, 1)
+        self.flush(stack)
+        self.emit(f"return {value.expr}")
+
+    def op_RAISE_VARARGS(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        parts = [v.expr for v in self.take(stack, ins.arg or 0)]
+        self.flush(stack)
+        self.emit(
+            "raise"
+            if not parts
+            else f"raise {parts[0]}" + (f" from {parts[1]}" if len(parts) > 1 else "")
+        )
+
+    def op_LOAD_ASSERTION_ERROR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        stack.append(Val("AssertionError", "pure"))
+
+    def op_POP_TOP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        (value,) = self.take(stack, 1)
+        if value.kind == "lazy" and not value.free:
+            self.statement(stack, value.expr, push=False)
+
+    def op_COPY(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        index = len(stack) - ins.arg
+        if stack[index].kind == "lazy":
+            self.materialize(stack, [index])
+        stack.append(stack[index])
+
+    def op_SWAP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        stack[-1], stack[-ins.arg] = stack[-ins.arg], stack[-1]
+
+    def op_IMPORT_NAME(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        level, fromlist = self.take(stack, 2)
+        self.statement(
+            stack,
+            f"__import__({ins.argval!r}, globals(), None, {fromlist.expr}, {level.expr})",
+        )
+
+    def op_IMPORT_FROM(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        module = self.container(stack, 1)
+        self.statement(stack, f"{module}.{_attr(ins.argval)}")
+
+    op_MAKE_FUNCTION = op_LOAD_CLOSURE
+
+    op_LOAD_FAST_CHECK = op_LOAD_FAST
+
+    op_DELETE_DEREF = op_DELETE_FAST
+
+
+def _operand(val: Val) -> str:
+    """The value as the operand of an attribute, call, subscript or operator.
+
+    Every expression on the stack is a primary (a name, a literal, a call,
+    an attribute, a subscript or a display), so only a number needs
+    parentheses (`(1).real`, not `1.real`).
+    """
+    return f"({val.expr})" if val.expr[:1].isdigit() else val.expr
+
+
+def _key(val: Val) -> str:
+    """A subscript's key: a slice as `a:b` (no call to `slice`), anything else as is."""
+    return val.subscript if val.subscript is not None else val.expr
+
+
+def _free(vals: list[Val]) -> bool:
+    """A display of these values evaluates nothing new (no attribute, call or global read)."""
+    return all(v.kind != "lazy" or v.free for v in vals)
+
+
+def _attr(name: str) -> str:
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise Untranslatable(f"an attribute whose name is not a Python identifier ({name!r})")
+    return name

@@ -1,0 +1,41 @@
+"""How the `program` snapshot differs from the file: the rules that keep it about the case.
+
+The file names the torch and Python versions it was written with (it warns
+when loaded under others); the snapshot folder is keyed by torch's version
+already, and Python's patch release differs between machines that share a
+snapshot set, so the snapshot masks it. The runtime helpers and `load` are
+the same text in every file (pytest-torchcompile's own code, copied in): the
+snapshot holds one line for each, so it changes when the case does, not when
+the plugin's runtime does. Pure text: no torch import.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PYTHON_STAMP = re.compile(r"(PYTHON_VERSION = '|and Python )(\d+\.\d+)\.\d+")
+#: the copied parts: from their marker line to the next section of the file.
+_RUNTIME = re.compile(
+    r"^# ---- runtime \(copied into every program file from here on\) ----\n.*?(?=^# =+\n)",
+    re.S | re.M,
+)
+_LOAD = re.compile(
+    r"^# ---- load \(copied into every program file from here on\) ----\n.*?(?=^if __name__ == )",
+    re.S | re.M,
+)
+
+
+def mask_python_version(text: str) -> str:
+    """`3.11.7` -> `3.11.<N>` where the file states the Python it was written with."""
+    return _PYTHON_STAMP.sub(lambda m: f"{m.group(1)}{m.group(2)}.<N>", text)
+
+
+def fold_copied_parts(text: str) -> str:
+    """The runtime and `load`, the same in every file, as one line each."""
+    text = _RUNTIME.sub(
+        "# ---- runtime: the helpers every program file carries (not snapshotted) ----\n\n\n", text
+    )
+    return _LOAD.sub(
+        "# ---- load: `load`, `Program` and the script entry point (not snapshotted) ----\n\n\n",
+        text,
+    )

@@ -1,0 +1,58 @@
+"""Python source for the values a program file holds: constants of Dynamo's code, long texts.
+
+`constant_source` writes a constant Dynamo put in a frame's `co_consts` (a
+`torch.device`, a dtype) as the expression that builds it again, or None
+when it has none. `text_literal` writes a long text (Inductor's output
+code) as a string literal that reads like the text itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .symbolic import literal
+
+
+def constant_source(value: Any) -> str | None:
+    """An expression that builds an equal value of the same type, or None."""
+    text = literal(value)
+    if text is not None:
+        return text
+    import torch  # late: the artifact catalogue loads this module with the plugin, before torch
+
+    if isinstance(value, torch.device):
+        return f"torch.device({value.type!r}{'' if value.index is None else f', {value.index}'})"
+    if isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
+        name = str(value)
+        return name if name.startswith("torch.") else None
+    if isinstance(value, torch.Size):
+        return f"torch.Size({list(value)!r})"
+    if type(value) is tuple:
+        parts = [constant_source(v) for v in value]
+        return (
+            None
+            if None in parts
+            else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        )  # type: ignore[arg-type]
+    return None
+
+
+def text_literal(text: str) -> str:
+    """`text` as a string literal: raw and triple-quoted where that keeps it verbatim, else escaped."""
+    for quote in ('"""', "'''"):
+        candidate = f"r{quote}{text}{quote}"
+        if (
+            quote not in text
+            and not text.endswith(("\\", quote[0]))
+            and _round_trips(candidate, text)
+        ):
+            return candidate
+    return repr(text)
+
+
+def _round_trips(candidate: str, text: str) -> bool:
+    try:
+        return ast.literal_eval(candidate) == text
+    except (SyntaxError, ValueError):
+        return False

@@ -1,0 +1,264 @@
+"""Lay out the program file: one Python file that runs what torch.compile ran, without torch.compile.
+
+In the order it runs: the runtime helpers (`_torch/program/runtime.py`);
+the case (what was compiled, how its module is built, the recorded inputs,
+the versions the file was written with); per frame, per compile newest
+first, its guards, its transformed code and the graph it calls with the
+wrapper AOTAutograd put around it; the kernels (Inductor's output code, or
+FX graphs); then `load`, which binds it all to a module or a state_dict.
+`program_text` raises `ProgramRefused` rather than write a file that could
+run differently from the compiled model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+from pathlib import Path
+
+import torch
+
+from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
+from ...._torch.program import runtime as program_runtime
+from ...._torch.program import template_load
+from ....common.capture_log import CaptureLog
+from .facts import CaseFacts, Installed
+from .frames import FramePlan, case_facts, plan_frames
+from .graphs import Kernel
+from .refusals import ProgramRefused, check_case
+from .values import constant_source, text_literal
+
+RUNTIME_MARKER = "# ---- runtime (copied into every program file from here on) ----"
+LOAD_MARKER = "# ---- load (copied into every program file from here on) ----"
+RULE = "# " + "=" * 78
+
+HEADER = """\
+# What torch.compile ran for this case, as one Python file that runs it without torch.compile.
+# Written by pytest-torchcompile (`CompileResult.write_program`); backend: {backend}.
+# Written with torch {torch} and Python {python}; loading it elsewhere warns (`Program.versions`).
+#
+#     program = runpy.run_path("this_file.py")
+#     model = program["load"]({load_arg})   # or load(state_dict=...) for a module
+#     out = model(*args, **kwargs)          # guards, Dynamo's code, AOTAutograd's wrapper, kernels
+#     program["GuardFailure"]               # raised when no compile accepts the inputs (names the guard)
+#
+# Run as a script, it calls the compiled model on random inputs of the recorded shapes and says what ran.
+#
+# In the order it runs, for each frame Dynamo compiled (a graph break adds a resume frame, a recompile
+# another compile of the same frame, tried newest first as Dynamo's cache does):
+#   1. guards: None lets the compile's code run, else the guard that failed;
+#   2. the transformed code Dynamo ran instead of the function's bytecode, as Python;
+#   3. the graph it calls: AOTAutograd's wrapper (an autograd.Function for training) and the kernels.
+
+from __future__ import annotations
+"""
+
+
+def program_text(log: CaptureLog, backend: str) -> str:
+    """The whole file for a case's capture, or ProgramRefused naming the frame and the reason."""
+    case = case_facts(log)
+    settings = case.settings
+    check_case(log, backend, settings)
+    frames, installed = plan_frames(log, backend)
+    load_arg = "model" if case.method else ""
+    sections = [
+        HEADER.format(
+            backend=backend,
+            torch=torch.__version__,
+            python=_python(),
+            load_arg=load_arg,
+        ),
+        _copied(inspect.getsource(program_runtime), RUNTIME_MARKER),
+        _case_section(case, backend, settings),
+    ]
+    sections += [_frame_section(frame) for frame in frames]
+    sections.append(_kernel_section(frames))
+    sections.append(_wiring(frames, installed))
+    sections.append(_copied(inspect.getsource(template_load), LOAD_MARKER))
+    sections.append('if __name__ == "__main__":\n    main()\n')
+    return "\n\n".join(s.strip("\n") + "\n" for s in sections)
+
+
+def write_program(log: CaptureLog, backend: str, path: Path) -> Path:
+    """Write the file to `path` (its folder made if needed); ProgramRefused when it cannot be written."""
+    text = program_text(log, backend)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def program_artifact(log: CaptureLog, backend: str) -> str:
+    """The `program` snapshot: the file, or a file that says why it was refused (raising on load)."""
+    try:
+        return program_text(log, backend)
+    except ProgramRefused as exc:
+        return REFUSED.format(backend=backend, where=exc.where, reason=exc.reason)
+
+
+REFUSED = '''\
+# What torch.compile ran for this case could not be written as a Python file that runs it
+# (pytest-torchcompile `program`; backend: {backend}).
+# {where}: {reason}
+
+
+class ProgramRefused(Exception):
+    """write_program refused this case; the message says where and why."""
+
+
+def load(module=None, *, state_dict=None):
+    raise ProgramRefused({where!r} + ": " + {reason!r})
+'''
+
+
+def _python() -> str:
+    return ".".join(map(str, sys.version_info[:3]))
+
+
+def _copied(source: str, marker: str) -> str:
+    """A module's source from its marker line on."""
+    index = source.index(marker)
+    return source[index:]
+
+
+def _title(text: str) -> str:
+    return f"{RULE}\n# {text}\n{RULE}"
+
+
+def _case_section(case: CaseFacts, backend: str, settings: dict[str, object]) -> str:
+    entry = {
+        "name": case.entry_name,
+        "path": case.entry_path,
+        "method": case.method,
+        "code": hashlib.sha256(case.entry_code.co_code).hexdigest()[:16],
+    }
+    layout = [
+        (
+            m.path,
+            m.class_path,
+            [_spec(p) for p in m.parameters],
+            [_spec(b) for b in m.buffers],
+            list(m.settings),
+        )
+        for m in case.module
+    ]
+    inputs = ([_arg(a) for a in case.args], [_arg(a) for a in case.kwargs])
+    lines = [
+        _title("the case: what was compiled, how its module is built, what it was called with"),
+        f"TORCH_VERSION = {torch.__version__!r}",
+        f"PYTHON_VERSION = {_python()!r}",
+        f"BACKEND = {backend!r}",
+        f"ENTRY = {entry!r}",
+        "#: the module tree: (path, class, parameters, buffers, settings); a tensor is (name, shape, stride, dtype, device, requires_grad)",
+        f"MODULE_LAYOUT = {layout!r}",
+        "#: the first call's arguments: (name, tensor layout or None, Python literal or None, type)",
+        f"INPUTS = {inputs!r}",
+        "#: Inductor's settings the kernels were compiled with (they pick the vector ISA and math flags)",
+        f"KERNEL_BUILD = {dict(settings.get('kernel_build') or {})!r}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _spec(spec: object) -> tuple[object, ...]:
+    return (
+        spec.name,
+        list(spec.shape),
+        list(spec.stride),
+        spec.dtype,
+        spec.device,
+        spec.requires_grad,
+    )  # type: ignore[attr-defined]
+
+
+def _arg(arg: object) -> tuple[object, ...]:
+    tensor = _spec(arg.tensor) if arg.tensor is not None else None  # type: ignore[attr-defined]
+    return (arg.name, tensor, arg.literal, arg.type_name)  # type: ignore[attr-defined]
+
+
+def _frame_section(frame: FramePlan) -> str:
+    parts = [
+        _title(f"frame {frame.name} ({frame.role}): {len(frame.compiles)} compile(s), newest first")
+    ]
+    for plan in frame.compiles:
+        parts.append(f"# ----- {plan.where}: 1. guards")
+        parts.append(plan.guards)
+        parts.append(f"IDS_{plan.label} = {plan.ids!r}  # (source, how it is found again, where)")
+        parts.append(f"NOT_CHECKED_{plan.label} = {plan.not_checked!r}")
+        parts.append(f"# ----- {plan.where}: 2. transformed code")
+        parts.extend(f"{name} = {source}" for name, source in plan.constants.items())
+        parts.append(plan.code)
+        if plan.graph is not None:
+            parts.append(
+                f"# ----- {plan.where}: 3. the graph it calls: AOTAutograd's wrapper around the kernels"
+            )
+            parts.append(plan.graph.source)
+    if frame.fallback is not None:
+        parts.append(
+            f"# ----- {frame.name}: never compiled during the capture; its own code, run as plain Python"
+        )
+        for name, value in frame.fallback.constants.items():
+            source = constant_source(value)
+            if source is None:
+                raise ProgramRefused(
+                    frame.name,
+                    f"its code holds a constant of type {type(value).__name__} the file cannot write",
+                )
+            parts.append(f"{name} = {source}")
+        parts.append(frame.fallback.source)
+    return "\n\n".join(p.strip("\n") for p in parts) + "\n"
+
+
+def _kernels(frames: list[FramePlan]) -> list[Kernel]:
+    return [k for f in frames for p in f.compiles if p.graph is not None for k in p.graph.kernels]
+
+
+def _kernel_section(frames: list[FramePlan]) -> str:
+    parts = [_title("the kernels: what each graph runs")]
+    table = []
+    for kernel in _kernels(frames):
+        name = f"KERNEL_{kernel.key}"
+        parts.append(
+            f"# {kernel.key}: {kernel.note}\n{name} = {text_literal(kernel.source.strip(chr(10)) + chr(10))}"
+        )
+        table.append(f"    {kernel.key!r}: ({kernel.kind!r}, {name}),")
+    parts.append("KERNEL_SOURCES = {\n" + "\n".join(table) + "\n}")
+    return "\n\n".join(parts) + "\n"
+
+
+def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
+    """The tables `load` reads: installed globals, constants, graphs, and each frame's compiles."""
+    modules = [
+        (i.name, i.kind, DYNAMO_UTILS_MODULE if i.name == DYNAMO_UTILS_ALIAS else i.target)
+        for i in installed
+        if i.kind in ("module", "object", "builtins")
+    ]
+    constants = [name for f in frames for p in f.compiles for name in p.constants]
+    graphs = [
+        (p.graph_global, p.graph.factory) for f in frames for p in f.compiles if p.graph is not None
+    ]
+    lines = [
+        _title("wiring: what `load` binds together"),
+        "#: globals Dynamo installed in the frame's module: (name, kind, module)",
+        f"INSTALLED = {modules!r}",
+        "CONSTANTS = {"
+        + ", ".join(f"{n!r}: {n}" for n in constants + _fallback_constants(frames))
+        + "}",
+        "GRAPHS = {" + ", ".join(f"{n!r}: {factory}" for n, factory in graphs) + "}",
+        "FRAMES = [",
+    ]
+    for frame in frames:
+        compiles = ", ".join(
+            f"({p.where!r}, {p.guards_name}, IDS_{p.label}, {p.code_name}, NOT_CHECKED_{p.label})"
+            for p in frame.compiles
+        )
+        fallback = frame.fallback_name or "None"
+        lines.append(
+            f"    {{'name': {frame.name!r}, 'role': {frame.role!r}, 'compiles': [{compiles}], 'fallback': {fallback}, 'installed_as': {frame.installed_as!r}}},"
+        )
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def _fallback_constants(frames: list[FramePlan]) -> list[str]:
+    return [name for f in frames if f.fallback is not None for name in f.fallback.constants]

@@ -1,0 +1,70 @@
+"""The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
+
+`python -m pytest_torchcompile.snapshot.numerics.program_child PROGRAM CALL RESULT`:
+CALL holds the model (as before the call), the inputs, grad mode, thread
+count and the case's `grads`; RESULT receives what the call observed (the
+same `observed_call` as the compiled run: seeded, the same backward), the
+compiles that ran, load and call seconds, or the error that stopped it.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from ..._torch.program.trap import trap_compilation
+from ...common.diagnose import first_line
+from .calls import observed_call
+
+
+def main(argv: list[str]) -> int:
+    program_path, call_path, result_path = argv
+    call = torch.load(call_path, weights_only=False)
+    torch.set_num_threads(call["num_threads"])
+    trap_compilation()
+    answer: dict[str, Any] = {
+        "error": None,
+        "load_seconds": 0.0,
+        "call_seconds": 0.0,
+        "ran": [],
+        "seen": {},
+    }
+    try:
+        started = time.perf_counter()
+        namespace = runpy.run_path(program_path)
+        model = call["model"]
+        program = (
+            namespace["load"](model) if isinstance(model, torch.nn.Module) else namespace["load"]()
+        )
+        answer["load_seconds"] = time.perf_counter() - started
+        started = time.perf_counter()
+        with torch.set_grad_enabled(call["grad_enabled"]):
+            _, seen = observed_call(program, model, (call["args"], call["kwargs"]), call["grads"])
+        answer["call_seconds"] = time.perf_counter() - started
+        answer["ran"], answer["seen"] = list(program.ran), seen
+    except Exception as exc:
+        answer["error"] = _failure(exc)
+    torch.save(answer, result_path)
+    return 0
+
+
+def _failure(exc: BaseException) -> str:
+    """A guard failure as the file words it; anything else with the line of the file that raised."""
+    if type(exc).__name__ == "GuardFailure":
+        return f"the program file's guards refused the inputs the compiled model ran:\n{exc}"
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.endswith(".py") and "program_" in f.filename
+    ]
+    where = f" (program file line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    return f"the program file raised {type(exc).__name__}{where}: {first_line(exc)}"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

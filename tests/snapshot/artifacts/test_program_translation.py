@@ -1,0 +1,214 @@
+"""Dynamo's transformed code written as Python: the translation does what the bytecode does, or is refused.
+
+Every frame of every committed case (the zoo and the real models, compiled
+here with the `eager` backend: Dynamo writes the same code whatever backend
+runs the graph) translates and runs the same operations as its bytecode on
+recording stand-ins (`equivalence.py`), or is refused with a reason; never
+a translation that does something else. Plain functions cover the shapes the
+translator structures (branches, loops, imports, closures) and the ones it
+refuses by name.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from fixtures import real_models, zoo
+from pytest_torchcompile._torch import dynamo
+from pytest_torchcompile.snapshot.artifacts.program.bytecode import Untranslatable, translate
+from pytest_torchcompile.snapshot.artifacts.program.equivalence import difference
+from pytest_torchcompile.snapshot.artifacts.transformed import depyf_source
+
+
+def _function_code(source: str, name: str) -> types.CodeType:
+    module = compile(source, "<translated>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+
+
+def same_behaviour(code: types.CodeType) -> str | None:
+    translation = translate(code)
+    return difference(code, _function_code(translation.source, code.co_name))
+
+
+def branches(x, y):
+    z = x.foo[0] + y
+    if z > 1:
+        w = 1
+    else:
+        w = 2
+    if y is None:
+        return [w, z]
+    return (w, x.bar)
+
+
+def loop_and_import(a, b, *args, k=1, **kw):
+    for i in iter(a.items()):
+        x, y = i
+        b[x] = y
+    import torch
+
+    return a(b, *args, k=k, **kw).c, torch
+
+
+def shuffles(a, b):
+    a, b = b, a
+    a[b:1] = [b.x, a.y]
+    del a[0]
+    return {"a": a, "b": -b}
+
+
+@pytest.mark.parametrize("function", [branches, loop_and_import, shuffles])
+def test_plain_functions_translate_to_the_same_behaviour(function) -> None:
+    assert same_behaviour(function.__code__) is None
+
+
+def test_a_wrong_translation_is_caught() -> None:
+    translation = translate(branches.__code__)
+    wrong = translation.source.replace("x.foo[0] + y", "y + x.foo[0]")
+    assert wrong != translation.source
+    assert "operation" in difference(branches.__code__, _function_code(wrong, "branches"))
+
+
+def with_try(x):
+    try:
+        return x.a
+    except AttributeError:
+        return None
+
+
+def with_while(x):
+    while x:
+        x = x.next
+    return x
+
+
+def with_closure(x):
+    return lambda: x
+
+
+@pytest.mark.parametrize(
+    ("function", "reason"),
+    [
+        (with_try, "exception table"),
+        (with_while, "while loop"),
+        (with_closure, "makes a function at run time"),
+    ],
+)
+def test_what_cannot_be_structured_is_refused_naming_it(function, reason: str) -> None:
+    with pytest.raises(Untranslatable, match=reason):
+        translate(function.__code__)
+
+
+def test_a_non_literal_constant_is_named_for_the_caller_to_bind() -> None:
+    def f():
+        return "PLACEHOLDER"
+
+    code = f.__code__.replace(
+        co_consts=tuple(
+            torch.device("cpu") if c == "PLACEHOLDER" else c for c in f.__code__.co_consts
+        )
+    )
+    translation = translate(code, const_prefix="__const_f_")
+    assert list(translation.constants.values()) == [torch.device("cpu")]
+    assert "return __const_f_" in translation.source
+
+
+def test_depyf_constants_are_written_as_the_values_they_stand_for() -> None:
+    def f(obj):
+        obj.device = "PLACEHOLDER"
+
+    code = f.__code__.replace(
+        co_consts=tuple(
+            torch.device("cpu") if c == "PLACEHOLDER" else c for c in f.__code__.co_consts
+        )
+    )
+    source, _ = depyf_source(code)
+    assert "torch.device('cpu')" in source and "__co_consts" not in source
+
+
+def _transformed_codes(model, args, kwargs, *more_calls) -> list[types.CodeType]:
+    codes: list[types.CodeType] = []
+    dynamo.reset()
+    compiled = torch.compile(model, backend="eager")
+    with (
+        dynamo.bytecode_hook(lambda original, transformed: codes.append(transformed)),
+        torch.no_grad(),
+    ):
+        compiled(*args, **kwargs)
+        for call in more_calls:
+            compiled(**call) if isinstance(call, dict) else compiled(*call)
+    resumes = (
+        getattr(model, "forward", model).__globals__.get(n)
+        for c in codes
+        for n in c.co_names
+        if n.startswith("__resume_at")
+    )
+    dynamo.reset()
+    return codes + [r.__code__ for r in resumes if isinstance(r, types.FunctionType)]
+
+
+ZOO = [
+    "mlp_training",
+    "graph_break",
+    "convbn_inference",
+    "transformer_block",
+    "buffer_mutation",
+    "custom_autograd",
+    "function_with_kwargs",
+    "nested_outputs",
+    "dynamic_shapes",
+]
+
+
+def outcomes(codes: list[types.CodeType]) -> list[tuple[str, str]]:
+    """Per code: "same" (translated, same behaviour), "refused: <why>", or the difference found."""
+    found = []
+    for code in codes:
+        try:
+            found.append((code.co_name, same_behaviour(code) or "same"))
+        except Untranslatable as exc:
+            found.append((code.co_name, f"refused: {exc}"))
+    return found
+
+
+def assert_same_or_refused(codes: list[types.CodeType]) -> None:
+    found = outcomes(codes)
+    assert codes and all(o == "same" or o.startswith("refused: ") for _, o in found), found
+
+
+@pytest.mark.parametrize("name", ZOO + ["two_shapes"])
+def test_every_zoo_frame_translates_to_the_same_behaviour(name: str) -> None:
+    case = getattr(zoo, name)()
+    codes = (
+        _transformed_codes(*case[0], case[1], case[2])
+        if name == "two_shapes"
+        else _transformed_codes(*case)
+    )
+    assert [o for _, o in outcomes(codes)] == ["same"] * len(
+        codes
+    )  # the zoo: every frame, on every torch
+
+
+REAL = [
+    "opt_lm",
+    "qwen2_lm",
+    "phi_lm",
+    "gpt_neox_lm",
+    "roberta_training",
+    "bart_seq2seq",
+    "convnext_vision",
+    "deit_vision",
+    "wav2vec2_audio",
+    "mixtral_moe",
+]
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_every_real_model_frame_translates_or_is_refused(name: str) -> None:
+    """On 2.13 and 2.15 every frame translates (docs/program.md); 2.11's BART makes a closure: refused."""
+    pytest.importorskip("transformers")
+    more = [real_models.qwen2_second_length()] if name == "qwen2_lm" else []
+    assert_same_or_refused(_transformed_codes(*getattr(real_models, name)(), *more))

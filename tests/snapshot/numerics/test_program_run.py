@@ -1,0 +1,151 @@
+"""`compile_snapshot(run_program=True)`: the program file runs fresh, torch.compile trapped, bit for bit.
+
+Driven as a user drives it (pytester, in a subprocess): a passing model
+passes and writes nothing beside its snapshots; a file that computes
+something else fails naming the stage `program` and what differed; a case
+the file cannot be written for fails with the reason; a wrong value for the
+keyword is a usage error.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import REPO
+
+TRAINING = """
+import pytest, torch
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = torch.tanh(self.fc1(x))
+        if y.sum() > 0:  # a graph break: a resume frame of its own
+            y = y * 2
+        return self.fc2(y)
+
+@pytest.mark.compile_snapshot(backend="{backend}", artifacts=("summary",), run_program={run})
+def test_m(compile_model):
+    torch.manual_seed(0)
+    result = compile_model(MLP(), torch.randn(4, 8))
+    with torch.no_grad():  # another grad mode: a recompile (an inference graph), tried first from now on
+        result = result.call(-torch.randn(4, 8))
+    report = result.program_report
+    print("RAN", report and report.ran)
+"""
+
+#: a conftest that plants a fault in the file the plugin writes: the kernels compute `tanh` as `sigmoid`.
+PLANTED = """
+import pytest_torchcompile.snapshot.artifacts.program.writer as writer
+
+original = writer.program_text
+
+def program_text(log, backend):
+    return original(log, backend).replace("torch.ops.aten.tanh.default", "torch.ops.aten.sigmoid.default")
+
+writer.program_text = program_text
+"""
+
+
+def test_a_training_model_with_a_graph_break_and_a_recompile_runs_bitwise(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_m=TRAINING.format(backend="aot_eager", run=True))
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*RAN*frame 0 compile 0 (forward)*frame 1 compile 0*frame 0 compile 1 (forward)*"]
+    )
+    assert sorted(p.name for p in (pytester.path / "snapshots/test_m/test_m").iterdir()) == [
+        "summary.txt"
+    ]
+
+
+def test_a_file_that_computes_something_else_fails_naming_the_stage(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(PLANTED)
+    pytester.makepyfile(test_m=TRAINING.format(backend="aot_eager", run=True))
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the program file run in a fresh process (torch.compile trapped) differs from the compiled run (aot_eager):*",
+            "*diverges at stage: program*",
+            "*output*",
+        ]
+    )
+
+
+def test_without_the_keyword_nothing_runs_in_a_fresh_process(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(PLANTED)
+    pytester.makepyfile(test_m=TRAINING.format(backend="aot_eager", run=False))
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*RAN None*"])
+
+
+RANDOM = """
+import pytest, torch
+
+class Noisy(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.dropout(x * 2, 0.5, training=True)
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_dropout(compile_model):
+    torch.manual_seed(0)
+    compile_model(Noisy(), torch.randn(4, 8))
+"""
+
+
+def test_a_case_the_file_cannot_replay_fails_with_the_reason(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_r=RANDOM)
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*run_program=True: write_program: the case: the graph draws random numbers*fallback_random=True*"
+        ]
+    )
+
+
+def test_a_wrong_value_is_a_usage_error_naming_the_keyword(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_m=TRAINING.format(backend="aot_eager", run='"yes"'))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*usage error*run_program*"])
+
+
+INDUCTOR = """
+import sys, pytest, torch
+sys.path.insert(0, {repo!r})
+from fixtures import zoo
+
+@pytest.mark.compile_snapshot(backend="inductor", artifacts=("summary",), run_program=True)
+def test_block(compile_model):
+    model, args, _ = zoo.transformer_block()
+    with torch.no_grad():
+        result = compile_model(model, *args)
+    print("LOADED", result.program_report.load_seconds)
+"""
+
+
+def test_inductor_kernels_load_from_the_file_and_run_bitwise(
+    pytester: pytest.Pytester,
+) -> None:
+    """The zoo's transformer block on Inductor: its C++ kernels compiled from the output code in the file."""
+    pytester.makepyfile(test_i=INDUCTOR.format(repo=str(REPO)))
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*LOADED [[]*[]]*"])
