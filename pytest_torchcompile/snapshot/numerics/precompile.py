@@ -16,9 +16,6 @@ and the end-of-run table, never into a snapshot: they vary between runs.
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +31,7 @@ from ..._torch.tensors import map_tensors
 from ..._torch.trace import trace_only_to
 from ...common.diagnose import first_line, innermost
 from ..spec import CompileSpec
+from .fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
 
 CHILD_TIMEOUT_S = 600
 
@@ -107,7 +105,6 @@ class RoundTrip:
     def run(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], seed: int) -> Any:
         """Load the artifact in a fresh process, call it on the inputs, return its outputs."""
         folder = Path(self.workdir.name)
-        call, result = folder / "call.pt", folder / "result.pt"
         payload = {
             "model": model if self.method else None,
             "args": tuple(args),
@@ -115,33 +112,22 @@ class RoundTrip:
         }
         payload.update(grad_enabled=torch.is_grad_enabled(), seed=seed)
         try:
-            torch.save(payload, call)
-        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            answer = call_fresh_process(
+                "pytest_torchcompile.snapshot.numerics.precompile",
+                [str(self.artifact)],
+                payload,
+                folder,
+                CHILD_TIMEOUT_S,
+            )
+        except Unpicklable as exc:
             raise PrecompileFailure(
                 "precompile: the model and inputs must be picklable to reach the fresh process that loads the "
-                f"artifact, and the model's class importable there (defined at module level): {first_line(exc)}"
+                f"artifact, and the model's class importable there (defined at module level): {exc}"
             ) from exc
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest_torchcompile.snapshot.numerics.precompile",
-                str(self.artifact),
-                str(call),
-                str(result),
-            ],
-            env=_child_env(),
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT_S,
-        )
-        if done.returncode != 0 or not result.is_file():
-            tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+        except FreshProcessFailed as exc:
             raise PrecompileFailure(
-                f"precompile: the fresh process that loads the artifact failed (exit {done.returncode}):\n{tail}"
-            )
-        answer = torch.load(result, weights_only=False)
-        result.unlink()
+                f"precompile: the fresh process that loads the artifact failed {exc}"
+            ) from None
         if answer["error"]:
             raise PrecompileFailure(answer["error"])
         self.report.load_seconds.append(answer["load_seconds"])
@@ -186,12 +172,6 @@ def check(
         header = f"compiled ({spec.backend_name}, precompiled and loaded in a fresh process) differs from eager:"
         raise PrecompileFailure("\n".join([header, *format_mismatches(mismatches)]))
     return trip
-
-
-def _child_env() -> dict[str, str]:
-    """This process's environment, with its import path (pytest may have extended it)."""
-    paths = [p for p in sys.path if isinstance(p, str) and p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
 
 
 # --- the fresh process ---------------------------------------------------------

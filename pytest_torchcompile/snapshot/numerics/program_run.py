@@ -14,10 +14,6 @@ Load and call times go to `ProgramReport` (never into a snapshot).
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +22,10 @@ from typing import Any
 import torch
 
 from ...common.capture_log import CaptureLog
-from ...common.diagnose import first_line
 from ..artifacts.program.refusals import ProgramRefused
 from ..artifacts.program.writer import write_program
 from .check import Mismatch, Tolerance, compare_leaf, format_mismatches
+from .fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
 
 CHILD_TIMEOUT_S = 900
 STAGE = "program"
@@ -94,7 +90,6 @@ class ProgramCheck:
     def _child(
         self, folder: Path, program: Path, model: Any, inputs: Any, grads: bool | None
     ) -> dict[str, Any]:
-        call, result = folder / "call.pt", folder / "result.pt"
         args, kwargs = inputs
         payload = {
             "model": model,
@@ -104,35 +99,23 @@ class ProgramCheck:
         }
         payload.update(grad_enabled=torch.is_grad_enabled(), num_threads=torch.get_num_threads())
         try:
-            torch.save(payload, call)
-        except (pickle.PicklingError, AttributeError, TypeError, RuntimeError) as exc:
+            answer = call_fresh_process(
+                "pytest_torchcompile.snapshot.numerics.program_child",
+                [str(program)],
+                payload,
+                folder,
+                CHILD_TIMEOUT_S,
+            )
+        except Unpicklable as exc:
             raise ProgramMismatch(
                 "run_program=True: the model and inputs must be picklable to reach the fresh process that runs the "
-                f"program file, and the model's class importable there (defined at module level): {first_line(exc)}; "
+                f"program file, and the model's class importable there (defined at module level): {exc}; "
                 "the file itself is written (write_program), and runs with load(model) where the model is at hand"
             ) from exc
-        command = [
-            sys.executable,
-            "-m",
-            "pytest_torchcompile.snapshot.numerics.program_child",
-            str(program),
-            str(call),
-            str(result),
-        ]
-        done = subprocess.run(
-            command,
-            env=_child_env(),
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT_S,
-        )
-        if done.returncode != 0 or not result.is_file():
-            tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+        except FreshProcessFailed as exc:
             raise ProgramMismatch(
-                f"diverges at stage: {STAGE}\nthe fresh process that runs the program file failed (exit {done.returncode}):\n{tail}"
-            )
-        answer = torch.load(result, weights_only=False)
-        result.unlink()
+                f"diverges at stage: {STAGE}\nthe fresh process that runs the program file failed {exc}"
+            ) from None
         if answer["error"]:
             raise ProgramMismatch(f"diverges at stage: {STAGE}\n{answer['error']}")
         return answer
@@ -176,9 +159,3 @@ def _identical(a: Any, b: Any) -> bool:
         return bool(a == b) or (a != a and b != b)
     except Exception:  # values without a usable ==: their reprs decide
         return repr(a) == repr(b)
-
-
-def _child_env() -> dict[str, str]:
-    """This process's environment, with its import path (pytest may have extended it)."""
-    paths = [p for p in sys.path if isinstance(p, str) and p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
