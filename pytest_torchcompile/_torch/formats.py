@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # --- structured-trace records ----------------------------------------------
@@ -198,8 +199,11 @@ def rejected_guards(message: str) -> list[str] | None:
 
 # --- the prelude of the `program` artifact's guard functions ----------------
 
-#: Python helpers the emitted guard functions call (the program's prelude).
-PRELUDE = '''
+#: where the guard helpers start and end in the program file's runtime (`program/runtime.py`)
+_PRELUDE_START = "# --- the guard prelude: what Dynamo's guard code calls"
+_PRELUDE_END = "# --- what Dynamo's transformed code calls"
+
+_PRELUDE_HEADER = """
 import collections
 import importlib
 import json
@@ -213,60 +217,16 @@ utils_device = torch.utils._device  # DEFAULT_DEVICE: the device of `with torch.
 __load_module = importlib.import_module
 __math_isnan = math.isnan
 
-#: c10::ScalarType numbers of the dtypes that can be the default dtype.
-_DEFAULT_DTYPES = {torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bfloat16: 15}
+"""
 
 
-def global_state_matches(recorded: str) -> bool:
-    """GLOBAL_STATE: the process-wide settings the graph was traced under.
-
-    Dynamo also compares autocast dtypes per device and cuBLAS reduction
-    flags; this re-checks the settings a test changes from Python.
-    """
-    state = json.loads(recorded)
-    autocast = state.get("autocast_state", {})
-    now = {
-        "grad_mode": torch.is_grad_enabled(),
-        "torch_function": torch._C._is_torch_function_enabled(),
-        "torch_function_all_disabled": torch._C._is_torch_function_all_disabled(),
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-        "deterministic_algorithms_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
-        "default_dtype": _DEFAULT_DTYPES.get(torch.get_default_dtype()),
-        "num_threads": torch.get_num_threads(),
-        "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-    }
-    autocast_on = any(torch.is_autocast_enabled(d) for d in ("cpu", "cuda", "xpu", "mps", "hpu"))
-    return all(state[name] == value for name, value in now.items() if name in state) and (
-        any(autocast.get("enabled", [])) == autocast_on
-    )
+def _guard_prelude() -> str:
+    """The helpers Dynamo's guard code calls, read from the program file's runtime, so the guard
+    checker and every program file run one copy of them (read as text: no torch import here)."""
+    runtime = (Path(__file__).parent / "program" / "runtime.py").read_text()
+    start = runtime.index(_PRELUDE_START)
+    return _PRELUDE_HEADER.lstrip("\n") + runtime[start : runtime.index(_PRELUDE_END, start)]
 
 
-def dispatch_keys(t: torch.Tensor) -> str:
-    """The tensor's dispatch keys as Dynamo sees them (thread-local include/exclude applied)."""
-    keys = torch._C._dispatch_keys(t) | torch._C._dispatch_tls_local_include_set()
-    return repr(keys - torch._C._dispatch_tls_local_exclude_set())
-
-
-def check_no_aliasing(*tensors: torch.Tensor) -> bool:
-    """NO_TENSOR_ALIASING: inputs compiled as distinct tensors are still distinct objects."""
-    return len({id(t) for t in tensors}) == len(tensors)
-
-
-def saved_tensors_hooks_ids():
-    """ids of the innermost saved-tensors hooks when AOTAutograd inlines them, else None."""
-    utils = torch._functorch._aot_autograd.utils
-    hooks = utils.top_saved_tensors_hooks()
-    return tuple(map(id, hooks)) if utils.saved_tensors_hooks_are_inlineable(hooks) else None
-
-
-def ___dict_contains(key, d) -> bool:
-    return dict.__contains__(d, key)
-
-
-def ___odict_getitem(d, key):
-    return collections.OrderedDict.__getitem__(d, key)
-
-
-def ___namedtuple_fields(x):
-    return x._fields
-'''.lstrip("\n")
+#: Python helpers the emitted guard functions call (the program's prelude).
+PRELUDE = _guard_prelude()

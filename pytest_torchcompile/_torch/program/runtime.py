@@ -2,7 +2,9 @@
 
 The plugin never runs this module: `RUNTIME` is its own source from the
 marker below on, copied verbatim into each program file, which must run
-with torch alone (no torch.compile, no Dynamo, no pytest-torchcompile). It
+with torch alone (no torch.compile, no Dynamo, no pytest-torchcompile). Its
+guard prelude section is also the plugin's own guard checker's
+(`formats.PRELUDE` reads it as text), so both check guards with one copy. It
 lives in the torch adapter because it reaches into torch where the public
 API has no equivalent, each place with a comment saying why: the guard
 prelude's dispatch keys, Dynamo's view-replay switch around a training
