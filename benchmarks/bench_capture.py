@@ -163,10 +163,10 @@ def program_cost(rounds: int = 7) -> None:
     from pytest_torchcompile.common.capture import capturing
     from pytest_torchcompile.common.capture_log import CaptureLog
     from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
-    from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
     from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
-    from pytest_torchcompile.snapshot.artifacts.program.facts import collect
-    from pytest_torchcompile.snapshot.artifacts.program.writer import program_text
+    from pytest_torchcompile.snapshot.emit.guards import guard_function, read_guards
+    from pytest_torchcompile.snapshot.program.facts.reading import collect
+    from pytest_torchcompile.snapshot.program.layout.writer import program_text
 
     normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
     print(

@@ -22,15 +22,15 @@ from ..common.counters import counters
 from ..common.named_cases import CaseFailure, fail_test_on_case_failure
 from ..common.terminal import Progress
 from .artifacts.case_artifacts import CaseArtifacts, frame_results
-from .artifacts.guards import GuardChecker, read_guards
 from .artifacts.normalize import Normalizer
-from .artifacts.program.facts import collect as collect_program_facts
-from .artifacts.program.writer import write_program
+from .emit.guards import GuardChecker, read_guards
 from .numerics.calls import SEED, Inputs, observed_call
 from .numerics.precompile import PrecompileFailure, RoundTrip
 from .numerics.precompile import check as precompile_check
-from .numerics.program_run import ProgramCheck, ProgramMismatch
 from .numerics.replay import Replay
+from .program.facts.reading import collect as collect_program_facts
+from .program.layout.writer import write_program
+from .program.run.check import ProgramCheck, ProgramMismatch
 from .result import CompileResult
 from .spec import CompileSpec
 
@@ -150,7 +150,7 @@ class CompileCase:
             self.result.precompile = self.round_trip.report
 
     def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
-        """The program file of the case as of this call, run fresh on this call's inputs (numerics/program_run.py)."""
+        """The program file of the case as of this call, run fresh on this call's inputs (program/run/check.py)."""
         if self.program_check is None:
             self.program_check = ProgramCheck(self.spec.backend_name)
         try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ...common.capture_log import CaptureLog
 from ...common.counters import counters
+from ..program.layout.snapshot_rules import fold_copied_parts, mask_python_version
 from . import summary
 from .compact import (
     compact_guards,
@@ -23,7 +24,6 @@ from .compact import (
     renumber_fx_names,
 )
 from .normalize import Normalizer, Rule, unmask_names
-from .program.snapshot_rules import fold_copied_parts, mask_python_version
 from .sections import record_artifact
 from .transformed import transformed_code
 
@@ -118,7 +118,7 @@ def _transformed_code(log: CaptureLog, backend: str) -> str:
 
 
 def _program(log: CaptureLog, backend: str) -> str:
-    from .program.writer import (
+    from ..program.layout.writer import (
         program_artifact,
     )  # late: it imports torch; the plugin loads this first
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .symbolic import literal
+from ..program.translation.symbolic import literal
 
 
 def constant_source(value: Any) -> str | None:

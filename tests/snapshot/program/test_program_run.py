@@ -40,7 +40,7 @@ def test_m(compile_model):
 
 #: a conftest that plants a fault in the file the plugin writes: the kernels compute `tanh` as `sigmoid`.
 PLANTED = """
-import pytest_torchcompile.snapshot.artifacts.program.writer as writer
+import pytest_torchcompile.snapshot.program.layout.writer as writer
 
 original = writer.program_text
 

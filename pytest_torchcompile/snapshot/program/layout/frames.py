@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
-from ..guards import frame_label, row_checks
-from .bytecode import Translation, Untranslatable, translate
-from .equivalence import difference
-from .facts import CASE, CaseFacts, FrameFacts, Installed
+from ...emit.guards import frame_label, row_checks
+from ...emit.values import constant_source
+from ..facts.reading import CASE, CaseFacts, FrameFacts, Installed
+from ..translation.bytecode import Translation, Untranslatable, translate
+from ..translation.equivalence import difference
 from .graphs import GraphCode, graph_code
 from .refusals import ProgramRefused, frame_name
-from .values import constant_source
 
 
 @dataclass

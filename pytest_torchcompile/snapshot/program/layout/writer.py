@@ -23,11 +23,11 @@ from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
 from ...._torch.program import template_load
 from ....common.capture_log import CaptureLog
-from .facts import CaseFacts, Installed
+from ...emit.values import constant_source, text_literal
+from ..facts.reading import CaseFacts, Installed
 from .frames import FramePlan, case_facts, plan_frames
 from .graphs import Kernel
 from .refusals import ProgramRefused, check_case
-from .values import constant_source, text_literal
 
 RUNTIME_MARKER = "# ---- runtime (copied into every program file from here on) ----"
 LOAD_MARKER = "# ---- load (copied into every program file from here on) ----"

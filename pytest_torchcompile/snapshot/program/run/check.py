@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 
-from ...common.capture_log import CaptureLog
-from ..artifacts.program.refusals import ProgramRefused
-from ..artifacts.program.writer import write_program
-from .check import Mismatch, Tolerance, compare_leaf, format_mismatches
-from .fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ....common.capture_log import CaptureLog
+from ...fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ...numerics.check import Mismatch, Tolerance, compare_leaf, format_mismatches
+from ..layout.refusals import ProgramRefused
+from ..layout.writer import write_program
 
 CHILD_TIMEOUT_S = 900
 STAGE = "program"
@@ -100,7 +100,7 @@ class ProgramCheck:
         payload.update(grad_enabled=torch.is_grad_enabled(), num_threads=torch.get_num_threads())
         try:
             answer = call_fresh_process(
-                "pytest_torchcompile.snapshot.numerics.program_child",
+                "pytest_torchcompile.snapshot.program.run.child",
                 [str(program)],
                 payload,
                 folder,

@@ -1,6 +1,6 @@
 """The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
 
-`python -m pytest_torchcompile.snapshot.numerics.program_child PROGRAM CALL RESULT`:
+`python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
 CALL holds the model (as before the call), the inputs, grad mode, thread
 count and the case's `grads`; RESULT receives what the call observed (the
 same `observed_call` as the compiled run: seeded, the same backward), the
@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from ..._torch.program.trap import trap_compilation
-from ...common.diagnose import first_line
-from .calls import observed_call
+from ...._torch.program.trap import trap_compilation
+from ....common.diagnose import first_line
+from ...numerics.calls import observed_call
 
 
 def main(argv: list[str]) -> int:
