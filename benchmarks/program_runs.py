@@ -165,7 +165,7 @@ def child(name: str, out: Path) -> None:
 
     from pytest_torchcompile._torch.program.trap import trap_compilation
     from pytest_torchcompile.snapshot.numerics.calls import observed_call
-    from pytest_torchcompile.snapshot.program.run.check import bitwise_mismatches
+    from pytest_torchcompile.snapshot.numerics.check import bitwise_mismatches
 
     trap_compilation()
     model, calls, grad = calls_of(name)

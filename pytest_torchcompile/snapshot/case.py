@@ -25,6 +25,7 @@ from .artifacts.case_artifacts import CaseArtifacts, frame_results
 from .artifacts.normalize import Normalizer
 from .emit.guards import GuardChecker, read_guards
 from .numerics.calls import SEED, Inputs, observed_call
+from .numerics.check import bitwise_differences
 from .numerics.precompile import PrecompileFailure, RoundTrip
 from .numerics.precompile import check as precompile_check
 from .numerics.replay import Replay
@@ -152,7 +153,9 @@ class CompileCase:
     def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
         """The program file of the case as of this call, run fresh on this call's inputs (program/run/check.py)."""
         if self.program_check is None:
-            self.program_check = ProgramCheck(self.spec.backend_name)
+            self.program_check = ProgramCheck(
+                self.spec.backend_name, observed_call, bitwise_differences
+            )
         try:
             self.program_check.run(self.log.frozen(), model, inputs, self.spec.grads, seen)
         except ProgramMismatch as exc:

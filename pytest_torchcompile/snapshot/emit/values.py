@@ -1,8 +1,10 @@
-"""Python source for the values a program file holds: constants of Dynamo's code, long texts.
+"""Python source for values: literals, constants of Dynamo's code, long texts.
 
-`constant_source` writes a constant Dynamo put in a frame's `co_consts` (a
-`torch.device`, a dtype) as the expression that builds it again, or None
-when it has none. `text_literal` writes a long text (Inductor's output
+`literal` writes a plain value (a number, a string, a tuple of them) as the
+literal that evaluates to it, for the bytecode translator, the case's facts
+and the constants below. `constant_source` writes a constant Dynamo put in
+a frame's `co_consts` (a `torch.device`, a dtype) as the expression that
+builds it again, or None when it has none. `text_literal` writes a long text (Inductor's output
 code) as a string literal that reads like the text itself.
 """
 
@@ -11,7 +13,42 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..program.translation.symbolic import literal
+
+def literal(value: Any) -> str | None:
+    """The value as a Python literal that evaluates to an equal object of the same type, or None."""
+    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value) if value >= 0 else f"({value!r})"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return (
+            repr(value)
+            if value >= 0 and not (value == 0 and str(value).startswith("-"))
+            else f"({value!r})"
+        )
+    if isinstance(value, complex):
+        return (
+            f"complex({literal(value.real)}, {literal(value.imag)})"
+            if None not in (literal(value.real), literal(value.imag))
+            else None
+        )
+    if type(value) is tuple:
+        parts = [literal(v) for v in value]
+        if None in parts:
+            return None
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    if type(value) is frozenset:
+        parts = [literal(v) for v in sorted(value, key=repr)]
+        return (
+            None
+            if None in parts
+            else "frozenset({" + ", ".join(parts) + "})"
+            if parts
+            else "frozenset()"
+        )
+    return None
 
 
 def constant_source(value: Any) -> str | None:

@@ -215,6 +215,52 @@ def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) ->
     return compare(dict(flatten(compiled, root)), dict(flatten(eager, root)), tolerance)
 
 
+#: the program file's run against the compiled run: equal bit for bit (NaN equals NaN), strides aside.
+BITWISE = Tolerance(rtol=0.0, atol=0.0, fp64=False, check_stride=False)
+
+
+def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> list[Mismatch]:
+    """Every result of the program that is not bit for bit the compiled run's (NaN equals NaN)."""
+    found = [
+        Mismatch(p, "the compiled run has it, the program's run does not")
+        for p in compiled
+        if p not in program
+    ]
+    found += [
+        Mismatch(p, "the program's run has it, the compiled run does not")
+        for p in program
+        if p not in compiled
+    ]
+    for path, value in program.items():
+        if path in compiled and not _identical(value, compiled[path]):
+            found.append(
+                compare_leaf(path, value, compiled[path], BITWISE)
+                or Mismatch(path, f"{value!r} here, {compiled[path]!r} compiled")
+            )
+    return found
+
+
+def _identical(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device or a.layout != b.layout:
+            return False
+        if a.layout != torch.strided:
+            a, b = a.to_dense(), b.to_dense()
+        same = a == b
+        if a.is_floating_point() or a.is_complex():
+            same |= a.isnan() & b.isnan()
+        return bool(same.all())
+    try:
+        return bool(a == b) or (a != a and b != b)
+    except Exception:  # values without a usable ==: their reprs decide
+        return repr(a) == repr(b)
+
+
+def bitwise_differences(program: dict[str, Any], compiled: dict[str, Any]) -> list[str]:
+    """`bitwise_mismatches` as the lines of a failure ([] when the program ran bit for bit the same)."""
+    return format_mismatches(bitwise_mismatches(program, compiled))
+
+
 def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
     if isinstance(compiled, torch.Tensor) and isinstance(eager, torch.Tensor):
         return compare_tensors(path, compiled, eager, tolerance)

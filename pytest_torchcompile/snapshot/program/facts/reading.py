@@ -26,7 +26,7 @@ import torch
 from ...._torch.formats import GUARD_GLOBAL, ID_CHECK, INSTALLED_GLOBAL, RESUME_PREFIX
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
-from ..translation.symbolic import literal
+from ...emit.values import literal
 
 CASE = "case"
 #: guard helpers a guard's source may call while it is evaluated at capture.

@@ -14,7 +14,8 @@ import sys
 import types
 from typing import Any
 
-from .symbolic import NULL, STABLE_GLOBALS, SymbolicStack, Untranslatable, Val, literal
+from ...emit.values import literal
+from .symbolic import NULL, STABLE_GLOBALS, SymbolicStack, Untranslatable, Val
 
 _SKIP = {
     "NOP",

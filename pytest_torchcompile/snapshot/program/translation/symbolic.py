@@ -55,43 +55,6 @@ class Translation:
     globals_read: tuple[str, ...] = ()
 
 
-def literal(value: Any) -> str | None:
-    """The value as a Python literal that evaluates to an equal object of the same type, or None."""
-    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
-        return repr(value)
-    if isinstance(value, int):
-        return repr(value) if value >= 0 else f"({value!r})"
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            return None
-        return (
-            repr(value)
-            if value >= 0 and not (value == 0 and str(value).startswith("-"))
-            else f"({value!r})"
-        )
-    if isinstance(value, complex):
-        return (
-            f"complex({literal(value.real)}, {literal(value.imag)})"
-            if None not in (literal(value.real), literal(value.imag))
-            else None
-        )
-    if type(value) is tuple:
-        parts = [literal(v) for v in value]
-        if None in parts:
-            return None
-        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if type(value) is frozenset:
-        parts = [literal(v) for v in sorted(value, key=repr)]
-        return (
-            None
-            if None in parts
-            else "frozenset({" + ", ".join(parts) + "})"
-            if parts
-            else "frozenset()"
-        )
-    return None
-
-
 class SymbolicStack:
     """The stack machinery shared by the instruction handlers and the control flow."""
 
