@@ -1,4 +1,4 @@
-"""Dynamo's guards as data, then as a Python function a reader can follow.
+"""Dynamo's guards as data, then as Python functions a reader can follow.
 
 Right after a compile, `read_guards` reads the guard tree of each cache entry
 (`_torch/guard_tree.py`: leaf guards, child managers, epilogue lambda guards)
@@ -7,16 +7,18 @@ recompiled; the tree already exists. How guard code is spelled (tensor
 matches, id checks, global state) and the prelude of helpers the emitted
 functions call are torch's text formats, in `_torch/formats.py`.
 
-`guard_function` turns one frame compile's rows into the
-`def guards_<frame>(L, G) -> bool` of the `program` artifact: tensor checks
-spelled out (type, device, dispatch keys, dtype, requires_grad, size, stride),
-identity and type checks, shape guards of dynamic dimensions, global state.
-Object ids differ in every process, so the function reads them from a table
-(`IDS_<frame>[source]`) that is bound when the function runs, never written
-into the text. Guards with no Python form are kept as comments.
-
-`GuardChecker` runs that emitted text on new inputs, binding L and G as
-Dynamo does (L: the frame's arguments, `self` included; G: its globals).
+`row_checks` writes one row as Python checks: tensor checks spelled out
+(type, device, dispatch keys, dtype, requires_grad, size, stride), identity
+and type checks, shape guards of dynamic dimensions, global state. Object
+ids differ in every process, so a check reads them from a table
+(`IDS[source]`) bound when it runs, never written into the text. Two
+functions are built from the rows: `guard_source`, the program file's
+`def guards_<frame>(L, G, IDS)`, which returns the first guard that fails;
+and `guard_function`, the `def guards_<frame>(L, G) -> bool` that
+`GuardChecker` runs on new inputs (`CompileResult.check_guards`), binding L
+and G as Dynamo does (L: the frame's arguments, `self` included, by
+`frame_locals`, the one the program file carries; G: its globals). Guards
+with no Python form are kept as comments.
 """
 
 from __future__ import annotations
@@ -44,7 +46,16 @@ from ..._torch.formats import (
 from ..._torch.guard_tree import GuardRow, cached_guards
 from ...common.capture_log import CaptureLog, FrameKey
 
-__all__ = ["PRELUDE", "GuardChecker", "GuardFunction", "GuardRow", "guard_function", "read_guards"]
+__all__ = [
+    "PRELUDE",
+    "GuardChecker",
+    "GuardFunction",
+    "GuardRow",
+    "frame_locals",
+    "guard_function",
+    "guard_source",
+    "read_guards",
+]
 
 #: what reading a guarded value raises when the value is gone (the guard then fails).
 _ACCESS_ERRORS = "(AttributeError, KeyError, IndexError)"
@@ -75,7 +86,7 @@ def read_guards(log: CaptureLog) -> None:
                 log.guards[key] = rows
 
 
-# --- emitting the guard function -----------------------------------------------
+# --- emitting the guard functions ----------------------------------------------
 
 
 def frame_label(key: FrameKey) -> str:
@@ -117,6 +128,28 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
         "        return False  # a value these guards read is gone: Dynamo fails the guard too",
     ]
     return GuardFunction(name, table, "\n".join(lines) + "\n", ids)
+
+
+def guard_source(
+    key: FrameKey, name: str, rows: tuple[GuardRow, ...]
+) -> tuple[str, str, list[str]]:
+    """`def guards_<label>_<name>(L, G, IDS)`: the first guard that fails, or None; and the guards it cannot check."""
+    function = f"guards_{frame_label(key)}_{name}"
+    lines = [
+        f"def {function}(L, G, IDS):",
+        f'    """Frame {key.frame_id} compile {key.compile_id} ({name}): None when its code may run, else the guard that failed."""',
+        "    return first_failing(",
+    ]
+    not_checked = []
+    for row in rows:
+        checks = row_checks(row, "IDS", {})
+        if not checks:
+            not_checked.append(f"{row.kind}: {row.code}".replace("\n", " "))
+        for index, check in enumerate(checks):
+            note = f"  # {row.kind}" if index == 0 else ""
+            lines.append(f"        lambda: {check},{note}")
+    lines.append("    )")
+    return "\n".join(lines) + "\n", function, not_checked
 
 
 def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:

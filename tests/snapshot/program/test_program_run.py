@@ -44,8 +44,8 @@ import pytest_torchcompile.snapshot.program.layout.writer as writer
 
 original = writer.program_text
 
-def program_text(log, backend):
-    return original(log, backend).replace("torch.ops.aten.tanh.default", "torch.ops.aten.sigmoid.default")
+def program_text(log, facts, backend):
+    return original(log, facts, backend).replace("torch.ops.aten.tanh.default", "torch.ops.aten.sigmoid.default")
 
 writer.program_text = program_text
 """

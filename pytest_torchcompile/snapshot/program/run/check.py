@@ -28,6 +28,7 @@ import torch
 
 from ....common.capture_log import CaptureLog
 from ...fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ..facts.data import ProgramFacts
 from ..layout.refusals import ProgramRefused
 from ..layout.writer import write_program
 
@@ -74,6 +75,7 @@ class ProgramCheck:
     def run(
         self,
         log: CaptureLog,
+        facts: ProgramFacts,
         model: Any,
         inputs: Inputs,
         grads: bool | None,
@@ -83,7 +85,7 @@ class ProgramCheck:
         folder = Path(self.workdir.name)
         program = folder / f"program_{len(self.report.load_seconds)}.py"
         try:
-            write_program(log, self.backend, program)
+            write_program(log, facts, self.backend, program)
         except ProgramRefused as exc:
             raise ProgramMismatch(f"run_program=True: {exc}") from None
         self.report.file_bytes = program.stat().st_size
