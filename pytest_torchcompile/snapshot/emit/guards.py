@@ -44,6 +44,7 @@ from ..._torch.formats import (
     parse_tensor_match,
 )
 from ..._torch.guard_tree import GuardRow, cached_guards
+from ..._torch.program.runtime import frame_locals
 from ...common.capture_log import CaptureLog, FrameKey
 
 __all__ = [
@@ -255,17 +256,3 @@ def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType
         f"check_guards: the case's first compiled frame is {code.co_name!r}, which is neither the model's "
         "forward nor the compiled function itself; its locals cannot be bound from the call's arguments"
     )
-
-
-def frame_locals(
-    function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """L as Dynamo sees it: bound arguments with defaults, then closure cells."""
-    bound = inspect.signature(function, follow_wrapped=False).bind(
-        *args, **kwargs
-    )  # the frame's own parameters, not a wrapped function's
-    bound.apply_defaults()
-    scope = dict(bound.arguments)
-    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
-        scope[name] = cell.cell_contents
-    return scope
