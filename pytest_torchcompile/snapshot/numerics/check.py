@@ -188,20 +188,28 @@ def _input_tensors(inputs: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]
 # --- comparing ----------------------------------------------------------------
 
 
+def one_sided(
+    first: Mapping[str, Any], second: Mapping[str, Any], names: tuple[str, str]
+) -> list[Mismatch]:
+    """The results only one of two observations has; `names` say what each side is called."""
+    one, other = names
+    found = [
+        Mismatch(p, f"present in {other}'s results, missing from {one}'s")
+        for p in second
+        if p not in first
+    ]
+    return found + [
+        Mismatch(p, f"present in {one}'s results, missing from {other}'s")
+        for p in first
+        if p not in second
+    ]
+
+
 def compare(
     compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance
 ) -> list[Mismatch]:
     """Every mismatch between two observations of the same call."""
-    found = [
-        Mismatch(p, "present in eager's results, missing from compiled's")
-        for p in eager
-        if p not in compiled
-    ]
-    found += [
-        Mismatch(p, "present in compiled's results, missing from eager's")
-        for p in compiled
-        if p not in eager
-    ]
+    found = one_sided(compiled, eager, ("compiled", "eager"))
     for path, leaf in compiled.items():
         if path in eager:
             mismatch = compare_leaf(path, leaf, eager[path], tolerance)
@@ -221,16 +229,7 @@ BITWISE = Tolerance(rtol=0.0, atol=0.0, fp64=False, check_stride=False)
 
 def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> list[Mismatch]:
     """Every result of the program that is not bit for bit the compiled run's (NaN equals NaN)."""
-    found = [
-        Mismatch(p, "the compiled run has it, the program's run does not")
-        for p in compiled
-        if p not in program
-    ]
-    found += [
-        Mismatch(p, "the program's run has it, the compiled run does not")
-        for p in program
-        if p not in compiled
-    ]
+    found = one_sided(program, compiled, ("the program", "the compiled run"))
     for path, value in program.items():
         if path in compiled and not _identical(value, compiled[path]):
             found.append(
