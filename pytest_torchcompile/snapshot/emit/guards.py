@@ -223,7 +223,7 @@ def _dims(src: str, what: str, values: list[int | None] | None) -> list[str]:
 class GuardChecker:
     """Evaluate the emitted guards of a case's first frame compile on new inputs."""
 
-    def __init__(self, log: CaptureLog, model: Any) -> None:
+    def __init__(self, log: CaptureLog, model: object) -> None:
         if not log.guards:
             raise ValueError(
                 "check_guards: no compiled frame with guards was captured for this case"
@@ -232,7 +232,7 @@ class GuardChecker:
         record = next(b for b in log.bytecode if b.key == self.key)
         self.function, self.self_arg = frame_function(model, record.original)
         emitted = guard_function(self.key, record.original.co_name, log.guards[self.key])
-        scope: dict[str, Any] = {emitted.table: emitted.ids}
+        scope: dict[str, object] = {emitted.table: emitted.ids}
         exec(compile(PRELUDE + "\n\n" + emitted.text, f"<program: {emitted.name}>", "exec"), scope)
         self.guards = scope[emitted.name]
 
@@ -244,7 +244,9 @@ class GuardChecker:
         )
 
 
-def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType, tuple[Any, ...]]:
+def frame_function(
+    model: object, code: types.CodeType
+) -> tuple[types.FunctionType, tuple[object, ...]]:
     """The function whose frame Dynamo compiled (a module's forward, or the function) and its `self`."""
     forward = getattr(type(model), "forward", None)
     if isinstance(forward, types.FunctionType) and forward.__code__ is code:

@@ -11,10 +11,9 @@ code) as a string literal that reads like the text itself.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 
-def literal(value: Any) -> str | None:
+def literal(value: object) -> str | None:
     """The value as a Python literal that evaluates to an equal object of the same type, or None."""
     if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
         return repr(value)
@@ -51,7 +50,7 @@ def literal(value: Any) -> str | None:
     return None
 
 
-def constant_source(value: Any) -> str | None:
+def constant_source(value: object) -> str | None:
     """An expression that builds an equal value of the same type, or None."""
     text = literal(value)
     if text is not None:

@@ -39,7 +39,7 @@ STAGE = "program"
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 #: runs one call seeded, backpropagates, observes: (callable, model, inputs, grads) -> (output,
 #: path -> leaf). A module-level function: it reaches the fresh process pickled, by its name.
-Observe = Callable[[Any, Any, Inputs, bool | None], tuple[Any, dict[str, Any]]]
+Observe = Callable[[object, object, Inputs, bool | None], tuple[object, dict[str, Any]]]
 #: (the program's observation, the compiled run's) -> one line per difference, [] when bit for bit equal.
 Differences = Callable[[dict[str, Any], dict[str, Any]], list[str]]
 
@@ -76,7 +76,7 @@ class ProgramCheck:
         self,
         log: CaptureLog,
         facts: ProgramFacts,
-        model: Any,
+        model: object,
         inputs: Inputs,
         grads: bool | None,
         reference: dict[str, Any],
@@ -103,7 +103,7 @@ class ProgramCheck:
             raise ProgramMismatch("\n".join(lines + differences))
 
     def _child(
-        self, folder: Path, program: Path, model: Any, inputs: Inputs, grads: bool | None
+        self, folder: Path, program: Path, model: object, inputs: Inputs, grads: bool | None
     ) -> dict[str, Any]:
         args, kwargs = inputs
         payload = {

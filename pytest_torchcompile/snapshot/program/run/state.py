@@ -30,7 +30,9 @@ class ProgramState:
     facts: ProgramFacts = field(default_factory=ProgramFacts)
     check: ProgramCheck | None = None
 
-    def read(self, log: CaptureLog, model: Any, inputs: Inputs, settings: CompileSettings) -> None:
+    def read(
+        self, log: CaptureLog, model: object, inputs: Inputs, settings: CompileSettings
+    ) -> None:
         """What the file needs from live objects, read while they exist (never fails the call)."""
         try:
             collect(self.facts, log, model, *inputs, settings)
@@ -45,7 +47,7 @@ class ProgramState:
     def run(
         self,
         log: CaptureLog,
-        model: Any,
+        model: object,
         inputs: Inputs,
         grads: bool | None,
         reference: dict[str, Any],

@@ -13,7 +13,6 @@ import dis
 import itertools
 import types
 from dataclasses import dataclass, field
-from typing import Any
 
 #: prefixes of globals Dynamo installs once and never rebinds (read lazily: their value cannot change).
 STABLE_GLOBALS = (
@@ -51,7 +50,7 @@ class Translation:
     """The source of one function and the non-literal constants it names."""
 
     source: str
-    constants: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, object] = field(default_factory=dict)
     globals_read: tuple[str, ...] = ()
 
 
@@ -75,7 +74,7 @@ class SymbolicStack:
             p for p in ("_s", "_s_", "_s__", "_tmp_s") if not any(n.startswith(p) for n in taken)
         )
         self.temps = itertools.count()
-        self.constants: dict[str, Any] = {}
+        self.constants: dict[str, object] = {}
         self.globals_read: set[str] = set()
         self.nonlocals: set[str] = set()
         self.kw_names: tuple[str, ...] = ()
