@@ -46,7 +46,9 @@ def all_but_program() -> list[Any]:
 
 def build_all(log: Any, normalize: Any, artifacts: list[Any]) -> dict[str, str]:
     """Each artifact laid out and normalized, as the fixture does when snapshots are compared."""
-    return {a.name: a.text(log, "inductor", normalize) for a in artifacts}
+    from pytest_torchcompile.snapshot.artifacts.catalogue import CaseCapture
+
+    return {a.name: a.text(CaseCapture(log), "inductor", normalize) for a in artifacts}
 
 
 def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
@@ -162,11 +164,12 @@ def program_cost(rounds: int = 7) -> None:
     from pytest_torchcompile._torch import config
     from pytest_torchcompile.common.capture import capturing
     from pytest_torchcompile.common.capture_log import CaptureLog
-    from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
-    from pytest_torchcompile.snapshot.artifacts.guards import guard_function, read_guards
+    from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS, CaseCapture
     from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
-    from pytest_torchcompile.snapshot.artifacts.program.facts import collect
-    from pytest_torchcompile.snapshot.artifacts.program.writer import program_text
+    from pytest_torchcompile.snapshot.emit.guards import guard_function, read_guards
+    from pytest_torchcompile.snapshot.program.facts.data import CompileSettings, ProgramFacts
+    from pytest_torchcompile.snapshot.program.facts.reading import collect
+    from pytest_torchcompile.snapshot.program.layout.writer import program_text
 
     normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
     print(
@@ -185,13 +188,14 @@ def program_cost(rounds: int = 7) -> None:
     ):
         model, args, kwargs = getattr(zoo, name)()
         torch._dynamo.reset()
-        log = CaptureLog()
+        log, facts = CaptureLog(), ProgramFacts()
+        settings = CompileSettings(kernel_build=config.kernel_build_settings())
         with torch.set_grad_enabled(name in ("mlp_training", "graph_break")), capturing(log):
             torch.compile(model, dynamic=True if name == "dynamic_shapes" else None)(
                 *args, **kwargs
             )
             read_guards(log)
-            collect(log, model, args, kwargs, {"kernel_build": config.kernel_build_settings()})
+            collect(facts, log, model, args, kwargs, settings)
         reads, builds, others = [], [], []
         for _ in range(rounds):
             others.append(_ms(lambda log=log: build_all(log, normalize, all_but_program())))
@@ -199,10 +203,14 @@ def program_cost(rounds: int = 7) -> None:
             guard_function.cache_clear()  # a case's first build: nothing cached
             reads.append(_ms(lambda log=log: read_guards(log)))
             builds.append(
-                _ms(lambda log=log: ARTIFACTS["program"].text(log, "inductor", normalize))
+                _ms(
+                    lambda log=log, facts=facts: ARTIFACTS["program"].text(
+                        CaseCapture(log, facts), "inductor", normalize
+                    )
+                )
             )
         r, b, o = (statistics.median(x) for x in (reads, builds, others))
-        lines = len(program_text(log, "inductor").splitlines())
+        lines = len(program_text(log, facts, "inductor").splitlines())
         print(f"{name:<22} {r:11.2f} {b:15.2f} {r + b:13.2f} {o:15.2f} {lines:6d}")
     torch._dynamo.reset()
 

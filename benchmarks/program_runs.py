@@ -55,7 +55,7 @@ sys.path.insert(0, {repo!r})
 from benchmarks.program_runs import calls_of
 from pytest_torchcompile.snapshot.numerics.calls import wants_grads
 from pytest_torchcompile.snapshot.numerics.check import argument_names, observe
-from pytest_torchcompile.snapshot.artifacts.program.refusals import ProgramRefused
+from pytest_torchcompile.snapshot.program.layout.refusals import ProgramRefused
 
 @pytest.mark.parametrize("name", {names!r})
 @pytest.mark.compile_snapshot(backend="inductor", artifacts=(), dynamic={dynamic!r})
@@ -165,7 +165,7 @@ def child(name: str, out: Path) -> None:
 
     from pytest_torchcompile._torch.program.trap import trap_compilation
     from pytest_torchcompile.snapshot.numerics.calls import observed_call
-    from pytest_torchcompile.snapshot.numerics.program_run import bitwise_mismatches
+    from pytest_torchcompile.snapshot.numerics.check import bitwise_mismatches
 
     trap_compilation()
     model, calls, grad = calls_of(name)

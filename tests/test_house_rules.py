@@ -2,8 +2,9 @@
 
 `_torch/` (the torch adapter) imports nothing of the plugin; `common/` (the
 shared floor) imports neither wing; the snapshot wing and the perf wing never
-import each other; inside a wing, each room imports only the rooms below it;
-no module imports itself back through others (no loop).
+import each other; inside a wing, each room imports only the rooms below it,
+and inside a room with layers (the program's), each layer only the layers
+below it; no module imports itself back through others (no loop).
 """
 
 from __future__ import annotations
@@ -100,9 +101,12 @@ def test_the_graph_is_read() -> None:
     assert "pytest_torchcompile._torch.trace" in GRAPH["pytest_torchcompile.common.capture"]
 
 
-#: each wing's rooms from the bottom up: a room imports only rooms below it (or itself).
+#: each wing's rooms, and the layers of a room that has them, from the bottom up: a room
+#: imports only rooms below it (or itself).
 LAYERS = {
     "snapshot": (
+        ("emit", "fresh_process"),
+        ("program",),
         ("artifacts",),
         ("spec",),
         ("files",),
@@ -112,6 +116,12 @@ LAYERS = {
         ("case",),
         ("fixture",),
         ("plugin",),
+    ),
+    "snapshot.program": (
+        ("facts",),
+        ("translation",),
+        ("layout",),
+        ("run",),
     ),
     "perf": (
         ("stats",),
@@ -127,26 +137,49 @@ LAYERS = {
 }
 
 
-def _room(wing: str, module: str) -> str | None:
-    parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == wing else None
+def _room(part: str, module: str) -> str | None:
+    """The room of `part` (a wing, or a room with layers) that `module` is in, or None."""
+    prefix = f"pytest_torchcompile.{part}."
+    return module[len(prefix) :].split(".")[0] if module.startswith(prefix) else None
 
 
-@pytest.mark.parametrize("wing", sorted(LAYERS))
-def test_each_wing_imports_only_downwards(wing: str) -> None:
-    rank = {room: n for n, rooms in enumerate(LAYERS[wing]) for room in rooms}
-    rooms = {_room(wing, m) for m in GRAPH} - {None, "__init__"}
-    assert rooms == set(rank), "every room of the wing has a layer"
-    upward = [
+def _upward(part: str, graph: dict[str, set[str]]) -> list[str]:
+    """The imports of `graph` from a room of `part` to a room on its own layer or above."""
+    rank = {room: n for n, rooms in enumerate(LAYERS[part]) for room in rooms}
+    return [
         f"{m} -> {i}"
-        for m, imported in GRAPH.items()
-        if (source := _room(wing, m)) is not None
+        for m, imported in graph.items()
+        if (source := _room(part, m)) is not None
         for i in imported
-        if (target := _room(wing, i)) is not None
+        if (target := _room(part, i)) is not None
         and target != source
         and rank[target] >= rank[source]
     ]
+
+
+@pytest.mark.parametrize("part", sorted(LAYERS))
+def test_each_wing_and_layered_room_imports_only_downwards(part: str) -> None:
+    rooms = {_room(part, m) for m in GRAPH} - {None, "__init__"}
+    assert rooms == {room for layer in LAYERS[part] for room in layer}, "every room has a layer"
+    upward = _upward(part, GRAPH)
     assert not upward, "\n".join(upward)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("snapshot.program.layout.writer", "snapshot.artifacts.catalogue"),
+        ("snapshot.emit.guards", "snapshot.program.facts.reading"),
+        ("snapshot.program.facts.reading", "snapshot.program.layout.writer"),
+        ("snapshot.program.translation.bytecode", "snapshot.program.run.check"),
+    ],
+)
+def test_an_import_back_up_would_be_found(source: str, target: str) -> None:
+    """The program's room, its layers and the room below it are held to the rule, not skipped."""
+    source, target = f"pytest_torchcompile.{source}", f"pytest_torchcompile.{target}"
+    assert {source, target} <= set(GRAPH)
+    planted = {**GRAPH, source: {target}}
+    assert any(_upward(part, planted) for part in LAYERS)
 
 
 def test_no_folder_is_a_hall() -> None:

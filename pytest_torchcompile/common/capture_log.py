@@ -49,9 +49,6 @@ class CaptureLog:
     bytecode: list[BytecodeRecord] = field(default_factory=list)
     #: guard rows per frame compile, read from Dynamo's cache right after the compile
     guards: dict[FrameKey, tuple[GuardRow, ...]] = field(default_factory=dict)
-    #: what the runnable program needs beyond the records, read from live objects right after a call
-    #: (the snapshot wing's `program/facts.py`): per frame compile, and under "case" for the case
-    program: dict[object, object] = field(default_factory=dict)
 
     def frames(self) -> list[FrameKey]:
         """Frame compiles in (frame, compile) order."""
@@ -75,6 +72,4 @@ class CaptureLog:
 
     def frozen(self) -> CaptureLog:
         """A copy as of now: later calls of the case add to this log, not to the copy."""
-        return CaptureLog(
-            list(self.records), list(self.bytecode), dict(self.guards), dict(self.program)
-        )
+        return CaptureLog(list(self.records), list(self.bytecode), dict(self.guards))

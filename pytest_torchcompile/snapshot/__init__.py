@@ -1,8 +1,9 @@
 """The snapshot wing: compile a model, capture what the compiler produced, snapshot it, check numerics.
 
-It mirrors the perf wing and never imports it: `plugin` (pytest side, no
-torch import), `spec`, `fixture` and `case` (the fixture's object and one
-case), `calls`, `replay`, `view`, `result`, the artifact `catalogue` with its
-builders (`artifacts`, `program`, `guards`), `normalize`, `store`,
-`numerics`, `attribution`, `precompile`, `report`.
+It mirrors the perf wing and never imports it. Its rooms, from the bottom
+up: `emit` (guards and values as Python) and `fresh_process`; `program`
+(the runnable program file, in layers of its own); `artifacts` (the
+catalogue and its builders, `normalize`); `spec`; `files` (snapshots on
+disk); `compare`; `numerics`; `result`; `case`; `fixture`; `plugin` (pytest
+side, no torch import).
 """

@@ -22,15 +22,18 @@ from ..common.counters import counters
 from ..common.named_cases import CaseFailure, fail_test_on_case_failure
 from ..common.terminal import Progress
 from .artifacts.case_artifacts import CaseArtifacts, frame_results
-from .artifacts.guards import GuardChecker, read_guards
+from .artifacts.catalogue import CaseCapture
 from .artifacts.normalize import Normalizer
-from .artifacts.program.facts import collect as collect_program_facts
-from .artifacts.program.writer import write_program
+from .emit.guards import GuardChecker, read_guards
 from .numerics.calls import SEED, Inputs, observed_call
+from .numerics.check import bitwise_differences
 from .numerics.precompile import PrecompileFailure, RoundTrip
 from .numerics.precompile import check as precompile_check
-from .numerics.program_run import ProgramCheck, ProgramMismatch
 from .numerics.replay import Replay
+from .program.facts.reading import compile_settings
+from .program.layout.writer import write_program
+from .program.run.check import ProgramMismatch
+from .program.run.state import ProgramState
 from .result import CompileResult
 from .spec import CompileSpec
 
@@ -58,7 +61,11 @@ class CompileCase:
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
     progress: Progress = field(default_factory=Progress)
-    program_check: ProgramCheck | None = None
+    program: ProgramState = field(init=False)
+
+    def __post_init__(self) -> None:
+        # the program's run is observed and compared as the compiled run is, by the numerics
+        self.program = ProgramState(self.spec.backend_name, observed_call, bitwise_differences)
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         reset_dynamo()
@@ -119,23 +126,12 @@ class CompileCase:
         with compiling(self.log, self.spec, random, normalize=self.normalizer) as spent:
             observed = observed_call(self.compiled, self.model, inputs, self.spec.grads)
             read_guards(self.log)
-            self._program_facts(inputs)
+            settings = compile_settings(
+                self.spec.fallback_random, self.spec.mode, self.spec.options
+            )
+            self.program.read(self.log, self.model, inputs, settings)
         self.compile_seconds += spent.seconds
         return observed
-
-    def _program_facts(self, inputs: Inputs) -> None:
-        """What the program file needs from live objects, read while they exist (never fails the call)."""
-        settings = {
-            "fallback_random": self.spec.fallback_random,
-            "cudagraphs": config.inductor_cudagraphs(self.spec.mode, self.spec.options),
-            "kernel_build": config.kernel_build_settings(),
-        }
-        try:
-            collect_program_facts(self.log, self.model, *inputs, settings)
-        except (
-            Exception
-        ) as exc:  # a fact that cannot be read makes write_program refuse, never the test fail
-            self.log.program.setdefault("error", f"{type(exc).__name__}: {exc}")
 
     def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
         """The precompile round trip on this call's inputs and model state (precompile.py)."""
@@ -150,24 +146,22 @@ class CompileCase:
             self.result.precompile = self.round_trip.report
 
     def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
-        """The program file of the case as of this call, run fresh on this call's inputs (numerics/program_run.py)."""
-        if self.program_check is None:
-            self.program_check = ProgramCheck(self.spec.backend_name)
+        """The program file of the case as of this call, run fresh on this call's inputs (program/run/)."""
         try:
-            self.program_check.run(self.log.frozen(), model, inputs, self.spec.grads, seen)
+            report = self.program.run(self.log.frozen(), model, inputs, self.spec.grads, seen)
         except ProgramMismatch as exc:
             raise CaseFailure(self.normalizer(str(exc))) from exc
         if self.result is not None:
-            self.result.program_report = self.program_check.report
+            self.result.program_report = report
 
     def close(self) -> None:
         if self.round_trip is not None:
             self.round_trip.close()
-        if self.program_check is not None:
-            self.program_check.close()
+        self.program.close()
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
+        capture = CaseCapture(log, self.program.frozen())
         counted = counters(log)
         return CompileResult(
             output=out,
@@ -176,14 +170,14 @@ class CompileCase:
             graph_break_count=counted.graph_break_count,
             recompile_count=counted.recompile_count,
             kernel_count=counted.kernel_count,
-            artifacts=CaseArtifacts(log, backend, self.spec.artifacts, self.normalizer),
+            artifacts=CaseArtifacts(capture, backend, self.spec.artifacts, self.normalizer),
             compile_seconds=self.compile_seconds,
             _call=lambda *args, **kwargs: fail_test_on_case_failure(
                 self.name, lambda: self.call(*args, **kwargs)
             ),
             _frames=functools.partial(frame_results, log, counted, backend, self.normalizer),
             _check_guards=self.check_guards,
-            _write_program=functools.partial(write_program, log, backend),
+            _write_program=functools.partial(write_program, log, capture.program, backend),
         )
 
     def check_guards(self, *args: Any, **kwargs: Any) -> bool:

@@ -12,7 +12,7 @@ from .artifacts.case_artifacts import FrameResult
 
 if TYPE_CHECKING:
     from .numerics.precompile import PrecompileReport
-    from .numerics.program_run import ProgramReport
+    from .program.run.check import ProgramReport
 
 
 @dataclass

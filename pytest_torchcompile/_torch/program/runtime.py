@@ -1,10 +1,11 @@
 """The runtime of the program file: the helpers every generated file carries, as Python source.
 
-The plugin never runs this module: `RUNTIME` is its own source from the
-marker below on, copied verbatim into each program file, which must run
-with torch alone (no torch.compile, no Dynamo, no pytest-torchcompile). Its
-guard prelude section is also the plugin's own guard checker's
-(`formats.PRELUDE` reads it as text), so both check guards with one copy. It
+Its source from the marker below on is copied verbatim into each program
+file, which must run with torch alone (no torch.compile, no Dynamo, no
+pytest-torchcompile). The plugin shares two parts of it, so that it and
+every file do them one way: the guard prelude section is its own guard
+checker's (`formats.PRELUDE` reads it as text), and `frame_locals` binds a
+frame's locals for its guard checker and the program's facts (imported). It
 lives in the torch adapter because it reaches into torch where the public
 API has no equivalent, each place with a comment saying why: the guard
 prelude's dispatch keys, Dynamo's view-replay switch around a training

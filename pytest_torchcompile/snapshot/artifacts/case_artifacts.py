@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ...common.capture_log import CaptureLog
 from ...common.counters import Counters
-from .catalogue import ARTIFACTS, DEFAULT_ARTIFACTS, FRAME_ARTIFACTS, Artifact
+from .catalogue import ARTIFACTS, DEFAULT_ARTIFACTS, FRAME_ARTIFACTS, Artifact, CaseCapture
 from .normalize import Normalizer
 
 
@@ -33,13 +33,17 @@ class CaseArtifacts(Mapping[str, str]):
     """artifact name -> normalized text as snapshotted: the requested ones, or all produced but the opt-in ones."""
 
     def __init__(
-        self, log: CaptureLog, backend: str, names: tuple[str, ...] | None, normalizer: Normalizer
+        self,
+        capture: CaseCapture,
+        backend: str,
+        names: tuple[str, ...] | None,
+        normalizer: Normalizer,
     ) -> None:
-        self._log, self._backend, self._normalizer = log, backend, normalizer
+        self._capture, self._backend, self._normalizer = capture, backend, normalizer
         wanted = (
             [ARTIFACTS[n] for n in names]
             if names is not None
-            else [a for a in DEFAULT_ARTIFACTS if a.produced(log)]
+            else [a for a in DEFAULT_ARTIFACTS if a.produced(capture.log)]
         )
         self._wanted: dict[str, Artifact] = {a.name: a for a in wanted}
         self._texts: dict[str, str] = {}
@@ -48,7 +52,9 @@ class CaseArtifacts(Mapping[str, str]):
         if name not in self._wanted:
             raise KeyError(self._missing(name))
         if name not in self._texts:
-            self._texts[name] = self._wanted[name].text(self._log, self._backend, self._normalizer)
+            self._texts[name] = self._wanted[name].text(
+                self._capture, self._backend, self._normalizer
+            )
         return self._texts[name]
 
     def _missing(self, name: object) -> str:
@@ -84,7 +90,9 @@ def frame_results(
     for fc in counted.frames:
         own = log.only(fc.key)
         texts = {
-            a.name: normalizer(a.build(own, backend)) for a in FRAME_ARTIFACTS if a.produced(own)
+            a.name: normalizer(a.build(CaseCapture(own), backend))
+            for a in FRAME_ARTIFACTS
+            if a.produced(own)
         }
         frames.append(FrameResult(fc.key.frame_id, fc.key.compile_id, normalizer(fc.name), texts))
     return tuple(frames)

@@ -2,16 +2,19 @@
 
 Name, file extension, sources, builder, extra normalization rules, its stage
 in the pipeline and how a comparison reads it; everything else reads this
-table. No torch import (the plugin loads it through the spec).
+table. A builder reads a `CaseCapture`: the trace records and bytecode, and
+the program's facts. No torch import (the plugin loads it through the spec).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...common.capture_log import CaptureLog
 from ...common.counters import counters
+from ..program.facts.data import ProgramFacts
+from ..program.layout.snapshot_rules import fold_copied_parts, mask_python_version
 from . import summary
 from .compact import (
     compact_guards,
@@ -23,14 +26,28 @@ from .compact import (
     renumber_fx_names,
 )
 from .normalize import Normalizer, Rule, unmask_names
-from .program.snapshot_rules import fold_copied_parts, mask_python_version
 from .sections import record_artifact
 from .transformed import transformed_code
 
 #: sources beside the trace streams: Dynamo's rewritten code, and the guards read from its cache.
 BYTECODE, GUARD_TREE = "bytecode hook", "guard tree"
 
-Builder = Callable[[CaptureLog, str], str]
+
+@dataclass(frozen=True)
+class CaseCapture:
+    """What a case's artifacts are built from, as of one call.
+
+    `log` holds the trace records, the rewritten bytecode and the guards;
+    `program` what the program file needs from live objects, read right
+    after each call (`program/facts/`): only the `program` artifact reads it.
+    """
+
+    log: CaptureLog
+    program: ProgramFacts = field(default_factory=ProgramFacts)
+
+
+#: (what the case captured, backend name) -> the artifact's raw text
+Builder = Callable[[CaseCapture, str], str]
 
 #: how a comparison reads an artifact: the counters, FX graphs as dataflow, guards as
 #: checks, generated code as kernels and calls, or plain text (no behaviour read).
@@ -53,7 +70,7 @@ class Artifact:
     name: str
     extension: str
     sources: tuple[str, ...]
-    build: Builder  # (capture, backend name) -> raw text
+    build: Builder
     produced_if: str | None
     stage: int
     reading: str
@@ -79,11 +96,11 @@ class Artifact:
             text = rule(text)
         return text
 
-    def text(self, log: CaptureLog, backend: str, normalizer: Normalizer) -> str:
+    def text(self, capture: CaseCapture, backend: str, normalizer: Normalizer) -> str:
         """The normalized text as snapshotted; a line saying so when the backend did not produce it."""
-        if not self.produced(log):
+        if not self.produced(capture.log):
             return f"# {self.name} was not produced by backend {backend}\n"
-        return self.normalize(normalizer, self.build(log, backend))
+        return self.normalize(normalizer, self.build(capture, backend))
 
 
 def _frame_by_frame(
@@ -99,7 +116,7 @@ def _frame_by_frame(
         name,
         extension,
         (name,),
-        lambda log, backend: record_artifact(log, name),
+        lambda capture, backend: record_artifact(capture.log, name),
         name,
         stage,
         reading,
@@ -109,20 +126,19 @@ def _frame_by_frame(
     )
 
 
-def _summary(log: CaptureLog, backend: str) -> str:
-    return summary.write(backend, counters(log))
+def _summary(capture: CaseCapture, backend: str) -> str:
+    return summary.write(backend, counters(capture.log))
 
 
-def _transformed_code(log: CaptureLog, backend: str) -> str:
-    return transformed_code(log)
+def _transformed_code(capture: CaseCapture, backend: str) -> str:
+    return transformed_code(capture.log)
 
 
-def _program(log: CaptureLog, backend: str) -> str:
-    from .program.writer import (
-        program_artifact,
-    )  # late: it imports torch; the plugin loads this first
+def _program(capture: CaseCapture, backend: str) -> str:
+    """The program file's text (the program room writes it), or why it was refused."""
+    from ..program.layout.writer import program_artifact  # late: torch; the plugin loads this first
 
-    return program_artifact(log, backend)
+    return program_artifact(capture.log, capture.program, backend)
 
 
 #: the stored form of an FX graph (compact.py): names numbered in order, no blank lines;
@@ -133,8 +149,8 @@ DYNAMO_FORM: tuple[Rule, ...] = (drop_fx_input_aliases, *FX_FORM)
 AOT_FORM: tuple[Rule, ...] = (drop_fx_provenance, *FX_FORM)
 
 
-def _wrapper_code(log: CaptureLog, backend: str) -> str:
-    return record_artifact(log, "output_code")
+def _wrapper_code(capture: CaseCapture, backend: str) -> str:
+    return record_artifact(capture.log, "output_code")
 
 
 CATALOGUE: tuple[Artifact, ...] = (

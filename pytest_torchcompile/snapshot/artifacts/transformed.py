@@ -9,7 +9,7 @@ import types
 
 from ..._torch.formats import COUNTED_NAME
 from ...common.capture_log import BytecodeRecord, CaptureLog
-from .program.values import constant_source
+from ..emit.values import constant_source
 from .sections import frame_header
 
 #: depyf's errors name the instruction it could not decompile.

@@ -188,20 +188,28 @@ def _input_tensors(inputs: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]
 # --- comparing ----------------------------------------------------------------
 
 
+def one_sided(
+    first: Mapping[str, Any], second: Mapping[str, Any], names: tuple[str, str]
+) -> list[Mismatch]:
+    """The results only one of two observations has; `names` say what each side is called."""
+    one, other = names
+    found = [
+        Mismatch(p, f"present in {other}'s results, missing from {one}'s")
+        for p in second
+        if p not in first
+    ]
+    return found + [
+        Mismatch(p, f"present in {one}'s results, missing from {other}'s")
+        for p in first
+        if p not in second
+    ]
+
+
 def compare(
     compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance
 ) -> list[Mismatch]:
     """Every mismatch between two observations of the same call."""
-    found = [
-        Mismatch(p, "present in eager's results, missing from compiled's")
-        for p in eager
-        if p not in compiled
-    ]
-    found += [
-        Mismatch(p, "present in compiled's results, missing from eager's")
-        for p in compiled
-        if p not in eager
-    ]
+    found = one_sided(compiled, eager, ("compiled", "eager"))
     for path, leaf in compiled.items():
         if path in eager:
             mismatch = compare_leaf(path, leaf, eager[path], tolerance)
@@ -213,6 +221,43 @@ def compare(
 def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) -> list[Mismatch]:
     """Compare two nested results directly (e.g. a precompiled artifact's output)."""
     return compare(dict(flatten(compiled, root)), dict(flatten(eager, root)), tolerance)
+
+
+#: the program file's run against the compiled run: equal bit for bit (NaN equals NaN), strides aside.
+BITWISE = Tolerance(rtol=0.0, atol=0.0, fp64=False, check_stride=False)
+
+
+def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> list[Mismatch]:
+    """Every result of the program that is not bit for bit the compiled run's (NaN equals NaN)."""
+    found = one_sided(program, compiled, ("the program", "the compiled run"))
+    for path, value in program.items():
+        if path in compiled and not _identical(value, compiled[path]):
+            found.append(
+                compare_leaf(path, value, compiled[path], BITWISE)
+                or Mismatch(path, f"{value!r} here, {compiled[path]!r} compiled")
+            )
+    return found
+
+
+def _identical(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device or a.layout != b.layout:
+            return False
+        if a.layout != torch.strided:
+            a, b = a.to_dense(), b.to_dense()
+        same = a == b
+        if a.is_floating_point() or a.is_complex():
+            same |= a.isnan() & b.isnan()
+        return bool(same.all())
+    try:
+        return bool(a == b) or (a != a and b != b)
+    except Exception:  # values without a usable ==: their reprs decide
+        return repr(a) == repr(b)
+
+
+def bitwise_differences(program: dict[str, Any], compiled: dict[str, Any]) -> list[str]:
+    """`bitwise_mismatches` as the lines of a failure ([] when the program ran bit for bit the same)."""
+    return format_mismatches(bitwise_mismatches(program, compiled))
 
 
 def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:

@@ -30,8 +30,8 @@ from ..._torch.formats import rejected_guards
 from ..._torch.tensors import map_tensors
 from ..._torch.trace import trace_only_to
 from ...common.diagnose import first_line, innermost
+from ..fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
 from ..spec import CompileSpec
-from .fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
 
 CHILD_TIMEOUT_S = 600
 

@@ -12,6 +12,7 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
     CATALOGUE,
     FRAME_ARTIFACTS,
     GUARD_TREE,
+    CaseCapture,
 )
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 
@@ -69,10 +70,10 @@ def test_produced_follows_the_declared_source() -> None:
 def test_text_says_when_the_backend_did_not_produce_it_and_applies_its_own_rules() -> None:
     normalizer = Normalizer.for_paths("/nowhere", None)
     assert (
-        ARTIFACTS["output_code"].text(_log(), "eager", normalizer)
+        ARTIFACTS["output_code"].text(CaseCapture(_log()), "eager", normalizer)
         == "# output_code was not produced by backend eager\n"
     )
-    program = ARTIFACTS["program"].text(_log(), "eager", normalizer)
+    program = ARTIFACTS["program"].text(CaseCapture(_log()), "eager", normalizer)
     assert "resume_in_f_at_<N>" not in ARTIFACTS["program"].normalize(
         normalizer, "def resume_in_f_at_12(): pass"
     )

@@ -31,6 +31,7 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
 )
 from pytest_torchcompile.snapshot.artifacts.catalogue import (
     FRAME_ARTIFACTS,
+    CaseCapture,
     normalize_artifact,
 )
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
@@ -55,7 +56,7 @@ def laid_out(records: list[dict[str, Any]]) -> dict[str, str]:
     log = CaptureLog(
         [TraceRecord(FrameKey(r["frame"], r["compile"]), r["name"], r["payload"]) for r in records]
     )
-    return {name: CATALOGUE[name].build(log, "inductor") for name in ARTIFACTS}
+    return {name: CATALOGUE[name].build(CaseCapture(log), "inductor") for name in ARTIFACTS}
 
 
 def pairs() -> list[Any]:

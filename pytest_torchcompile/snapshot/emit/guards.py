@@ -1,4 +1,4 @@
-"""Dynamo's guards as data, then as a Python function a reader can follow.
+"""Dynamo's guards as data, then as Python functions a reader can follow.
 
 Right after a compile, `read_guards` reads the guard tree of each cache entry
 (`_torch/guard_tree.py`: leaf guards, child managers, epilogue lambda guards)
@@ -7,16 +7,18 @@ recompiled; the tree already exists. How guard code is spelled (tensor
 matches, id checks, global state) and the prelude of helpers the emitted
 functions call are torch's text formats, in `_torch/formats.py`.
 
-`guard_function` turns one frame compile's rows into the
-`def guards_<frame>(L, G) -> bool` of the `program` artifact: tensor checks
-spelled out (type, device, dispatch keys, dtype, requires_grad, size, stride),
-identity and type checks, shape guards of dynamic dimensions, global state.
-Object ids differ in every process, so the function reads them from a table
-(`IDS_<frame>[source]`) that is bound when the function runs, never written
-into the text. Guards with no Python form are kept as comments.
-
-`GuardChecker` runs that emitted text on new inputs, binding L and G as
-Dynamo does (L: the frame's arguments, `self` included; G: its globals).
+`row_checks` writes one row as Python checks: tensor checks spelled out
+(type, device, dispatch keys, dtype, requires_grad, size, stride), identity
+and type checks, shape guards of dynamic dimensions, global state. Object
+ids differ in every process, so a check reads them from a table
+(`IDS[source]`) bound when it runs, never written into the text. Two
+functions are built from the rows: `guard_source`, the program file's
+`def guards_<frame>(L, G, IDS)`, which returns the first guard that fails;
+and `guard_function`, the `def guards_<frame>(L, G) -> bool` that
+`GuardChecker` runs on new inputs (`CompileResult.check_guards`), binding L
+and G as Dynamo does (L: the frame's arguments, `self` included, by
+`frame_locals`, the one the program file carries; G: its globals). Guards
+with no Python form are kept as comments.
 """
 
 from __future__ import annotations
@@ -42,9 +44,19 @@ from ..._torch.formats import (
     parse_tensor_match,
 )
 from ..._torch.guard_tree import GuardRow, cached_guards
+from ..._torch.program.runtime import frame_locals
 from ...common.capture_log import CaptureLog, FrameKey
 
-__all__ = ["PRELUDE", "GuardChecker", "GuardFunction", "GuardRow", "guard_function", "read_guards"]
+__all__ = [
+    "PRELUDE",
+    "GuardChecker",
+    "GuardFunction",
+    "GuardRow",
+    "frame_locals",
+    "guard_function",
+    "guard_source",
+    "read_guards",
+]
 
 #: what reading a guarded value raises when the value is gone (the guard then fails).
 _ACCESS_ERRORS = "(AttributeError, KeyError, IndexError)"
@@ -75,7 +87,7 @@ def read_guards(log: CaptureLog) -> None:
                 log.guards[key] = rows
 
 
-# --- emitting the guard function -----------------------------------------------
+# --- emitting the guard functions ----------------------------------------------
 
 
 def frame_label(key: FrameKey) -> str:
@@ -117,6 +129,28 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
         "        return False  # a value these guards read is gone: Dynamo fails the guard too",
     ]
     return GuardFunction(name, table, "\n".join(lines) + "\n", ids)
+
+
+def guard_source(
+    key: FrameKey, name: str, rows: tuple[GuardRow, ...]
+) -> tuple[str, str, list[str]]:
+    """`def guards_<label>_<name>(L, G, IDS)`: the first guard that fails, or None; and the guards it cannot check."""
+    function = f"guards_{frame_label(key)}_{name}"
+    lines = [
+        f"def {function}(L, G, IDS):",
+        f'    """Frame {key.frame_id} compile {key.compile_id} ({name}): None when its code may run, else the guard that failed."""',
+        "    return first_failing(",
+    ]
+    not_checked = []
+    for row in rows:
+        checks = row_checks(row, "IDS", {})
+        if not checks:
+            not_checked.append(f"{row.kind}: {row.code}".replace("\n", " "))
+        for index, check in enumerate(checks):
+            note = f"  # {row.kind}" if index == 0 else ""
+            lines.append(f"        lambda: {check},{note}")
+    lines.append("    )")
+    return "\n".join(lines) + "\n", function, not_checked
 
 
 def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
@@ -189,7 +223,7 @@ def _dims(src: str, what: str, values: list[int | None] | None) -> list[str]:
 class GuardChecker:
     """Evaluate the emitted guards of a case's first frame compile on new inputs."""
 
-    def __init__(self, log: CaptureLog, model: Any) -> None:
+    def __init__(self, log: CaptureLog, model: object) -> None:
         if not log.guards:
             raise ValueError(
                 "check_guards: no compiled frame with guards was captured for this case"
@@ -198,7 +232,7 @@ class GuardChecker:
         record = next(b for b in log.bytecode if b.key == self.key)
         self.function, self.self_arg = frame_function(model, record.original)
         emitted = guard_function(self.key, record.original.co_name, log.guards[self.key])
-        scope: dict[str, Any] = {emitted.table: emitted.ids}
+        scope: dict[str, object] = {emitted.table: emitted.ids}
         exec(compile(PRELUDE + "\n\n" + emitted.text, f"<program: {emitted.name}>", "exec"), scope)
         self.guards = scope[emitted.name]
 
@@ -210,7 +244,9 @@ class GuardChecker:
         )
 
 
-def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType, tuple[Any, ...]]:
+def frame_function(
+    model: object, code: types.CodeType
+) -> tuple[types.FunctionType, tuple[object, ...]]:
     """The function whose frame Dynamo compiled (a module's forward, or the function) and its `self`."""
     forward = getattr(type(model), "forward", None)
     if isinstance(forward, types.FunctionType) and forward.__code__ is code:
@@ -222,17 +258,3 @@ def frame_function(model: Any, code: types.CodeType) -> tuple[types.FunctionType
         f"check_guards: the case's first compiled frame is {code.co_name!r}, which is neither the model's "
         "forward nor the compiled function itself; its locals cannot be bound from the call's arguments"
     )
-
-
-def frame_locals(
-    function: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """L as Dynamo sees it: bound arguments with defaults, then closure cells."""
-    bound = inspect.signature(function, follow_wrapped=False).bind(
-        *args, **kwargs
-    )  # the frame's own parameters, not a wrapped function's
-    bound.apply_defaults()
-    scope = dict(bound.arguments)
-    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
-        scope[name] = cell.cell_contents
-    return scope

@@ -18,9 +18,9 @@ import torch
 
 from fixtures import real_models, zoo
 from pytest_torchcompile._torch import dynamo
-from pytest_torchcompile.snapshot.artifacts.program.bytecode import Untranslatable, translate
-from pytest_torchcompile.snapshot.artifacts.program.equivalence import difference
 from pytest_torchcompile.snapshot.artifacts.transformed import depyf_source
+from pytest_torchcompile.snapshot.program.translation.bytecode import Untranslatable, translate
+from pytest_torchcompile.snapshot.program.translation.equivalence import difference
 
 
 def _function_code(source: str, name: str) -> types.CodeType:

@@ -1,10 +1,10 @@
 """check_guards against Dynamo's own guard check on the zoo; run as a script.
 
-`python -m tests.snapshot.artifacts.guard_matrix` (from the repository root) compiles every zoo
+`python -m tests.snapshot.program.guard_matrix` (from the repository root) compiles every zoo
 model with backend eager (guards do not depend on the backend), asks both
 `CompileResult.check_guards` and the first frame compile's cache entry
 (`guard_manager.check`) about the same new inputs, and prints JSON.
-`tests/snapshot/artifacts/test_program.py` runs it in a fresh process: compiling here advances
+`tests/snapshot/program/test_program.py` runs it in a fresh process: compiling here advances
 Dynamo's process-global name counter (`__builtins_dict___N`, not masked), and
 the zoo's snapshots checked later in the same pytest worker would change.
 """
@@ -22,9 +22,9 @@ import torch
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 from fixtures import zoo
-from pytest_torchcompile.snapshot.artifacts.guards import frame_function, frame_locals
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 from pytest_torchcompile.snapshot.case import CompileCase
+from pytest_torchcompile.snapshot.emit.guards import frame_function, frame_locals
 from pytest_torchcompile.snapshot.spec import CompileSpec
 
 REPO = Path(__file__).resolve().parents[3]

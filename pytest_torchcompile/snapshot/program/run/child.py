@@ -1,10 +1,11 @@
 """The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
 
-`python -m pytest_torchcompile.snapshot.numerics.program_child PROGRAM CALL RESULT`:
+`python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
 CALL holds the model (as before the call), the inputs, grad mode, thread
-count and the case's `grads`; RESULT receives what the call observed (the
-same `observed_call` as the compiled run: seeded, the same backward), the
-compiles that ran, load and call seconds, or the error that stopped it.
+count, the case's `grads` and the function that observes the call (the
+compiled run's own, `check.Observe`: seeded, the same backward); RESULT
+receives what the call observed, the compiles that ran, load and call
+seconds, or the error that stopped it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from typing import Any
 
 import torch
 
-from ..._torch.program.trap import trap_compilation
-from ...common.diagnose import first_line
-from .calls import observed_call
+from ...._torch.program.trap import trap_compilation
+from ....common.diagnose import first_line
 
 
 def main(argv: list[str]) -> int:
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
         answer["load_seconds"] = time.perf_counter() - started
         started = time.perf_counter()
         with torch.set_grad_enabled(call["grad_enabled"]):
-            _, seen = observed_call(program, model, (call["args"], call["kwargs"]), call["grads"])
+            _, seen = call["observe"](program, model, (call["args"], call["kwargs"]), call["grads"])
         answer["call_seconds"] = time.perf_counter() - started
         answer["ran"], answer["seen"] = list(program.ran), seen
     except Exception as exc:

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ...common.diagnose import first_line
+from ..common.diagnose import first_line
 
 
 class Unpicklable(Exception):

@@ -125,7 +125,7 @@ def backend(gm, example_inputs):
 @pytest.mark.compile_snapshot(backend=backend, artifacts=("summary",))
 def test_custom_backend(compile_model, tmp_path):
     result = compile_model(plus_one, torch.randn(3))
-    from pytest_torchcompile.snapshot.artifacts.program.refusals import ProgramRefused
+    from pytest_torchcompile.snapshot.program.layout.refusals import ProgramRefused
     with pytest.raises(ProgramRefused) as refused:
         result.write_program(tmp_path / "p.py")
     print("REFUSED", refused.value)

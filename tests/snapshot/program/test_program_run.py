@@ -40,12 +40,12 @@ def test_m(compile_model):
 
 #: a conftest that plants a fault in the file the plugin writes: the kernels compute `tanh` as `sigmoid`.
 PLANTED = """
-import pytest_torchcompile.snapshot.artifacts.program.writer as writer
+import pytest_torchcompile.snapshot.program.layout.writer as writer
 
 original = writer.program_text
 
-def program_text(log, backend):
-    return original(log, backend).replace("torch.ops.aten.tanh.default", "torch.ops.aten.sigmoid.default")
+def program_text(log, facts, backend):
+    return original(log, facts, backend).replace("torch.ops.aten.tanh.default", "torch.ops.aten.sigmoid.default")
 
 writer.program_text = program_text
 """

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from ...._torch.formats import GLOBAL_STATE, GLOBAL_STATE_SEPARATOR
 from ...._torch.patterns.code import RANDOM_OP
 from ....common.capture_log import CaptureLog, FrameKey
+from ..facts.data import CompileSettings
 
 #: backends whose compiled graphs the file knows how to run.
 BACKENDS = ("inductor", "aot_eager", "eager")
@@ -33,14 +34,14 @@ def frame_name(key: FrameKey, name: str) -> str:
     return f"frame {key.frame_id} compile {key.compile_id} ({name})"
 
 
-def check_case(log: CaptureLog, backend: str, settings: dict[str, object]) -> None:
+def check_case(log: CaptureLog, backend: str, settings: CompileSettings) -> None:
     """Refuse what no frame of this case can be written with (backend, CUDA graphs, random numbers, autocast)."""
     if backend not in BACKENDS:
         raise ProgramRefused(
             "the case",
             f"backend {backend!r}: the file runs Inductor's output code, AOTAutograd's graphs and Dynamo's graphs ({', '.join(BACKENDS)})",
         )
-    if settings.get("cudagraphs"):
+    if settings.cudagraphs:
         raise ProgramRefused(
             "the case",
             "CUDA graphs (mode='reduce-overhead' or triton.cudagraphs): the file does not record and replay CUDA graphs yet",
@@ -49,7 +50,7 @@ def check_case(log: CaptureLog, backend: str, settings: dict[str, object]) -> No
         t for name in ("aot_forward", "aot_backward", "aot_inference") for t in log.payloads(name)
     ] or log.payloads("dynamo_graph")
     random = sorted({f"aten.{m.group(1)}" for text in graphs for m in RANDOM_OP.finditer(text)})
-    if random and not settings.get("fallback_random"):
+    if random and not settings.fallback_random:
         raise ProgramRefused(
             "the case",
             f"the graph draws random numbers ({', '.join(random)}) with Inductor's own generator, which the file cannot "

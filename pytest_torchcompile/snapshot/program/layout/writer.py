@@ -23,11 +23,11 @@ from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
 from ...._torch.program import template_load
 from ....common.capture_log import CaptureLog
-from .facts import CaseFacts, Installed
+from ...emit.values import constant_source, text_literal
+from ..facts.data import ArgSpec, CaseFacts, CompileSettings, Installed, ProgramFacts, TensorSpec
 from .frames import FramePlan, case_facts, plan_frames
 from .graphs import Kernel
 from .refusals import ProgramRefused, check_case
-from .values import constant_source, text_literal
 
 RUNTIME_MARKER = "# ---- runtime (copied into every program file from here on) ----"
 LOAD_MARKER = "# ---- load (copied into every program file from here on) ----"
@@ -55,12 +55,12 @@ from __future__ import annotations
 """
 
 
-def program_text(log: CaptureLog, backend: str) -> str:
-    """The whole file for a case's capture, or ProgramRefused naming the frame and the reason."""
-    case = case_facts(log)
+def program_text(log: CaptureLog, program: ProgramFacts, backend: str) -> str:
+    """The whole file for a case's capture and facts, or ProgramRefused naming the frame and the reason."""
+    case = case_facts(log, program)
     settings = case.settings
     check_case(log, backend, settings)
-    frames, installed = plan_frames(log, backend)
+    frames, installed = plan_frames(log, program, backend)
     load_arg = "model" if case.method else ""
     sections = [
         HEADER.format(
@@ -80,19 +80,19 @@ def program_text(log: CaptureLog, backend: str) -> str:
     return "\n\n".join(s.strip("\n") + "\n" for s in sections)
 
 
-def write_program(log: CaptureLog, backend: str, path: Path) -> Path:
+def write_program(log: CaptureLog, program: ProgramFacts, backend: str, path: Path) -> Path:
     """Write the file to `path` (its folder made if needed); ProgramRefused when it cannot be written."""
-    text = program_text(log, backend)
+    text = program_text(log, program, backend)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
 
 
-def program_artifact(log: CaptureLog, backend: str) -> str:
+def program_artifact(log: CaptureLog, program: ProgramFacts, backend: str) -> str:
     """The `program` snapshot: the file, or a file that says why it was refused (raising on load)."""
     try:
-        return program_text(log, backend)
+        return program_text(log, program, backend)
     except ProgramRefused as exc:
         return REFUSED.format(backend=backend, where=exc.where, reason=exc.reason)
 
@@ -126,7 +126,7 @@ def _title(text: str) -> str:
     return f"{RULE}\n# {text}\n{RULE}"
 
 
-def _case_section(case: CaseFacts, backend: str, settings: dict[str, object]) -> str:
+def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> str:
     entry = {
         "name": case.entry_name,
         "path": case.entry_path,
@@ -155,12 +155,12 @@ def _case_section(case: CaseFacts, backend: str, settings: dict[str, object]) ->
         "#: the first call's arguments: (name, tensor layout or None, Python literal or None, type)",
         f"INPUTS = {inputs!r}",
         "#: Inductor's settings the kernels were compiled with (they pick the vector ISA and math flags)",
-        f"KERNEL_BUILD = {dict(settings.get('kernel_build') or {})!r}",
+        f"KERNEL_BUILD = {dict(settings.kernel_build)!r}",
     ]
     return "\n".join(lines) + "\n"
 
 
-def _spec(spec: object) -> tuple[object, ...]:
+def _spec(spec: TensorSpec) -> tuple[object, ...]:
     return (
         spec.name,
         list(spec.shape),
@@ -168,12 +168,12 @@ def _spec(spec: object) -> tuple[object, ...]:
         spec.dtype,
         spec.device,
         spec.requires_grad,
-    )  # type: ignore[attr-defined]
+    )
 
 
-def _arg(arg: object) -> tuple[object, ...]:
-    tensor = _spec(arg.tensor) if arg.tensor is not None else None  # type: ignore[attr-defined]
-    return (arg.name, tensor, arg.literal, arg.type_name)  # type: ignore[attr-defined]
+def _arg(arg: ArgSpec) -> tuple[object, ...]:
+    tensor = _spec(arg.tensor) if arg.tensor is not None else None
+    return (arg.name, tensor, arg.literal, arg.type_name)
 
 
 def _frame_section(frame: FramePlan) -> str:

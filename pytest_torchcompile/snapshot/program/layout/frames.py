@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
-from ..guards import frame_label, row_checks
-from .bytecode import Translation, Untranslatable, translate
-from .equivalence import difference
-from .facts import CASE, CaseFacts, FrameFacts, Installed
+from ...emit.guards import frame_label, guard_source
+from ...emit.values import constant_source
+from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
+from ..translation.bytecode import Translation, Untranslatable, translate
+from ..translation.equivalence import difference
 from .graphs import GraphCode, graph_code
 from .refusals import ProgramRefused, frame_name
-from .values import constant_source
 
 
 @dataclass
@@ -60,14 +60,16 @@ class FramePlan:
     fallback_name: str = ""
 
 
-def plan_frames(log: CaptureLog, backend: str) -> tuple[list[FramePlan], list[Installed]]:
+def plan_frames(
+    log: CaptureLog, program: ProgramFacts, backend: str
+) -> tuple[list[FramePlan], list[Installed]]:
     """The frames in the order they were first compiled, and every installed global the file provides."""
     frames: dict[types.CodeType, FramePlan] = {}
     installed: dict[str, Installed] = {}
     for record in sorted(log.bytecode, key=lambda b: b.key):
-        facts = log.program.get(record.key)
+        facts = program.frames.get(record.key)
         where = frame_name(record.key, record.original.co_name)
-        if not isinstance(facts, FrameFacts):
+        if facts is None:
             raise ProgramRefused(
                 where,
                 "its facts were not read right after the compile (write_program needs the case run by compile_model)",
@@ -86,15 +88,13 @@ def plan_frames(log: CaptureLog, backend: str) -> tuple[list[FramePlan], list[In
             FramePlan(record.original.co_name, facts.role, record.original),
         )
         plan.compiles.insert(0, compile_plan(log, record, facts, backend, where))
-    _link_resumes(log, frames)
+    _link_resumes(program, frames)
     return list(frames.values()), list(installed.values())
 
 
-def _link_resumes(log: CaptureLog, frames: dict[types.CodeType, FramePlan]) -> None:
+def _link_resumes(program: ProgramFacts, frames: dict[types.CodeType, FramePlan]) -> None:
     """Attach every resume function the code calls to its frame; one never compiled runs its own code."""
-    for facts in log.program.values():
-        if not isinstance(facts, FrameFacts):
-            continue
+    for facts in program.frames.values():
         for name, code in facts.resumes:
             plan = frames.get(code)
             if plan is None:
@@ -215,34 +215,15 @@ def _check_helpers(translation: Translation, where: str) -> None:
         raise ProgramRefused(where, f"its code calls {called}, which the file has no stand-in for")
 
 
-def guard_source(key: FrameKey, name: str, rows: tuple) -> tuple[str, str, list[str]]:
-    """`def guards_<label>_<name>(L, G, IDS)`: the first guard that fails, or None; and the guards it cannot check."""
-    function = f"guards_{frame_label(key)}_{name}"
-    lines = [
-        f"def {function}(L, G, IDS):",
-        f'    """Frame {key.frame_id} compile {key.compile_id} ({name}): None when its code may run, else the guard that failed."""',
-        "    return first_failing(",
-    ]
-    not_checked = []
-    for row in rows:
-        checks = row_checks(row, "IDS", {})
-        if not checks:
-            not_checked.append(f"{row.kind}: {row.code}".replace("\n", " "))
-        for index, check in enumerate(checks):
-            note = f"  # {row.kind}" if index == 0 else ""
-            lines.append(f"        lambda: {check},{note}")
-    lines.append("    )")
-    return "\n".join(lines) + "\n", function, not_checked
-
-
-def case_facts(log: CaptureLog) -> CaseFacts:
-    if "error" in log.program:
+def case_facts(log: CaptureLog, program: ProgramFacts) -> CaseFacts:
+    """The case's facts; refused when reading them failed or the case's first frame was not the model's."""
+    if program.error is not None:
         raise ProgramRefused(
             "the case",
-            f"reading what the file needs failed right after the compile: {log.program['error']}",
+            f"reading what the file needs failed right after the compile: {program.error}",
         )
-    facts = log.program.get(CASE)
-    if not isinstance(facts, CaseFacts):
+    facts = program.case
+    if facts is None:
         first = log.bytecode[0].original.co_name if log.bytecode else "?"
         raise ProgramRefused(
             "the case",

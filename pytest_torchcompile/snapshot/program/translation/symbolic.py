@@ -13,7 +13,6 @@ import dis
 import itertools
 import types
 from dataclasses import dataclass, field
-from typing import Any
 
 #: prefixes of globals Dynamo installs once and never rebinds (read lazily: their value cannot change).
 STABLE_GLOBALS = (
@@ -51,45 +50,8 @@ class Translation:
     """The source of one function and the non-literal constants it names."""
 
     source: str
-    constants: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, object] = field(default_factory=dict)
     globals_read: tuple[str, ...] = ()
-
-
-def literal(value: Any) -> str | None:
-    """The value as a Python literal that evaluates to an equal object of the same type, or None."""
-    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
-        return repr(value)
-    if isinstance(value, int):
-        return repr(value) if value >= 0 else f"({value!r})"
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            return None
-        return (
-            repr(value)
-            if value >= 0 and not (value == 0 and str(value).startswith("-"))
-            else f"({value!r})"
-        )
-    if isinstance(value, complex):
-        return (
-            f"complex({literal(value.real)}, {literal(value.imag)})"
-            if None not in (literal(value.real), literal(value.imag))
-            else None
-        )
-    if type(value) is tuple:
-        parts = [literal(v) for v in value]
-        if None in parts:
-            return None
-        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if type(value) is frozenset:
-        parts = [literal(v) for v in sorted(value, key=repr)]
-        return (
-            None
-            if None in parts
-            else "frozenset({" + ", ".join(parts) + "})"
-            if parts
-            else "frozenset()"
-        )
-    return None
 
 
 class SymbolicStack:
@@ -112,7 +74,7 @@ class SymbolicStack:
             p for p in ("_s", "_s_", "_s__", "_tmp_s") if not any(n.startswith(p) for n in taken)
         )
         self.temps = itertools.count()
-        self.constants: dict[str, Any] = {}
+        self.constants: dict[str, object] = {}
         self.globals_read: set[str] = set()
         self.nonlocals: set[str] = set()
         self.kw_names: tuple[str, ...] = ()

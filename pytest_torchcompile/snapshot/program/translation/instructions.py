@@ -12,9 +12,9 @@ import dis
 import keyword
 import sys
 import types
-from typing import Any
 
-from .symbolic import NULL, STABLE_GLOBALS, SymbolicStack, Untranslatable, Val, literal
+from ...emit.values import literal
+from .symbolic import NULL, STABLE_GLOBALS, SymbolicStack, Untranslatable, Val
 
 _SKIP = {
     "NOP",
@@ -73,7 +73,7 @@ class Instructions(SymbolicStack):
         self.flush(stack)
         self.emit(f"return {self.constant(ins.argval)}")
 
-    def constant(self, value: Any) -> str:
+    def constant(self, value: object) -> str:
         text = literal(value)
         if text is not None:
             return text

@@ -3,33 +3,45 @@
 After each compiled call of a case, `ProgramCheck.run` writes the program
 file as of that call (every compile so far, newest first, as Dynamo's cache
 held them), hands it, the model as it was before the call and the call's
-inputs to a fresh Python process (`program_child.py`) in which torch.compile and
+inputs to a fresh Python process (`child.py`) in which torch.compile and
 Dynamo's frame conversion raise, and gets back what that process observed:
 outputs, gradients after the same seeded backward, buffers and inputs after
 the call. Any difference from the compiled run, bit for bit (NaN equals
 NaN), fails the case naming the stage `program` and what differed; so does
 a file the process could not load or whose guards refused the inputs.
 Load and call times go to `ProgramReport` (never into a snapshot).
+
+How a call is observed and how two observations compare are the numerics'
+(the case passes them in: `Observe`, `Differences`): the program's run is
+observed exactly as the compiled run it is held against.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ...common.capture_log import CaptureLog
-from ..artifacts.program.refusals import ProgramRefused
-from ..artifacts.program.writer import write_program
-from .check import Mismatch, Tolerance, compare_leaf, format_mismatches
-from .fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ....common.capture_log import CaptureLog
+from ...fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ..facts.data import ProgramFacts
+from ..layout.refusals import ProgramRefused
+from ..layout.writer import write_program
 
 CHILD_TIMEOUT_S = 900
 STAGE = "program"
-BITWISE = Tolerance(rtol=0.0, atol=0.0, fp64=False, check_stride=False)
+
+#: one call's positional and keyword arguments.
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+#: runs one call seeded, backpropagates, observes: (callable, model, inputs, grads) -> (output,
+#: path -> leaf). A module-level function: it reaches the fresh process pickled, by its name.
+Observe = Callable[[object, object, Inputs, bool | None], tuple[object, dict[str, Any]]]
+#: (the program's observation, the compiled run's) -> one line per difference, [] when bit for bit equal.
+Differences = Callable[[dict[str, Any], dict[str, Any]], list[str]]
 
 
 class ProgramMismatch(Exception):
@@ -53,6 +65,8 @@ class ProgramCheck:
     """The program round trip of one case: one fresh process per call."""
 
     backend: str
+    observe: Observe
+    differences: Differences
     report: ProgramReport = field(default_factory=ProgramReport)
     workdir: tempfile.TemporaryDirectory[str] = field(
         default_factory=lambda: tempfile.TemporaryDirectory(prefix="torchcompile_program_")
@@ -61,8 +75,9 @@ class ProgramCheck:
     def run(
         self,
         log: CaptureLog,
-        model: Any,
-        inputs: tuple[tuple[Any, ...], dict[str, Any]],
+        facts: ProgramFacts,
+        model: object,
+        inputs: Inputs,
         grads: bool | None,
         reference: dict[str, Any],
     ) -> None:
@@ -70,7 +85,7 @@ class ProgramCheck:
         folder = Path(self.workdir.name)
         program = folder / f"program_{len(self.report.load_seconds)}.py"
         try:
-            write_program(log, self.backend, program)
+            write_program(log, facts, self.backend, program)
         except ProgramRefused as exc:
             raise ProgramMismatch(f"run_program=True: {exc}") from None
         self.report.file_bytes = program.stat().st_size
@@ -78,20 +93,21 @@ class ProgramCheck:
         self.report.load_seconds.append(answer["load_seconds"])
         self.report.call_seconds.append(answer["call_seconds"])
         self.report.ran.append(answer["ran"])
-        mismatches = bitwise_mismatches(answer["seen"], reference)
-        if mismatches:
+        differences = self.differences(answer["seen"], reference)
+        if differences:
             lines = [
                 f"the program file run in a fresh process (torch.compile trapped) differs from the compiled run ({self.backend}):"
             ]
             lines.append(f"diverges at stage: {STAGE}")
             lines.append(f"ran: {', '.join(answer['ran']) or 'nothing compiled'}")
-            raise ProgramMismatch("\n".join(lines + format_mismatches(mismatches)))
+            raise ProgramMismatch("\n".join(lines + differences))
 
     def _child(
-        self, folder: Path, program: Path, model: Any, inputs: Any, grads: bool | None
+        self, folder: Path, program: Path, model: object, inputs: Inputs, grads: bool | None
     ) -> dict[str, Any]:
         args, kwargs = inputs
         payload = {
+            "observe": self.observe,
             "model": model,
             "args": tuple(args),
             "kwargs": dict(kwargs),
@@ -100,7 +116,7 @@ class ProgramCheck:
         payload.update(grad_enabled=torch.is_grad_enabled(), num_threads=torch.get_num_threads())
         try:
             answer = call_fresh_process(
-                "pytest_torchcompile.snapshot.numerics.program_child",
+                "pytest_torchcompile.snapshot.program.run.child",
                 [str(program)],
                 payload,
                 folder,
@@ -122,40 +138,3 @@ class ProgramCheck:
 
     def close(self) -> None:
         self.workdir.cleanup()
-
-
-def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> list[Mismatch]:
-    """Every result of the program that is not bit for bit the compiled run's (NaN equals NaN)."""
-    found = [
-        Mismatch(p, "the compiled run has it, the program's run does not")
-        for p in compiled
-        if p not in program
-    ]
-    found += [
-        Mismatch(p, "the program's run has it, the compiled run does not")
-        for p in program
-        if p not in compiled
-    ]
-    for path, value in program.items():
-        if path in compiled and not _identical(value, compiled[path]):
-            found.append(
-                compare_leaf(path, value, compiled[path], BITWISE)
-                or Mismatch(path, f"{value!r} here, {compiled[path]!r} compiled")
-            )
-    return found
-
-
-def _identical(a: Any, b: Any) -> bool:
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device or a.layout != b.layout:
-            return False
-        if a.layout != torch.strided:
-            a, b = a.to_dense(), b.to_dense()
-        same = a == b
-        if a.is_floating_point() or a.is_complex():
-            same |= a.isnan() & b.isnan()
-        return bool(same.all())
-    try:
-        return bool(a == b) or (a != a and b != b)
-    except Exception:  # values without a usable ==: their reprs decide
-        return repr(a) == repr(b)

@@ -25,8 +25,9 @@ import dis
 import sys
 import types
 
+from ...emit.values import literal
 from .instructions import Instructions
-from .symbolic import NULL, Translation, Untranslatable, Val, literal
+from .symbolic import NULL, Translation, Untranslatable, Val
 
 __all__ = ["NULL", "Translation", "Untranslatable", "literal", "translate"]
 

@@ -2,9 +2,9 @@
 
 The program must parse for every zoo model, show a change to the model as a
 diff, and its guard checks must say what Dynamo's own guards say: the
-agreement matrix (tests/snapshot/artifacts/guard_matrix.py, in a fresh process) compiles each
+agreement matrix (tests/snapshot/program/guard_matrix.py, in a fresh process) compiles each
 zoo model and asks both on the same inputs. That the file runs is
-test_program_file.py's and numerics/test_program_run.py's business.
+test_program_file.py's and test_program_run.py's business.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import torch
 
 from pytest_torchcompile._torch.formats import split_comment
 from pytest_torchcompile.common.capture import FrameKey
-from pytest_torchcompile.snapshot.artifacts.guards import GuardRow, guard_function
+from pytest_torchcompile.snapshot.emit.guards import GuardRow, guard_function
 from pytest_torchcompile.snapshot.files.placeholders import torch_minor
 from tests.conftest import REPO
-from tests.snapshot.artifacts.guard_matrix import ZOO
+from tests.snapshot.program.guard_matrix import ZOO
 
 #: the zoo's committed set for this torch (pyproject: torchcompile_snapshot_dir = "snapshots/{torch}/{device}")
 ZOO_SNAPSHOTS = REPO / "snapshots" / torch_minor(torch.__version__) / "cpu/fixtures/test_zoo"
@@ -86,10 +86,10 @@ def test_zoo_programs_show_breaks_recompiles_and_kernels() -> None:
 
 @pytest.fixture(scope="module")
 def guard_report() -> dict[str, Any]:
-    """tests/snapshot/artifacts/guard_matrix.py in a fresh process (compiling here would shift the
+    """tests/snapshot/program/guard_matrix.py in a fresh process (compiling here would shift the
     process-global names in zoo snapshots checked later by the same worker)."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.snapshot.artifacts.guard_matrix"],
+        [sys.executable, "-m", "tests.snapshot.program.guard_matrix"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,14 +1,11 @@
-"""What the program file needs beyond the trace, read from live objects right after each compiled call.
+"""Read the program's facts from live objects, right after each compiled call.
 
-The trace holds the graphs, the kernels and the guards' code; the rest of
-what a frame needs at run time lives in the process that compiled it: the
-globals Dynamo installed in the frame's module (module aliases, resume
-functions), the objects whose ids the guards compare, the function that
-was compiled and how its module is built. `collect` reads them for every
-frame compile not yet read and stores plain data in `log.program`, keyed by
-frame compile (and "case" for the case as a whole), so the file can be
-written later, after the objects are gone. Nothing is kept alive: code
-objects, names, shapes and import paths only.
+What a frame needs at run time beyond the trace lives in the process that
+compiled it: the globals Dynamo installed in the frame's module (module
+aliases, resume functions), the objects whose ids the guards compare, the
+function that was compiled and how its module is built. `collect` reads
+them for every frame compile not yet read (and the case's, once) into the
+case's `ProgramFacts` (`data.py`), as plain data.
 """
 
 from __future__ import annotations
@@ -18,17 +15,29 @@ import dis
 import importlib
 import sys
 import types
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
 
+from ...._torch import config
 from ...._torch.formats import GUARD_GLOBAL, ID_CHECK, INSTALLED_GLOBAL, RESUME_PREFIX
+from ...._torch.guard_tree import GuardRow
 from ....common.capture_log import CaptureLog, FrameKey
-from ..guards import frame_function, frame_locals
-from .symbolic import literal
+from ...emit.guards import frame_function, frame_locals
+from ...emit.values import literal
+from .data import (
+    ArgSpec,
+    CaseFacts,
+    CompileSettings,
+    FrameFacts,
+    IdFinder,
+    Installed,
+    ProgramFacts,
+    SubmoduleLayout,
+    TensorSpec,
+)
 
-CASE = "case"
 #: guard helpers a guard's source may call while it is evaluated at capture.
 _GUARD_SCOPE = {
     "___dict_contains": lambda key, d: dict.__contains__(d, key),
@@ -36,96 +45,26 @@ _GUARD_SCOPE = {
 }
 
 
-@dataclass(frozen=True)
-class Installed:
-    """A global Dynamo installed that a frame compile reads, and how the file provides it."""
-
-    name: str
-    kind: (
-        str  # "compiled_fn", "resume", "module", "object" (imported by name), "builtins", "refused"
+def compile_settings(
+    fallback_random: bool, mode: str | None, options: Mapping[str, object] | None
+) -> CompileSettings:
+    """The settings of this compile that the file depends on, as they are now."""
+    return CompileSettings(
+        fallback_random=fallback_random,
+        cudagraphs=config.inductor_cudagraphs(mode, options),
+        kernel_build=config.kernel_build_settings(),
     )
-    target: str  # the module's name, the object's module:qualname, or what it is for "refused"
-
-
-@dataclass(frozen=True)
-class IdFinder:
-    """How the file finds again the object whose id a guard compares (ids differ in every process)."""
-
-    source: str  # the guarded expression, `G['F']`, `type(L['self'])`
-    how: str  # "import" (target is module:qualname), "source" (evaluate at load), "skip" (target says why)
-    target: str
-
-
-@dataclass(frozen=True)
-class FrameFacts:
-    """One frame compile: what it is, what it reads from its globals, how its guards' ids are found."""
-
-    key: FrameKey
-    name: str
-    role: str  # "entry", "resume" (a function Dynamo made to resume after a graph break), "nested"
-    installed: tuple[Installed, ...]
-    ids: tuple[IdFinder, ...]
-    resumes: tuple[
-        tuple[str, types.CodeType], ...
-    ]  # resume functions its code calls: (installed name, code)
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """A tensor's layout: enough to check a state_dict against it and to make a random one."""
-
-    name: str
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    dtype: str
-    device: str
-    requires_grad: bool
-
-
-@dataclass(frozen=True)
-class SubmoduleLayout:
-    """One module of the model's tree: its class, parameters, buffers and plain settings."""
-
-    path: str  # "" for the root, "fc1", "mlp.0"
-    class_path: str | None
-    parameters: tuple[TensorSpec, ...]
-    buffers: tuple[TensorSpec, ...]
-    settings: tuple[tuple[str, str], ...]  # (attribute, Python literal)
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """One argument of the first call: a tensor's layout, a literal, or what it was."""
-
-    name: str  # the position ("0") or keyword
-    tensor: TensorSpec | None
-    literal: str | None
-    type_name: str
-
-
-@dataclass(frozen=True)
-class CaseFacts:
-    """The case: what was compiled, how it is found and built again, what it was called with."""
-
-    entry_name: str
-    entry_path: str | None  # module:qualname of the function, or of the module's class
-    method: bool
-    entry_code: types.CodeType
-    module: tuple[SubmoduleLayout, ...]
-    args: tuple[ArgSpec, ...]
-    kwargs: tuple[ArgSpec, ...]
-    #: the compile's settings the file depends on: fallback_random, cudagraphs, kernel_build, num_threads
-    settings: dict[str, Any]
 
 
 def collect(
+    program: ProgramFacts,
     log: CaptureLog,
-    model: Any,
+    model: object,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    settings: dict[str, Any],
+    settings: CompileSettings,
 ) -> None:
-    """Read the facts of every frame compile in `log` not read yet (and the case's, once)."""
+    """Read into `program` the facts of every frame compile in `log` not read yet (and the case's, once)."""
     if not log.bytecode:
         return
     entry = log.bytecode[0].original
@@ -133,12 +72,12 @@ def collect(
         function, self_arg = frame_function(model, entry)
     except ValueError:
         return  # the first compiled frame is not the model's: the writer refuses, naming it
-    if CASE not in log.program:
-        log.program[CASE] = case_facts(model, function, bool(self_arg), args, kwargs, settings)
-    resumes = _resume_codes(log)
+    if program.case is None:
+        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings)
+    resumes = program.resumes()
     local_scope = frame_locals(function, self_arg + tuple(args), kwargs)
     for record in log.bytecode:
-        if record.key in log.program:
+        if record.key in program.frames:
             continue
         role = (
             "entry"
@@ -148,7 +87,7 @@ def collect(
             else "nested"
         )
         scope = local_scope if role == "entry" else None
-        log.program[record.key] = frame_facts(
+        program.frames[record.key] = frame_facts(
             log,
             record.key,
             record.original.co_name,
@@ -157,15 +96,7 @@ def collect(
             function.__globals__,
             scope,
         )
-        resumes = _resume_codes(log)
-
-
-def _resume_codes(log: CaptureLog) -> dict[str, types.CodeType]:
-    found: dict[str, types.CodeType] = {}
-    for facts in log.program.values():
-        if isinstance(facts, FrameFacts):
-            found.update(facts.resumes)
-    return found
+        resumes = program.resumes()
 
 
 def frame_facts(
@@ -203,7 +134,7 @@ def _global_reads(code: types.CodeType) -> list[str]:
     ]
 
 
-def installed_global(name: str, value: Any) -> Installed:
+def installed_global(name: str, value: object) -> Installed:
     """How the file provides one installed global: its own graph or resume function, or an import."""
     if name.startswith("__compiled_fn"):
         return Installed(name, "compiled_fn", "")
@@ -231,7 +162,7 @@ def installed_global(name: str, value: Any) -> Installed:
 
 
 def id_finders(
-    rows: Any, scope: dict[str, Any], local_scope: dict[str, Any] | None
+    rows: Iterable[GuardRow], scope: dict[str, Any], local_scope: dict[str, Any] | None
 ) -> list[IdFinder]:
     """For every id a guard compares: import the object by name, evaluate its source at load, or skip it."""
     finders: dict[str, IdFinder] = {}
@@ -268,7 +199,7 @@ def id_finder(source: str, scope: dict[str, Any], local_scope: dict[str, Any] | 
     return IdFinder(source, "skip", f"a {type(value).__name__} the file cannot find by name")
 
 
-def import_path(value: Any) -> str | None:
+def import_path(value: object) -> str | None:
     """`module:qualname` that imports back to this very object, or None."""
     if isinstance(value, types.ModuleType):
         return value.__name__ + ":" if sys.modules.get(value.__name__) is value else None
@@ -279,7 +210,7 @@ def import_path(value: Any) -> str | None:
     if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
     try:
-        found: Any = importlib.import_module(module)
+        found: object = importlib.import_module(module)
         for part in qualname.split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError):
@@ -293,7 +224,7 @@ def case_facts(
     method: bool,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    settings: dict[str, Any],
+    settings: CompileSettings,
 ) -> CaseFacts:
     path = import_path(type(model)) if method else import_path(function)
     layout = module_layout(model) if method else ()
@@ -307,7 +238,7 @@ def case_facts(
         layout,
         specs,
         keywords,
-        dict(settings),
+        settings,
     )
 
 
@@ -322,7 +253,7 @@ def tensor_spec(name: str, t: torch.Tensor) -> TensorSpec:
     )
 
 
-def arg_spec(name: str, value: Any) -> ArgSpec:
+def arg_spec(name: str, value: object) -> ArgSpec:
     if isinstance(value, torch.Tensor):
         return ArgSpec(name, tensor_spec(name, value), None, type(value).__name__)
     return ArgSpec(name, None, literal(value), type(value).__name__)

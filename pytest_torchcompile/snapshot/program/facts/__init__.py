@@ -1,0 +1,1 @@
+"""The program's facts: what the file needs beyond the trace, read from live objects after each call."""

@@ -1,0 +1,125 @@
+"""The program's facts as plain data: what the file needs beyond the trace, held by the case.
+
+The trace holds the graphs, the kernels and the guards' code; the rest of
+what a frame needs at run time lives in the process that compiled it
+(`reading.py` reads it right after each compiled call). `ProgramFacts` keeps
+it as names, shapes, import paths and code objects, never the live objects,
+so the file can be written later, after they are gone. No torch import: the
+artifact catalogue names `ProgramFacts` and loads with the plugin.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+from ....common.capture_log import FrameKey
+
+
+@dataclass(frozen=True)
+class Installed:
+    """A global Dynamo installed that a frame compile reads, and how the file provides it."""
+
+    name: str
+    kind: (
+        str  # "compiled_fn", "resume", "module", "object" (imported by name), "builtins", "refused"
+    )
+    target: str  # the module's name, the object's module:qualname, or what it is for "refused"
+
+
+@dataclass(frozen=True)
+class IdFinder:
+    """How the file finds again the object whose id a guard compares (ids differ in every process)."""
+
+    source: str  # the guarded expression, `G['F']`, `type(L['self'])`
+    how: str  # "import" (target is module:qualname), "source" (evaluate at load), "skip" (target says why)
+    target: str
+
+
+@dataclass(frozen=True)
+class FrameFacts:
+    """One frame compile: what it is, what it reads from its globals, how its guards' ids are found."""
+
+    key: FrameKey
+    name: str
+    role: str  # "entry", "resume" (a function Dynamo made to resume after a graph break), "nested"
+    installed: tuple[Installed, ...]
+    ids: tuple[IdFinder, ...]
+    resumes: tuple[
+        tuple[str, types.CodeType], ...
+    ]  # resume functions its code calls: (installed name, code)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor's layout: enough to check a state_dict against it and to make a random one."""
+
+    name: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+    device: str
+    requires_grad: bool
+
+
+@dataclass(frozen=True)
+class SubmoduleLayout:
+    """One module of the model's tree: its class, parameters, buffers and plain settings."""
+
+    path: str  # "" for the root, "fc1", "mlp.0"
+    class_path: str | None
+    parameters: tuple[TensorSpec, ...]
+    buffers: tuple[TensorSpec, ...]
+    settings: tuple[tuple[str, str], ...]  # (attribute, Python literal)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument of the first call: a tensor's layout, a literal, or what it was."""
+
+    name: str  # the position ("0") or keyword
+    tensor: TensorSpec | None
+    literal: str | None
+    type_name: str
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    """The compile's settings the file depends on (`refusals.check_case` and the case section read them)."""
+
+    fallback_random: bool = False
+    cudagraphs: bool = False
+    #: Inductor's settings the kernels were compiled with (`_torch.config.KERNEL_BUILD_KEYS`)
+    kernel_build: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """The case: what was compiled, how it is found and built again, what it was called with."""
+
+    entry_name: str
+    entry_path: str | None  # module:qualname of the function, or of the module's class
+    method: bool
+    entry_code: types.CodeType
+    module: tuple[SubmoduleLayout, ...]
+    args: tuple[ArgSpec, ...]
+    kwargs: tuple[ArgSpec, ...]
+    settings: CompileSettings
+
+
+@dataclass
+class ProgramFacts:
+    """All read for one case so far: the case's facts (once), each frame compile's, or why reading failed."""
+
+    case: CaseFacts | None = None
+    frames: dict[FrameKey, FrameFacts] = field(default_factory=dict)
+    #: the first failure to read a fact (the writer refuses, naming it; the test never fails for it)
+    error: str | None = None
+
+    def frozen(self) -> ProgramFacts:
+        """A copy as of now: later calls of the case add to these facts, not to the copy."""
+        return ProgramFacts(self.case, dict(self.frames), self.error)
+
+    def resumes(self) -> dict[str, types.CodeType]:
+        """The resume functions the frames' code calls: installed name -> code."""
+        return {name: code for facts in self.frames.values() for name, code in facts.resumes}
