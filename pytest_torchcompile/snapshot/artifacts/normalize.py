@@ -50,6 +50,7 @@ from ..._torch.patterns.guards import (
     NUM_THREADS,
     OBJ_ID_VALUE,
     PROVENANCE_TAIL,
+    ROOT_LAMBDA_GUARD,
     TREE_PREFIX_OR_KEY,
 )
 from .sections import per_frame_section
@@ -485,6 +486,36 @@ def _block_key(block: list[str], child: int) -> tuple[str, ...]:
     return tuple(BUILTINS_DICT.sub("__builtins_dict___", line)[child:] for line in masked)
 
 
+def sort_epilogue_guards(text: str) -> str:
+    """Consecutive epilogue guards on Dynamo's globals, sorted by their text with its numbers masked.
+
+    Dynamo adds a root `LAMBDA_GUARD` per global it relates to another
+    (`G['m'].torch is G['___unnamed_scope_...']['torch']`, one per unnamed
+    scope) in the order it installed those globals, which is the order
+    `sort_global_guards` removes; sorted, the numbering by first use that
+    follows cannot trade two such globals' numbers.
+    """
+    lines, out = text.split("\n"), []
+    i = 0
+    while i < len(lines):
+        run = i
+        while run < len(lines) and _epilogue_on_global(lines[run]):
+            run += 1
+        if run == i:
+            out.append(lines[i])
+            i += 1
+            continue
+        out.extend(sorted(lines[i:run], key=lambda line: _block_key([line], 0)))
+        i = run
+    return "\n".join(out)
+
+
+def _epilogue_on_global(line: str) -> bool:
+    return bool(ROOT_LAMBDA_GUARD.match(line)) and bool(
+        GLOBAL_WITH_ID.search(line) or _RENUMBERED_GLOBAL.search(line)
+    )
+
+
 def _tree_depth(line: str) -> int:
     """Characters before `+- ` on a guard tree line; -1 for any other line."""
     index = line.find("+- ")
@@ -548,6 +579,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     stable_global_dict_keys,
     sort_guarded_sets,
     sort_global_guards,
+    sort_epilogue_guards,
     per_frame_section(renumber_dynamo_globals),
     per_frame_section(renumber_builtins_dicts),
 )
