@@ -377,6 +377,8 @@ FRAGMENTS = [
     "| | +- GuardManager: source=G['___unnamed_scope_140483496852992_c0'], accessed_by=D\n",
     "| | | +- TYPE_MATCH: ___check_type_id(G['___unnamed_scope_140483496852992_c0'], 1) # z\n",
     "| | +- GuardManager: source=G['___unnamed_scope_obj1'], accessed_by=D\n",
+    "+- LAMBDA_GUARD: G['m'].torch is G['___unnamed_scope_140483497535936_c0']['torch']  # b\n",
+    "LAMBDA_GUARD: G['m'].torch is G['___unnamed_scope_obj0']['torch']  # a\n",
 ]
 FILLER = st.text(alphabet="abfx_019 .:()<>'\"=\n\t", max_size=20)
 PATTERNED = st.lists(st.one_of(st.sampled_from(FRAGMENTS), FILLER), max_size=12).map("".join)
