@@ -54,6 +54,9 @@ KERNEL_DEF = re.compile(
 FX_OP_LINE = re.compile(
     r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE
 )
+#: `_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f21...`: a constant tensor
+#: of the graph, which Inductor's loader sets on the output code's module (the text holds no value).
+OUTPUT_CONSTANT = re.compile(r"^([A-Za-z_]\w*) = None  # device\(", re.MULTILINE)
 #: the kind in an output code's `# AOT ID: ['0_forward']` header.
 AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
 #: where a printed FX graph's body starts.
@@ -79,8 +82,12 @@ RESUME_PREFIX = "__resume_at"
 #: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
 #: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter)
 INSTALLED_GLOBAL = re.compile(
-    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$"
+    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|___unnamed_scope_|__builtins_dict___)\w*"
+    r"|_\d+_c\d+)$"
 )
+#: `___unnamed_scope_1402..._c0`: the globals dict of an inlined function that has no module (no
+#: `__name__` in its globals: an FX GraphModule's generated `forward`, code a library `exec`s)
+UNNAMED_SCOPE_PREFIX = "___unnamed_scope_"
 #: the alias Dynamo's transformed code reads its utils module by, the module, and the helpers of it that
 #: the program file has stand-ins for (`DynamoUtils` in `program/runtime.py`).
 DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE = (
@@ -111,6 +118,11 @@ BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
 ID_CHECK = re.compile(r"___check_(obj|type)_id\((.+?), (\d+)\)")
 #: the `, type=<class '...'>` suffix some guard codes carry.
 TYPE_SUFFIX = re.compile(r", type=<class '([^']*)'>$")
+#: SET_CONTAINS's code, `set.__contains__(G['m'].keyword.iskeyword.__self__, 'n')`: Python's unbound
+#: `set.__contains__` raises on the frozenset that Dynamo's C check accepts, so the emitted guard calls
+#: the prelude's `___set_contains` (`program/runtime.py`), which takes both.
+SET_CONTAINS_CALL = re.compile(r"(?<![\w.])set\.__contains__\(")
+SET_CONTAINS_HELPER = "___set_contains("
 #: Dynamo's helper prefix: code still holding one has no Python form of its own.
 CHECK_HELPER = "___check_"
 #: the guard on AOTAutograd's saved-tensors hooks.
