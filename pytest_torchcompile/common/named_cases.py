@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
-from .crashes import internal_error
+from .hooks.crashes import internal_error
 
 ResultT = TypeVar("ResultT")
 

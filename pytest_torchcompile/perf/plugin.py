@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import attach, attached, guarded, guarded_report, reported_errors
 from ..common.files import atomic_write_text, unwritable
-from ..common.markers import marker_problem
+from ..common.hooks.crashes import attach, attached, guarded, guarded_report, reported_errors
+from ..common.hooks.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from ..common.terminal import align, for_config
 from .baseline import BaselineWriteError
@@ -416,7 +416,7 @@ class PerfSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
-        """A wrong marker fails its test before the body runs, used or not (see common/markers.py)."""
+        """A wrong marker fails its test before the body runs, used or not (see common/hooks/markers.py)."""
         problem = marker_problem(item, MARKER, "compile_benchmark", _marker_error)
         if problem is not None:
             pytest.fail(problem, pytrace=False)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..common.crashes import (
+from ..common.files import unwritable
+from ..common.hooks.crashes import (
     attach,
     attached,
     carry,
@@ -26,8 +27,7 @@ from ..common.crashes import (
     keep,
     reported_errors,
 )
-from ..common.files import unwritable
-from ..common.markers import marker_problem
+from ..common.hooks.markers import marker_problem
 from ..common.options import SpecError, folder_option
 from ..common.terminal import for_config
 from .artifacts.normalize import Normalizer
@@ -250,7 +250,7 @@ class TorchCompileSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
-        """A wrong marker fails its test before the body runs, used or not (see common/markers.py)."""
+        """A wrong marker fails its test before the body runs, used or not (see common/hooks/markers.py)."""
         problem = marker_problem(item, MARKER, "compile_model", _marker_error)
         if problem is not None:
             pytest.fail(problem, pytrace=False)

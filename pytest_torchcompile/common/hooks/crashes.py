@@ -57,7 +57,7 @@ def attached(report: Any, key: str) -> list[str]:
     return list(data.get(key, ())) if isinstance(data, dict) else []
 
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 REPORT = (
     "this is a bug in pytest-torchcompile, not in your test: please report it to the pytest-torchcompile "
