@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..common.files import atomic_write_text, unwritable
-from ..common.hooks.crashes import attach, attached, guarded, guarded_report, reported_errors
+from ..common.hooks.crashes import guarded, guarded_report, reported_errors
 from ..common.hooks.markers import marker_problem
+from ..common.hooks.report_data import attach, attached
 from ..common.options import SpecError, folder_option
 from ..common.terminal import align, for_config
 from .baseline import BaselineWriteError

@@ -17,17 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..common.files import unwritable
-from ..common.hooks.crashes import (
-    attach,
-    attached,
-    carry,
-    guarded,
-    guarded_report,
-    internal_error,
-    keep,
-    reported_errors,
-)
+from ..common.hooks.crashes import guarded, guarded_report, internal_error, reported_errors
 from ..common.hooks.markers import marker_problem
+from ..common.hooks.report_data import attach, attached, carry, keep
 from ..common.options import SpecError, folder_option
 from ..common.terminal import for_config
 from .artifacts.normalize import Normalizer

@@ -1,21 +1,13 @@
-"""What the plugin carries on test reports: its own per-test data, and its own crashes.
+"""The plugin's own crashes: named as such, reported, never the end of the run.
 
-`report.user_properties` belongs to the user: `--junitxml` writes every entry
-as a `<property>`. The plugin's data (case rows, snapshot writes, unused
-files, crash lines) travels instead in one attribute of the report, which
-pytest serializes with the report, so an xdist controller reads its workers'
-data as its own. During a test `keep` puts data on the item, `carry` moves
-it onto the call report, where `attach` adds more and `attached` reads it.
-
-The plugin's own crashes are named as such, reported, and never the end of
-the run. Bad input has a message of its own everywhere else; what is left is
-a bug in the plugin: an exception escaping a pytest hook would end the whole run
-with INTERNALERROR, so hooks run their code under `guarded` instead, which
-turns the exception into one line that says it is the plugin's fault, where
-in the plugin it happened, and asks for a report. The session prints the
-lines in the terminal summary and fails the run (a line from a test's report
-travels with the report, so it reaches the xdist controller). Nothing here
-imports torch.
+Bad input has a message of its own everywhere else; what is left is a bug in
+the plugin: an exception escaping a pytest hook would end the whole run with
+INTERNALERROR, so hooks run their code under `guarded` instead, which turns
+the exception into one line that says it is the plugin's fault, where in the
+plugin it happened, and asks for a report. The session prints the lines in
+the terminal summary and fails the run (a line from a test's report travels
+with the report, `report_data.py`, so it reaches the xdist controller).
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -24,38 +16,10 @@ import contextlib
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-#: the report attribute that holds the plugin's data: {key: [value, ...]}
-ATTRIBUTE = "torchcompile_data"
-
-_kept = pytest.StashKey[dict[str, list[str]]]()
-
-
-def keep(item: pytest.Item, key: str, value: str) -> None:
-    """Data of a running test, to travel on its call report (`carry`)."""
-    item.stash.setdefault(_kept, {}).setdefault(key, []).append(value)
-
-
-def carry(item: pytest.Item, report: Any) -> None:
-    """Move the data kept on `item` onto `report` (the call report)."""
-    for key, values in item.stash.get(_kept, {}).items():
-        for value in values:
-            attach(report, key, value)
-    item.stash[_kept] = {}
-
-
-def attach(report: Any, key: str, value: str) -> None:
-    report.__dict__.setdefault(ATTRIBUTE, {}).setdefault(key, []).append(value)
-
-
-def attached(report: Any, key: str) -> list[str]:
-    """The values attached to `report` under `key` (none on a report of another plugin)."""
-    data = getattr(report, ATTRIBUTE, None)
-    return list(data.get(key, ())) if isinstance(data, dict) else []
-
+from .report_data import attach, attached
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
@@ -90,9 +54,9 @@ def guarded(where: str, errors: list[str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def guarded_report(where: str, report: Any, key: str) -> Iterator[None]:
+def guarded_report(where: str, report: pytest.TestReport, key: str) -> Iterator[None]:
     """`guarded` for `pytest_runtest_makereport`: the line travels on the report under `key`
-    (`report_data`), so an xdist controller sees its workers' errors (read them back in logreport)."""
+    (`report_data.py`), so an xdist controller sees its workers' errors (read them back in logreport)."""
     errors: list[str] = []
     with guarded(where, errors):
         yield
@@ -100,6 +64,6 @@ def guarded_report(where: str, report: Any, key: str) -> Iterator[None]:
         attach(report, key, error)
 
 
-def reported_errors(report: Any, key: str) -> list[str]:
+def reported_errors(report: pytest.TestReport, key: str) -> list[str]:
     """The internal errors `guarded_report` attached to `report` under `key`."""
     return attached(report, key)

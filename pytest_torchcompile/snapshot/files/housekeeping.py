@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ...common.hooks.crashes import attached, keep
+from ...common.hooks.report_data import attached, keep
 from ..spec import MARKER
 from .ownership import root_problem
 from .paths import base_name, folds_case, module_folder, segment, test_folder
