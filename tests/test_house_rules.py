@@ -119,7 +119,7 @@ LAYERS = {
         ("timing", "gate"),
         ("gpu",),
         ("spec",),
-        ("result", "report", "baseline", "chart"),
+        ("result", "report", "baseline"),
         ("case",),
         ("fixture",),
         ("plugin",),

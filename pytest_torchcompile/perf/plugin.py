@@ -33,7 +33,7 @@ from ..common.options import SpecError, folder_option
 from ..common.terminal import align, for_config
 from .baseline import BaselineWriteError
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails, worst
-from .report import (
+from .report.table import (
     GATE_HEADER,
     RESULT_HEADER,
     MeasuredCase,
@@ -609,7 +609,7 @@ class PerfSession:
         if self.settings.gate is None or not self.verdicts or self.worker:
             return
         with guarded("pytest_html_results_summary", self.internal_errors):
-            from .chart import speedup_chart
+            from .report.chart import speedup_chart
 
             prefix.append(speedup_chart(self.verdicts, self.settings.gate.threshold))
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pytest_torchcompile.perf.chart import COLOURS, bars, speedup_chart
 from pytest_torchcompile.perf.gate import ALL_METRICS, CaseVerdict, Row, Verdict
+from pytest_torchcompile.perf.report.chart import COLOURS, bars, speedup_chart
 from tests.browser import opened
 
 INI = """

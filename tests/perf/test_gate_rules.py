@@ -288,7 +288,7 @@ def test_exact_metrics_pass_under_strict_and_are_not_gated_on_another_machine() 
 
 
 def test_exact_rows_show_bytes_and_the_difference() -> None:
-    from pytest_torchcompile.perf.report import gate_cells
+    from pytest_torchcompile.perf.report.table import gate_cells
 
     failing = rows_by_metric(
         gate(record(gpu_peak_eager_bytes=exact(2048))).judge(

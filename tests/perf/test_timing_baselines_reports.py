@@ -10,7 +10,7 @@ import pytest
 from pytest_torchcompile.perf.baseline import BaselineStore, Machine, dumps
 from pytest_torchcompile.perf.gpu import kernel_sources
 from pytest_torchcompile.perf.record import CaseRecord
-from pytest_torchcompile.perf.report import benchmark_stats, markdown
+from pytest_torchcompile.perf.report.table import benchmark_stats, markdown
 from pytest_torchcompile.perf.stats import Summary
 from pytest_torchcompile.perf.timing import (
     PairedTiming,

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .gate import CaseVerdict, Row, Verdict
-from .record import CaseRecord
-from .stats import quantile
+from ..gate import CaseVerdict, Row, Verdict
+from ..record import CaseRecord
+from ..stats import quantile
 
 GATE_HEADER = ("case", "metric", "baseline", "now", "change", "confidence", "verdict")
 RESULT_HEADER = ("case", "eager", "compiled", "speedup", "95% CI", "compile s", "first call s")
