@@ -26,7 +26,7 @@ from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
 from .compare.html import failure_fragment
-from .files.housekeeping import Housekeeping
+from .files.housekeeping import UNUSED_PROPERTY, Housekeeping
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
@@ -38,7 +38,7 @@ from .files.placeholders import (
     sets_glob,
     torch_minor,
 )
-from .files.store import FolderClash, SnapshotStore
+from .files.store import FileCounts, FolderClash, SnapshotStore
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 INTERNAL_PROPERTY = "torchcompile_internal_error"
-WRITES_PROPERTY = "torchcompile_writes"
+COUNTS_PROPERTY = "torchcompile_file_counts"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -138,7 +138,8 @@ def _parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str |
 
 class TorchCompileSession:
     """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
-    update bookkeeping (housekeeping.py, which judges unused files and stale folders)."""
+    counts of files written, updated and deleted; `housekeeping.py` collects each test's
+    folder and judges stale folders."""
 
     def __init__(
         self,
@@ -160,7 +161,7 @@ class TorchCompileSession:
         self.housekeeping = housekeeping
         self.stores: dict[Path, SnapshotStore] = {store.root: store}
         self.full_diff = full_diff
-        self.writes = {"written": 0, "updated": 0}
+        self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
         self.internal_errors: list[str] = []
@@ -256,21 +257,17 @@ class TorchCompileSession:
             return result
         crash = failure = ""
         try:
-            store = self.store_for(pyfuncitem.nodeid, model.finished())
-            test_dir = self.housekeeping.test_dir(pyfuncitem, store)
             texts = model.snapshot_texts()
-            clash = self.housekeeping.shared_folder(
-                pyfuncitem, store
-            ) or self.housekeeping.case_clash(pyfuncitem, store, [name for name, _ in texts])
-            if clash:
-                pytest.fail(f"usage error: {clash}", pytrace=False)
-            outcomes = store.check_test(test_dir, texts)
-            writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
-            keep(pyfuncitem, WRITES_PROPERTY, json.dumps(writes))
-            if any(o.failed for o in outcomes):
-                failure = compose(outcomes, store.show(test_dir), self.full_diff)
+            store = self.store_for(pyfuncitem.nodeid, model.finished())
+            folder = self.housekeeping.folder(pyfuncitem)
+            checked = store.check_test(folder, texts, self.housekeeping.claims)
+            keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(checked.counts.to_json()))
+            if checked.unused:
+                keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
+            if checked.failed:
+                failure = compose(checked.outcomes, store.show(checked.folder), self.full_diff)
                 if _html_report_wanted(pyfuncitem.config):
-                    pyfuncitem.stash[html_key] = failure_fragment(outcomes)
+                    pyfuncitem.stash[html_key] = failure_fragment(checked.outcomes)
         except FolderClash as exc:
             failure = f"usage error: {exc}"
         except OSError:
@@ -279,7 +276,6 @@ class TorchCompileSession:
             crash = internal_error(exc, "the snapshot check")
         if crash or failure:
             pytest.fail(crash or failure, pytrace=False)  # outside `except`: no chained traceback
-        self.housekeeping.after_test(pyfuncitem, test_dir, store)
         return result
 
     @pytest.hookimpl(wrapper=True)
@@ -321,9 +317,8 @@ class TorchCompileSession:
             self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
         for value in attached(report, PRECOMPILE_PROPERTY):
             self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
-        for value in attached(report, WRITES_PROPERTY):
-            for status, count in json.loads(value).items():
-                self.writes[status] += count
+        for value in attached(report, COUNTS_PROPERTY):
+            self.counts += FileCounts.from_json(json.loads(value))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The plugin's own crashes fail the run (they were reported, not raised)."""
@@ -342,13 +337,8 @@ class TorchCompileSession:
         if self.rows:
             self._write_tables(terminalreporter)
         if self.store.update:
-            deleted = self.housekeeping.removed + sum(
-                line.startswith("deleted: ") for line in self.housekeeping.lines
-            )
-            counts = ", ".join(
-                f"{count} {status}" for status, count in {**self.writes, "deleted": deleted}.items()
-            )
-            terminalreporter.write_line(f"torch.compile snapshots: {counts}")
+            counts = self.counts + self.housekeeping.removed
+            terminalreporter.write_line(f"torch.compile snapshots: {counts.line()}")
 
     def _write_tables(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "torch.compile cases")
