@@ -26,7 +26,7 @@ COUNTER_LABELS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class FrameCounters:
-    """What the summary says about one frame compile."""
+    """One frame compile's counts: written into the `summary` artifact and read back from it."""
 
     key: FrameKey
     name: str
