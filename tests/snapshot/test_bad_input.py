@@ -1,7 +1,7 @@
 """Bad input never crashes the plugin: markers, models, outputs, settings, baselines.
 
 Each test drives the plugin as a hostile user would (pytester, a fresh
-process) and holds it to the rules of issue 11: any bad input ends as an
+process) and holds it to one rule: any bad input ends as an
 ordinary test failure or a usage error (exit 4) whose first line names what
 was wrong and how to fix it; never INTERNALERROR, never a traceback through
 the plugin's modules; the plugin's own crash is named as such and the run
@@ -448,7 +448,7 @@ def test_cpp(compile_model):
 
 
 def test_a_warning_turned_error_is_not_blamed_on_the_marker(pytester: pytest.Pytester) -> None:
-    """Issue 9 part 5: under -W error a warning is reported as what it is, with its stage."""
+    """Under -W error a warning is reported as what it is, with its stage."""
     write_tests(
         pytester,
         """
@@ -481,7 +481,7 @@ def test_warns_while_compiling(compile_model):
 def test_torchs_own_import_warning_under_w_error_is_not_a_usage_error(
     pytester: pytest.Pytester,
 ) -> None:
-    """Measured in issue 9: importing Inductor warns (torch.jit.script_method) in torch 2.13."""
+    """Importing Inductor warns (torch.jit.script_method) in torch 2.13: not the user's marker."""
     write_tests(
         pytester,
         """

@@ -1,6 +1,6 @@
 """Snapshot files on a hostile disk: odd names, damaged folders, concurrent runs, stale folders.
 
-Each test is a case where the plugin used to crash, lose a file it did not
+Each test is a case where the plugin could crash, lose a file it does not
 own, or let two tests share a file. Models are `torch.sin`-like functions on
 the eager backend with one or two artifacts, so the runs stay cheap; the
 stale-folder tests need no torch at all (folders written by hand, plain
