@@ -115,6 +115,7 @@ LAYERS = {
     ),
     "perf": (
         ("stats",),
+        ("contention",),
         ("record",),
         ("timing", "gate"),
         ("gpu",),

@@ -20,12 +20,13 @@ from dataclasses import replace
 import pytest
 
 from pytest_torchcompile.perf.case import BenchmarkCase
+from pytest_torchcompile.perf.contention import Contention, Probe
+from pytest_torchcompile.perf.contention import describe_contention as describe
+from pytest_torchcompile.perf.contention import worst_contention as worst
 from pytest_torchcompile.perf.gate import Baseline, Gate, GateSettings, Verdict
-from pytest_torchcompile.perf.record import CaseRecord, Contention
-from pytest_torchcompile.perf.record import describe_contention as describe
-from pytest_torchcompile.perf.record import worst_contention as worst
+from pytest_torchcompile.perf.record import CaseRecord
 from pytest_torchcompile.perf.spec import BenchmarkSpec
-from pytest_torchcompile.perf.timing import PairedTiming, Probe, TimingSettings
+from pytest_torchcompile.perf.timing import PairedTiming, TimingSettings
 from tests.perf.test_gate_rules import record, rows_by_metric
 
 QUIET = Contention(waiting=0.01, pressure=0.01, preemptions_per_s=2.0, steal=0.0, load=0.4)

@@ -175,6 +175,21 @@ def test_damaged_baseline_file_is_skipped_with_a_message(tmp_path: Path) -> None
     assert any("old.json: ValueError: format 0, expected 1" in p for p in store.problems)
 
 
+def test_a_baseline_recorded_with_the_old_counter_names_still_reads(tmp_path: Path) -> None:
+    """Baselines written before the counters had one spelling (`graph_breaks`) gate the same."""
+    counters = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
+    data = {"cases": {"t::a": {"metrics": {}, "counters": counters}}, "format": 1}
+    (tmp_path / HERE.filename()).write_text(json.dumps({**data, "machine": HERE.to_json()}))
+    found = BaselineStore(tmp_path, HERE).lookup("t::a")
+    assert found is not None and found.same_machine
+    assert found.record.counters == {
+        "graph_count": 1,
+        "graph_break_count": 0,
+        "recompile_count": 0,
+        "kernel_count": 1,
+    }
+
+
 def test_machine_filename_is_readable_and_unique() -> None:
     assert HERE.filename().startswith("some-cpu-1t-") and HERE.filename().endswith(".json")
     assert GPU_BOX.filename().startswith("nvidia-h100-1t-")
