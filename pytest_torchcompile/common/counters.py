@@ -24,6 +24,16 @@ COUNTER_LABELS: dict[str, str] = {
 }
 
 
+#: the attribute names perf baselines and reports were written with before the counters had
+#: one spelling everywhere; stored records may hold them still.
+LEGACY_NAMES: dict[str, str] = {
+    "graphs": "graph_count",
+    "graph_breaks": "graph_break_count",
+    "recompiles": "recompile_count",
+    "kernels": "kernel_count",
+}
+
+
 @dataclass(frozen=True)
 class FrameCounters:
     """One frame compile's counts: written into the `summary` artifact and read back from it."""

@@ -101,24 +101,6 @@ class Machine:
         return sum(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
 
 
-#: the counter names of baselines recorded before the counters had one spelling everywhere
-LEGACY_COUNTERS = {
-    "graphs": "graph_count",
-    "graph_breaks": "graph_break_count",
-    "recompiles": "recompile_count",
-    "kernels": "kernel_count",
-}
-
-
-def current_names(case: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A stored case with its counters under today's names (`LEGACY_COUNTERS`)."""
-    counters = case.get("counters") if isinstance(case, Mapping) else None
-    if not isinstance(counters, Mapping) or not LEGACY_COUNTERS.keys() & counters.keys():
-        return case
-    renamed = {LEGACY_COUNTERS.get(name, name): value for name, value in counters.items()}
-    return {**case, "counters": renamed}
-
-
 def cpu_model() -> str:
     """The CPU's model name (Linux /proc/cpuinfo, else what platform knows)."""
     try:
@@ -203,7 +185,7 @@ class BaselineStore:
             ),
         )
         try:
-            record = CaseRecord.from_json(current_names(best.cases[case]))
+            record = CaseRecord.from_json(best.cases[case])
         except RecordError as exc:
             self._report(
                 f"skipped the damaged baseline of {case} in {self._shown(best.path)}: {exc} ({RERECORD})"

@@ -4,7 +4,8 @@ A `CaseRecord` goes from the test that measured it to the session as a
 Python object (benchmarks never run in xdist workers, so the process that
 measures a case reports it), and as JSON into baseline files and reports,
 read back from a baseline file into the gate (`to_json` and `from_json`, one
-writer and one reader). It holds no torch objects, so the gate and the
+writer and one reader; the reader takes the counters' old names too,
+`counters.LEGACY_NAMES`). It holds no torch objects, so the gate and the
 baseline store are testable without torch.
 
 Metric names and what kind of quantity each is live here, beside the
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.counters import COUNTER_LABELS
+from ..common.counters import COUNTER_LABELS, LEGACY_NAMES
 from .contention import Contention
 from .stats import FieldError, Summary
 
@@ -130,7 +131,7 @@ class CaseRecord:
         return cls(
             metrics=_summaries(data, "metrics", required=True),
             counters={
-                name: _count(f"counters.{name}", v)
+                LEGACY_NAMES.get(name, name): _count(f"counters.{name}", v)
                 for name, v in _section(data, "counters", required=True).items()
             },
             settings=dict(settings),

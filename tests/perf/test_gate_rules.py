@@ -309,3 +309,11 @@ def test_exact_bytes_stay_whole_in_baseline_files() -> None:
     data = record(gpu_peak_eager_bytes=exact(67108864)).to_json()
     assert data["metrics"]["gpu_peak_eager_bytes"]["median"] == 67108864
     assert isinstance(CaseRecord.from_json(data).metrics["gpu_peak_eager_bytes"].median, int)
+
+
+def test_a_baseline_recorded_with_the_old_counter_names_still_reads() -> None:
+    """Baselines written before the counters had one spelling (`graph_breaks`) gate the same."""
+    old = CaseRecord.from_json(
+        {"metrics": {}, "counters": {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}}
+    )
+    assert old.counters == COUNTERS
