@@ -111,6 +111,7 @@ LAYERS = {
         ("result", "case_table"),
         ("case",),
         ("fixture",),
+        ("session",),
         ("plugin",),
     ),
     "perf": (
@@ -123,6 +124,7 @@ LAYERS = {
         ("result", "report", "baseline"),
         ("case",),
         ("fixture",),
+        ("session",),
         ("plugin",),
     ),
 }

@@ -179,7 +179,7 @@ class Gate:
                 None,
                 None,
                 Verdict.INCONCLUSIVE,
-                "no baseline: record one with pytest --perf-update-baseline",
+                "no baseline: record one with pytest --torchcompile-perf-update-baseline",
             )
             return CaseVerdict(case, (missing,), remeasured, self.settings.threshold)
         rows = [counter_row(case, record.counters, baseline.record.counters)]

@@ -206,3 +206,12 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
             raise RecordError(
                 f"settings.noise.{metric}", f"{value!r} is not a spread between 0 and {MAX_NOISE:g}"
             )
+
+
+@dataclass(frozen=True)
+class MeasuredCase:
+    """A case as the session collected it: where it ran and what it measured."""
+
+    key: str
+    nodeid: str
+    record: CaseRecord

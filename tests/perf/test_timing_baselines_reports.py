@@ -10,7 +10,8 @@ import pytest
 from pytest_torchcompile.perf.baseline import BaselineStore, Machine, dumps
 from pytest_torchcompile.perf.gpu import kernel_sources
 from pytest_torchcompile.perf.record import CaseRecord
-from pytest_torchcompile.perf.report.table import benchmark_stats, markdown
+from pytest_torchcompile.perf.report.outputs import benchmark_stats
+from pytest_torchcompile.perf.report.table import markdown
 from pytest_torchcompile.perf.stats import Summary
 from pytest_torchcompile.perf.timing import (
     PairedTiming,
