@@ -156,7 +156,7 @@ def test_errors_are_classified() -> None:
 def test_graph_break_record_matches_the_format() -> None:
     events = compiled_events(branchy, torch.ones(3), backend="eager")
     (reason,) = [e.payload for e in events if e.stream == "graph_break_reason"]
-    assert formats.BREAK_REASON.search(reason) and formats.BREAK_AT.search(reason)
+    assert dynamo_names.BREAK_REASON.search(reason) and dynamo_names.BREAK_AT.search(reason)
 
 
 def test_inductor_output_code_matches_the_formats() -> None:
