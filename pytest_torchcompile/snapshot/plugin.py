@@ -34,6 +34,7 @@ from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import FULL_DIFF_FLAG, compose
 from .compare.html import failure_fragment
+from .compare.text_only import TextOnly, split
 from .files.housekeeping import Housekeeping
 from .files.ownership import root_problem
 from .files.placeholders import (
@@ -56,6 +57,9 @@ ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 INTERNAL_PROPERTY = "torchcompile_internal_error"
 WRITES_PROPERTY = "torchcompile_writes"
+TEXT_ONLY_PROPERTY = "torchcompile_text_only"
+STRICT_TEXT_FLAG = "--torchcompile-strict-text"
+UPDATE_TEXT_ONLY_FLAG = "--torchcompile-update-text-only"
 
 session_key = pytest.StashKey["TorchCompileSession"]()
 model_key = pytest.StashKey["CompileModel"]()
@@ -91,6 +95,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         dest="torchcompile_full_diff",
         help="on a snapshot failure, show the diff of every changed artifact (also on with -vv)",
+    )
+    group.addoption(
+        STRICT_TEXT_FLAG,
+        action="store_true",
+        default=None,
+        dest="torchcompile_strict_text",
+        help="fail on any snapshot difference, text only ones included (overrides ini torchcompile_strict_text)",
+    )
+    parser.addini(
+        "torchcompile_strict_text",
+        type="bool",
+        default=False,
+        help="fail on any snapshot difference: a case whose verdict is `text only` (renumbering, renamed kernels, "
+        "relabelled guards) fails instead of passing with a note",
+    )
+    group.addoption(
+        UPDATE_TEXT_ONLY_FLAG,
+        action="store_true",
+        default=False,
+        dest="torchcompile_update_text_only",
+        help="write the snapshots of cases whose difference is text only; behaviour changes still fail, unwritten",
     )
 
 
@@ -156,6 +181,7 @@ class TorchCompileSession:
         worker: bool,
         housekeeping: Housekeeping,
         full_diff: bool = False,
+        text_only: str = "pass",
     ) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
         self.uses = placeholders(folder)
@@ -168,6 +194,8 @@ class TorchCompileSession:
         self.housekeeping = housekeeping
         self.stores: dict[Path, SnapshotStore] = {store.root: store}
         self.full_diff = full_diff
+        self.text_only = text_only  # "pass" (the default), "fail" (strict) or "update"
+        self.text_only_rows: list[tuple[str, dict[str, Any]]] = []
         self.writes = {"written": 0, "updated": 0}
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
@@ -201,7 +229,10 @@ class TorchCompileSession:
         )
         housekeeping = Housekeeping.from_config(config, store)
         housekeeping.sets = sets_glob(rootdir, folder, version) if version else None
-        return cls(folder, store, rootdir, hasattr(config, "workerinput"), housekeeping, full_diff)
+        worker = hasattr(config, "workerinput")
+        return cls(
+            folder, store, rootdir, worker, housekeeping, full_diff, _text_only_setting(config)
+        )
 
     def store_for(self, nodeid: str, cases: list[Any]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -272,7 +303,7 @@ class TorchCompileSession:
             ) or self.housekeeping.case_clash(pyfuncitem, store, [name for name, _ in texts])
             if clash:
                 pytest.fail(f"usage error: {clash}", pytrace=False)
-            outcomes = store.check_test(test_dir, texts)
+            outcomes = self._pass_text_only(pyfuncitem, store, store.check_test(test_dir, texts))
             writes = {status: sum(o.status == status for o in outcomes) for status in self.writes}
             keep(pyfuncitem, WRITES_PROPERTY, json.dumps(writes))
             if any(o.failed for o in outcomes):
@@ -289,6 +320,36 @@ class TorchCompileSession:
             pytest.fail(crash or failure, pytrace=False)  # outside `except`: no chained traceback
         self.housekeeping.after_test(pyfuncitem, test_dir, store)
         return result
+
+    def _pass_text_only(
+        self, item: pytest.Item, store: SnapshotStore, outcomes: list[Any]
+    ) -> list[Any]:
+        """Cases that changed in text only pass (kept for the summary) or, with
+        `--torchcompile-update-text-only`, are written; the outcomes left to judge."""
+        if self.text_only == "fail" or not any(o.failed for o in outcomes):
+            return outcomes
+        passing, rest = split(outcomes)
+        for case in passing:
+            written = self._refresh(store, case) if self.text_only == "update" else []
+            rest += written
+            refreshed = bool(written) and not any(o.failed for o in written)
+            row = {"case": case.case, "reason": case.reason, "refreshed": refreshed}
+            keep(item, TEXT_ONLY_PROPERTY, json.dumps(row))
+        return rest
+
+    def _refresh(self, store: SnapshotStore, case: TextOnly) -> list[Any]:
+        """Write a text-only case's changed files, as `--update-snapshots` would write them."""
+        writer = SnapshotStore(
+            root=store.root, rootdir=store.rootdir, update=True, started=store.started
+        )
+        return [writer.check(o.path, o.new, o.case, o.artifact) for o in case.outcomes]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A test that passed with text-only snapshot differences says so on its line."""
+        if report.when == "call" and report.passed and attached(report, TEXT_ONLY_PROPERTY):
+            return "passed", "t", ("PASSED (snapshot text only)", {"yellow": True})
+        return None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -329,6 +390,8 @@ class TorchCompileSession:
             self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
         for value in attached(report, PRECOMPILE_PROPERTY):
             self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, TEXT_ONLY_PROPERTY):
+            self.text_only_rows.append((report.nodeid, json.loads(value)))
         for value in attached(report, WRITES_PROPERTY):
             for status, count in json.loads(value).items():
                 self.writes[status] += count
@@ -349,6 +412,8 @@ class TorchCompileSession:
             return
         if self.rows:
             self._write_tables(terminalreporter)
+        for line in text_only_summary(self.text_only_rows):
+            terminalreporter.write_line(line, yellow=True)
         if self.store.update:
             deleted = self.housekeeping.removed + sum(
                 line.startswith("deleted: ") for line in self.housekeeping.lines
@@ -369,6 +434,34 @@ class TorchCompileSession:
             )
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
+
+
+def text_only_summary(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """How many cases passed with text-only differences, which, and why (their verdicts)."""
+    if not rows:
+        return []
+    kept = [row for row in rows if not row[1]["refreshed"]]
+    what = (
+        f"the stored files are kept: {UPDATE_TEXT_ONLY_FLAG} writes them, {STRICT_TEXT_FLAG} fails on them"
+        if kept
+        else "their snapshots were rewritten"
+    )
+    cases = f"{len(rows)} case{'s' if len(rows) > 1 else ''}"
+    lines = [f"torch.compile snapshots: {cases} changed in text only and passed ({what}):"]
+    for nodeid, row in rows:
+        case = f"[{row['case']}]" if row["case"] else ""
+        lines.append(f"  {nodeid}{case}: {row['reason']}")
+    return lines
+
+
+def _text_only_setting(config: pytest.Config) -> str:
+    """What a text-only difference does: "pass" (the default), "fail" (strict) or "update"."""
+    strict = config.getoption("torchcompile_strict_text")
+    if strict is None:
+        strict = config.getini("torchcompile_strict_text")
+    if config.getoption("torchcompile_update_text_only"):
+        return "update"
+    return "fail" if strict else "pass"
 
 
 def _html_report_wanted(config: pytest.Config) -> bool:
