@@ -114,7 +114,7 @@ class CaseDiff:
             return UNCHANGED
         wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
         parts = self.moved() if self.verdict == BEHAVIOUR else []
-        topics = list(dict.fromkeys(f.topic for f in _ranked(wanted) if f.topic not in COUNTERS))
+        topics = list(dict.fromkeys(f.topic for f in ranked(wanted) if f.topic not in COUNTERS))
         parts += topics[:_SHOWN] + (
             [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
         )
@@ -131,7 +131,7 @@ class CaseDiff:
             return fit("text changed" if self.line() == TEXT else self.line(), width)
         facts = [
             short_kernels(f)
-            for f in dict.fromkeys(_facts(_ranked(f for f in self.findings if f.behaviour)))
+            for f in dict.fromkeys(_facts(ranked(f for f in self.findings if f.behaviour)))
         ]
         return fit_facts(facts, width)
 
@@ -175,7 +175,7 @@ def short_kernels(fact: str) -> str:
     return _KERNEL.sub(cut, fact)
 
 
-def _ranked(findings: Iterable[Finding]) -> list[Finding]:
+def ranked(findings: Iterable[Finding]) -> list[Finding]:
     """Findings in the order of `TOPICS` (an unknown topic last), then by pipeline stage."""
     rank = {topic: n for n, topic in enumerate(TOPICS)}
 
