@@ -25,7 +25,7 @@ from .upgrade import ONLY_NEW, ONLY_OLD, CaseReport, Report, folding, read_case,
 WRAP = 80
 #: table rows of one artifact's diff before its further hunks are left out.
 MAX_ROWS = 200
-#: characters of a line before the side-by-side breaks it at its commas (a graph's signature
+#: characters of a line before the side-by-side breaks it between arguments (a graph's signature
 #: of 2,000 characters would otherwise fill the screen with wrapped rows of one line)
 LONG_LINE = 160
 #: behaviour findings listed above the diffs (the rest are counted)
@@ -80,17 +80,15 @@ _ARGUMENT = re.compile(r", (?=[A-Za-z_][\w.]*\s*[:=])")
 
 
 def _broken(text: str) -> list[str]:
-    """Lines, each longer than `LONG_LINE` broken between its arguments (continuations indented
-    with `..`), so that a changed argument of a long signature is one short row in the diff."""
+    """Lines, each longer than `LONG_LINE` broken before each of its arguments (continuations
+    indented with `..`), so that a changed argument of a long signature is one short row."""
     lines: list[str] = []
     for line in text.splitlines():
-        piece = ""
-        for part in _ARGUMENT.split(line) if len(line) > LONG_LINE else [line]:
-            if piece and len(piece) + len(part) > LONG_LINE:
-                lines.append(piece + ",")
-                piece = "    .. "
-            piece += part if piece in ("", "    .. ") else ", " + part
-        lines.append(piece)
+        parts = _ARGUMENT.split(line) if len(line) > LONG_LINE else [line]
+        lines += [p + "," for p in parts[:-1]] + parts[-1:]
+        lines[len(lines) - len(parts) + 1 :] = [
+            "    .. " + p for p in lines[len(lines) - len(parts) + 1 :]
+        ]
     return lines
 
 

@@ -379,3 +379,41 @@ def test_a_headline_stays_short_and_the_rest_is_one_vv_away() -> None:
     full = compose(outcomes, "d", full=True)
     assert "  behaviour: op count: 59 -> 60" in full.splitlines()
     assert kernel.format(0) in full  # whole in the verdict's findings
+
+
+def test_the_html_first_screen_leads_with_the_headline_and_breaks_long_lines() -> None:
+    from pytest_torchcompile.snapshot.compare.html import failure_fragment
+
+    outcomes = [
+        changed(
+            "summary.txt", SUMMARY.format(kernels=21, ops=59), SUMMARY.format(kernels=18, ops=59)
+        ),
+        changed("dynamo_graph.fx.txt", decoder(2) * 8, decoder(4) * 8),
+    ]
+    page = failure_fragment(outcomes)
+    headline, counters = page.index('class="headline"'), page.index('class="counters"')
+    shapes = page.index("dynamo_graph arguments: layers...to_q.weight [128, 32] -&gt; [256, 32]")
+    assert headline < counters < shapes < page.index('class="diff"')
+    assert "<td>kernels</td><td>21</td><td>18</td>" in page
+
+
+def test_a_changed_argument_of_a_long_signature_is_a_few_rows() -> None:
+    import difflib
+
+    from pytest_torchcompile.snapshot.compare.html import side_by_side
+
+    def signature(changed_layer: int) -> str:
+        return (
+            "    def forward(self, "
+            + ", ".join(
+                f'L_self_modules_layers_modules_{i}_parameters_weight_: "f32[{256 if i == changed_layer else 128}, 32][32, 1]cpu"'
+                for i in range(96)
+            )
+            + "):\n"
+        )
+
+    old, new = signature(-1), signature(90)
+    wrapped = difflib.HtmlDiff(wrapcolumn=80).make_table(
+        old.splitlines(), new.splitlines(), context=True
+    )
+    assert side_by_side(old, new, "a", "b").count("<tr>") * 4 < wrapped.count("<tr>")
