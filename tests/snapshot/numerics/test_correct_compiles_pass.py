@@ -143,3 +143,29 @@ def test_the_users_model_and_inputs_are_never_changed(pytester: pytest.Pytester)
     """No `.grad` or buffer update left behind; a model used twice or holding `.grad` passes."""
     pytester.makepyfile(test_m=USER_MODEL_UNTOUCHED)
     pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+X_TRANSFORMERS = """
+import pytest, torch
+from x_transformers import AutoregressiveWrapper, Decoder, TransformerWrapper
+
+@pytest.mark.compile_snapshot
+def test_training(compile_model):
+    torch.manual_seed(0)
+    decoder = Decoder(dim=32, depth=2, heads=2)
+    model = AutoregressiveWrapper(TransformerWrapper(num_tokens=64, max_seq_len=16, attn_layers=decoder))
+    ids = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
+    compile_model(model.train(), ids)
+    compile_model(model, ids)  # the same model again: judged as a fresh one
+"""
+
+
+def test_a_library_never_tuned_on_trains_without_a_false_alarm(pytester: pytest.Pytester) -> None:
+    """x-transformers' 2-layer decoder in training, with the bare marker (Inductor, fp32)."""
+    pytest.importorskip(
+        "x_transformers",
+        reason="x-transformers is not installed (pip install x-transformers): "
+        "a model library the plugin was never tuned on",
+    )
+    pytester.makepyfile(test_m=X_TRANSFORMERS)
+    pytester.runpytest("--update-snapshots", "-p", "no:randomly").assert_outcomes(passed=1)
