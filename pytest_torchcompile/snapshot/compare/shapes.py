@@ -4,7 +4,7 @@ A model change a reviewer decides on (heads 2 -> 4, a norm turned on) shows
 first in the arguments of Dynamo's graph: `L_self_modules_layers_modules_0_
 modules_to_q_parameters_weight_: "f32[128, 32][32, 1]cpu"`. Read back as
 `layers.0.to_q.weight f32[128, 32]`, and the same change in every layer
-folded into one (`layers...to_q.weight [128, 32] -> [256, 32] (x2 layers)`),
+folded into one (`layers.*.*.to_q.weight [128, 32] -> [256, 32] (x2)`),
 it is the one fact a reviewer needs where the graphs' diffs show hundreds of
 lines. Pure text.
 """
@@ -22,6 +22,8 @@ from .readers import parse_signature
 _TENSOR = re.compile(r"^(\w+)(\[[^\]]*\])")
 #: the separators of Dynamo's source names: `L_self_modules_a_parameters_w_`
 _PARTS = re.compile(r"(?:^|_)(?:modules|parameters|buffers)_")
+#: characters of a readable path before its middle is elided
+_LONG_PATH = 40
 #: facts a headline names at most (the finding's message names them all)
 _NAMED = 3
 
@@ -34,7 +36,7 @@ def shape_findings(old: str, new: str) -> list[Finding]:
         changes.update(_changes(parse_signature(before[key]), parse_signature(after[key])))
     if not changes:
         return []
-    said = [f"{change} (x{n} layers)" if n > 1 else change for change, n in changes.items()]
+    said = [f"{change} (x{n})" if n > 1 else change for change, n in changes.items()]
     shown = ", ".join(said[:_NAMED]) + (
         f" and {len(said) - _NAMED} more" if len(said) > _NAMED else ""
     )
@@ -69,14 +71,16 @@ def _tensor(annotation: str | None) -> str | None:
 
 def readable(name: str) -> str:
     """A Dynamo source name as the model says it, layer indices as `*`, long paths elided:
-    `L_self_modules_layers_modules_0_modules_to_q_parameters_weight_` -> `layers...to_q.weight`;
-    `L_x_` -> `x`."""
+    `L_self_modules_layers_modules_0_modules_to_q_parameters_weight_` -> `layers.*.to_q.weight`,
+    `...` for the middle of a path longer than `_LONG_PATH`; `L_x_` -> `x`."""
     bare = name.removeprefix("L_").removesuffix("_")
     if bare.startswith("self_"):
         parts = [p for p in _PARTS.split(bare.removeprefix("self_")) if p]
     else:
         parts = [bare]
     parts = ["*" if p.isdigit() else p for p in parts] or [bare]
-    if len(parts) > 4:
-        return f"{parts[0]}...{'.'.join(parts[-2:])}"
-    return ".".join(parts)
+    path = ".".join(parts)
+    if len(path) <= _LONG_PATH:
+        return path
+    named = [p for p in parts if p != "*"]
+    return f"{named[0]}...{'.'.join(named[-2:])}" if len(named) > 2 else path

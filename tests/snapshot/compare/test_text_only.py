@@ -117,6 +117,9 @@ def test_text_only_passes_is_reported_and_accepted_alone(pytester: pytest.Pytest
         ]
     )
     assert (root / "test_renumbered/dynamo_graph.fx.txt").read_text() == stored
+    workers = pytester.runpytest("-n", "2")  # the note travels from the worker to the summary
+    workers.assert_outcomes(passed=2)
+    workers.stdout.fnmatch_lines(["  test_m.py::test_renumbered: text only: *"])
 
     strict = pytester.runpytest("--torchcompile-strict-text")
     strict.assert_outcomes(passed=1, failed=1)
