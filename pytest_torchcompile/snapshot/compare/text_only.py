@@ -5,8 +5,9 @@ A case whose stored and new snapshots print the same program otherwise
 is not a regression: by default it passes, and the run says so. It passes
 only when its verdict was reached by reading every changed artifact for
 behaviour: an artifact the verdict cannot read (`transformed_code`,
-`program`, `runtime_wrapper`) or holds on one side only keeps its case
-failing, so a text-only pass never stands in for a change nobody read.
+`program`, `runtime_wrapper`) or holds on one side only, or a counter one
+summary does not state, keeps its case failing, so a text-only pass never
+stands in for a change nobody read.
 A case with a missing or unreadable file fails whole. Pure: no torch or
 pytest.
 """
@@ -56,7 +57,10 @@ def split(outcomes: Sequence[Outcome]) -> tuple[list[TextOnly], list[Outcome]]:
 
 
 def passes(diff: CaseDiff) -> bool:
-    """Text only, and every changed artifact read for behaviour on both sides."""
-    return diff.verdict == TEXT and not any(
-        f.topic == UNREAD or " only in " in f.topic for f in diff.findings
+    """Text only, every changed artifact read for behaviour on both sides, and every counter
+    stated by both summaries (a summary cut short states fewer: its counters were not compared)."""
+    return (
+        diff.verdict == TEXT
+        and not any(f.topic == UNREAD or " only in " in f.topic for f in diff.findings)
+        and all((old is None) == (new is None) for old, new in diff.counters.values())
     )

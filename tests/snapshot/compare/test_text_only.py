@@ -54,6 +54,14 @@ def test_an_artifact_the_verdict_cannot_read_keeps_its_case_failing() -> None:
     assert passing == [] and rest == outcomes
 
 
+def test_a_summary_cut_short_keeps_its_case_failing() -> None:
+    """The counters it no longer states were not compared: nothing says they stayed."""
+    summary = "backend: inductor\ngraphs: 1\ngraph breaks: 0\nrecompiles: 0\nkernels: 2\n"
+    outcomes = [changed("summary.txt", summary, summary.split("recompiles")[0])]
+    passing, rest = split(outcomes)
+    assert passing == [] and rest == outcomes
+
+
 def test_a_missing_file_fails_its_case_whole() -> None:
     renumbered = changed(
         "aot_inference.fx.txt",
