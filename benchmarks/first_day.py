@@ -149,8 +149,9 @@ for folder in sorted(p for p in old.iterdir() if p.is_dir()):
 
 def headlines(code: Path, old: Path, new: Path) -> list[tuple[str, str]]:
     env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run(
+    done = subprocess.run(  # not from REPO: `-c` puts the working folder first on sys.path
         [sys.executable, "-c", HEADLINES, str(old), str(new)],
+        cwd=old.parent,
         env=env,
         capture_output=True,
         text=True,
