@@ -9,7 +9,8 @@ changes (RMSNorm on, heads 2 -> 4) and measures, with the plugin as it was at
 - false alarms: tests that fail while recording a correct compile (numerics
   against eager, with the bare marker);
 - churn: snapshot lines added and removed by each one-line change (what
-  `--update-snapshots` rewrites), and the files it touches;
+  `--update-snapshots` rewrites), and the files it touches, in all and per
+  test (a test that failed to record has no files to churn: compare per test);
 - the headline: the first line of the failure each changed test opens with
   (computed from the two recorded sets by that plugin's own comparison), its
   length.
@@ -180,6 +181,9 @@ def measure(code: Path, label: str, work: Path, cache: str) -> list[str]:
     for change in CHANGES:
         plus, minus, files = churn(folders["base"], folders[change])
         lines.append(f"{change}: {files} files, +{plus} -{minus} snapshot lines")
+        for test in sorted(p.name for p in folders["base"].iterdir() if p.is_dir()):
+            plus, minus, files = churn(folders["base"] / test, folders[change] / test)
+            lines.append(f"  {test}: {files} files, +{plus} -{minus}")
         for name, head in headlines(code, folders["base"], folders[change]):
             lines.append(f"  {name} headline ({len(head)} chars): {head}")
     return lines
