@@ -38,7 +38,7 @@ class Tolerance:
 
     `fp64` None (the default) and True judge every floating result below
     float64 that is outside tolerance against a float64 run, as PyTorch's own
-    accuracy checks do (`torch._dynamo.utils.same(..., fp64_ref=...)`): a
+    accuracy checks do (Dynamo's `same` with an fp64 reference): a
     correct compile reassociates reductions and fuses ops, so float32 results
     differ from eager by rounding noise that grows with the reduction depth,
     and only the error against float64 tells noise from a bug. False: the
