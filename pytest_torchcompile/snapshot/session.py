@@ -28,7 +28,10 @@ from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import compose
 from .compare.html import failure_fragment
+from .files.claims import TestFolder
 from .files.housekeeping import UNUSED_PROPERTY, Housekeeping
+from .files.other_torch import OtherTorch, first_run, other_torch
+from .files.other_torch import summary_lines as other_torch_lines
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
@@ -40,7 +43,7 @@ from .files.placeholders import (
     sets_glob,
     torch_minor,
 )
-from .files.store import FileCounts, FolderClash, SnapshotStore
+from .files.store import FileCounts, FolderClash, SnapshotStore, TestFiles
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 COUNTS_PROPERTY = "torchcompile_file_counts"
+OTHER_TORCH_PROPERTY = "torchcompile_other_torch"
 
 model_key = pytest.StashKey["CompileModel"]()
 #: a failing test's verdicts and side-by-side diffs, for pytest-html
@@ -84,8 +88,10 @@ class TorchCompileSession(WingSession):
         worker: bool,
         housekeeping: Housekeeping,
         full_diff: bool = False,
+        template: str | None = None,
     ) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
+        self.template = template or folder  # as given: other torches' sets are found by it
         self.uses = placeholders(folder)
         self.store = (
             store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
@@ -97,6 +103,9 @@ class TorchCompileSession(WingSession):
         self.stores: dict[Path, SnapshotStore] = {store.root: store}
         self.full_diff = full_diff
         self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
+        self.other_torches: list[
+            OtherTorch
+        ] = []  # tests new on this torch that another's set holds
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
 
@@ -107,7 +116,7 @@ class TorchCompileSession(WingSession):
         """The run's session, for the snapshot folder template `folder` (a flag or ini option)."""
         rootdir = Path(config.rootpath)
         update = bool(config.getoption("update_snapshots"))
-        template = _checked_template(folder)
+        given = template = _checked_template(folder)
         version = installed_torch_minor()
         if version is not None:
             template = resolve_some(template, torch=version)
@@ -121,7 +130,7 @@ class TorchCompileSession(WingSession):
         housekeeping = Housekeeping.from_config(config, store)
         housekeeping.sets = sets_glob(rootdir, template, version) if version else None
         worker = hasattr(config, "workerinput")
-        return cls(template, store, rootdir, worker, housekeeping, full_diff)
+        return cls(template, store, rootdir, worker, housekeeping, full_diff, given)
 
     def store_for(self, nodeid: str, cases: list[CompileCase]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -150,6 +159,22 @@ class TorchCompileSession(WingSession):
                 started=self.store.started,
             )
         return self.stores[root]
+
+    def _other_torch(
+        self,
+        nodeid: str,
+        cases: list[CompileCase],
+        store: SnapshotStore,
+        folder: TestFolder,
+        checked: TestFiles,
+    ) -> OtherTorch | None:
+        """Another torch's set that holds this test, when this torch's set held none of its files."""
+        if "torch" not in placeholders(self.template) or not first_run(checked.outcomes):
+            return None
+        import torch
+
+        now, device = torch_minor(torch.__version__), self._device(nodeid, cases)
+        return other_torch(self.template, self.rootdir, now, device, store.root, folder, store.show)
 
     def _device(self, nodeid: str, cases: list[CompileCase]) -> str:
         if "device" not in self.uses:
@@ -187,8 +212,13 @@ class TorchCompileSession(WingSession):
             keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(checked.counts.to_json()))
             if checked.unused:
                 keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
+            other = self._other_torch(pyfuncitem.nodeid, model.finished(), store, folder, checked)
+            if other is not None:
+                keep(pyfuncitem, OTHER_TORCH_PROPERTY, json.dumps(other.to_json()))
             if checked.failed:
                 failure = compose(checked.outcomes, store.show(checked.folder), self.full_diff)
+                if other is not None:
+                    failure = "\n".join([other.headline(), failure, other.next_steps()])
                 if _html_report_wanted(pyfuncitem.config):
                     pyfuncitem.stash[html_key] = failure_fragment(checked.outcomes)
         except FolderClash as exc:
@@ -231,6 +261,8 @@ class TorchCompileSession(WingSession):
             self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
         for value in attached(report, COUNTS_PROPERTY):
             self.counts += FileCounts.from_json(json.loads(value))
+        for value in attached(report, OTHER_TORCH_PROPERTY):
+            self.other_torches.append(OtherTorch.from_json(json.loads(value)))
 
     def summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.rows:
@@ -238,6 +270,8 @@ class TorchCompileSession(WingSession):
         if self.store.update:
             counts = self.counts + self.housekeeping.removed
             terminalreporter.write_line(f"torch.compile snapshots: {counts.line()}")
+        for line in other_torch_lines(self.other_torches, self.store.update):
+            terminalreporter.write_line(line)
 
     def _write_tables(self, terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "torch.compile cases")
