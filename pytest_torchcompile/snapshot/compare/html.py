@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 
 from ..artifacts.catalogue import ARTIFACTS
-from ..files.store import Outcome
+from ..files.outcome import Outcome
 from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, compare_case
 from .ranking import Folding, SharedCause
 from .upgrade import ONLY_NEW, ONLY_OLD, CaseReport, Report, folding, read_case, tiered
