@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,10 @@ import venv
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
+from tests.docs.test_ci_blocks import blocks
 
 SETS = REPO / "snapshots"
 #: what the package needs, and nothing it needs may be among them
@@ -108,3 +111,56 @@ def test_merge_baselines_runs_where_torch_is_not_installed(bare_venv: Path, tmp_
     )
     assert done.stdout == "some-cpu-1t-x.json: 1 case(s) from 1 run(s)\n"
     assert json.loads((base / "some-cpu-1t-x.json").read_text())["cases"]["t::a"] == record
+
+
+def guide_steps() -> tuple[list[str], str]:
+    """docs/ci.md's steps that need no torch, as written: the workflow's `diff` job's
+    `python -m pytest_torchcompile` lines, and the generic script's no-torch section
+    (its `WHEEL=` line and every `.venv-diff` line)."""
+    workflow, script = (
+        b for b in blocks([REPO / "docs" / "ci.md"]) if b.language in ("yaml", "bash")
+    )
+    steps = yaml.safe_load(workflow.text)["jobs"]["diff"]["steps"]
+    job = [
+        line.strip()
+        for step in steps
+        for line in step.get("run", "").splitlines()
+        if "-m pytest_torchcompile" in line
+    ]
+    lines = script.text.splitlines()
+    section = [line for line in lines if line.startswith("WHEEL=") or ".venv-diff" in line]
+    return job, "\n".join(["set -euo pipefail", *section])
+
+
+def test_the_ci_guides_diff_steps_run_as_written(bare_venv: Path, tmp_path: Path) -> None:
+    """The workflow's diff job on a pull request (the base branch's checkout in ../base) and the
+    generic script's diff section (it makes its own venv and installs the wheel with --no-deps)."""
+    job, section = guide_steps()
+    assert len(job) == 2 and "WHEEL=" in section, "docs/ci.md's diff steps moved: update this test"
+    project, summary = tmp_path / "pr", tmp_path / "summary.md"
+    shutil.copytree(SETS, project / "snapshots")
+    shutil.copytree(SETS, tmp_path / "base" / "snapshots")
+    wheel = re.search(r"^WHEEL=(\S+)$", section, re.M)[1]  # type: ignore[index]
+    (project / wheel).parent.mkdir(parents=True)
+    shutil.copy(next((bare_venv.parents[2] / "dist").glob("*.whl")), project / wheel)
+    env = {
+        "PATH": f"{bare_venv.parent}{os.pathsep}{os.environ['PATH']}",  # `python` is the venv's
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PIP_NO_INDEX": "1",  # offline: the wheel is a file, nothing is fetched
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    outputs = [run_shell(command, project, env) for command in job]
+    assert "0 behaviour changed, 0 text only" in outputs[0]
+    assert "3 behaviour changed, 7 text only" in outputs[1]
+    assert summary.read_text().count("**Snapshot diff**") == 2
+    assert "<html" in (project / "snapshot-diff.html").read_text()
+    run_shell(section, project, env)
+    assert "3 behaviour changed" in (project / "snapshot-diff.md").read_text()
+
+
+def run_shell(script: str, cwd: Path, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"{script}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout

@@ -111,7 +111,8 @@ def test_a_torch_upgrade_on_this_machine_is_judged_not_waved_through(
     result.stdout.fnmatch_lines(
         [
             f"judged against this machine's baseline of other software: torch {OLDER_TORCH} -> {now} (2 cases); "
-            "the new software's own baseline is a file of its own: pytest --torchcompile-perf-update-baseline"
+            "once the upgrade is accepted, record this software's baseline (a file of its own; the other stays): "
+            "pytest --torchcompile-perf-update-baseline"
         ]
     )
     assert "other machine" not in result.stdout.str()

@@ -173,7 +173,7 @@ def next_steps(verdicts: Sequence[CaseVerdict]) -> list[str]:
     contended = [v for v in waiting if v.undecided_for_contention]
     rerun = [v for v in contended if v.contention.now]
     rerecord = [v for v in contended if not v.contention.now]
-    update = [v for v in waiting if v not in contended]
+    update = [v for v in waiting if not v.undecided_for_contention]
     lines = []
     if update:
         lines.append(
@@ -234,7 +234,7 @@ def software_lines(verdicts: Sequence[CaseVerdict]) -> list[str]:
             changes[verdict.software] = changes.get(verdict.software, 0) + 1
     return [
         f"judged against this machine's baseline of other software: {change} ({count} case{'s' if count > 1 else ''}); "
-        f"the new software's own baseline is a file of its own: pytest {UPDATE_FLAG}"
+        f"once the upgrade is accepted, record this software's baseline (a file of its own; the other stays): pytest {UPDATE_FLAG}"
         for change, count in sorted(changes.items())
     ]
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from pytest_torchcompile.snapshot.files.placeholders import torch_minor, torch_sets
-from tests.conftest import model_test
+from tests.conftest import model_test, tree_digest
 
 TORCH = torch_minor(torch.__version__)
 MAJOR, MINOR = (int(part) for part in TORCH.split("."))
@@ -129,3 +129,19 @@ def test_each_torchs_set_is_found_by_the_template(tmp_path: Path) -> None:
         "2.13": tmp_path / "g-2.13-x-2.13"
     }
     assert torch_sets(tmp_path, "s/{device}", "cpu") == {}
+
+
+def test_an_existing_set_moved_under_its_torch_passes_as_it_was(pytester: pytest.Pytester) -> None:
+    """docs/ci.md's three steps: `snapshots/` -> `snapshots-T-cpu` -> `snapshots/T/cpu`, then the template."""
+    pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
+    snapshots = pytester.path / "snapshots"
+    recorded = tree_digest(snapshots)
+    aside = snapshots.rename(pytester.path / f"snapshots-{TORCH}-cpu")
+    (pytester.path / "snapshots" / TORCH).mkdir(parents=True)
+    aside.rename(pytester.path / "snapshots" / TORCH / "cpu")
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{torch}/{device}\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert tree_digest(snapshots / TORCH / "cpu") == recorded
+    assert sorted(p.name for p in snapshots.iterdir()) == [TORCH]
