@@ -19,7 +19,7 @@ from ..common.hooks.session import close_session, open_session
 from ..common.options import folder_option
 from ..common.terminal import for_config
 from .files.placeholders import placeholders
-from .session import TorchCompileSession, model_key, parse_marker
+from .session import TextOnlyMode, TorchCompileSession, model_key, parse_marker
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -40,7 +40,22 @@ FULL_DIFF = Option(
     ini_type="bool",
     flag_kwargs={"action": "store_true"},
 )
-OPTIONS = (SNAPSHOT_DIR, FULL_DIFF)
+STRICT_TEXT = Option(
+    "strict_text",
+    "fail on any snapshot difference: a case whose verdict is `text only` (renumbering, renamed "
+    "kernels, relabelled guards) fails instead of passing with a note",
+    default=False,
+    ini_type="bool",
+    flag_kwargs={"action": "store_true"},
+)
+UPDATE_TEXT_ONLY = Option(
+    "update_text_only",
+    "write the snapshots of cases whose difference is text only; behaviour changes still fail, unwritten",
+    ini=False,
+    default=False,
+    flag_kwargs={"action": "store_true"},
+)
+OPTIONS = (SNAPSHOT_DIR, FULL_DIFF, STRICT_TEXT, UPDATE_TEXT_ONLY)
 
 session_key = pytest.StashKey[TorchCompileSession]()
 
@@ -67,10 +82,18 @@ def pytest_configure(config: pytest.Config) -> None:
     warn_renamed(config, OPTIONS)
     full_diff = bool(get_option_ini(config, FULL_DIFF).value) or config.getoption("verbose") >= 2
     session = TorchCompileSession.from_config(
-        config, get_option_ini(config, SNAPSHOT_DIR), full_diff
+        config, get_option_ini(config, SNAPSHOT_DIR), full_diff, _text_only(config)
     )
     open_session(config, session_key, session, "torchcompile-session")
     config.pluginmanager.register(session.housekeeping, "torchcompile-housekeeping")
+
+
+def _text_only(config: pytest.Config) -> TextOnlyMode:
+    """What a text-only difference does: pass (the default), fail (strict) or get written."""
+    if get_option_ini(config, UPDATE_TEXT_ONLY).value:
+        return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "update")
+    strict = bool(get_option_ini(config, STRICT_TEXT).value)
+    return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "fail" if strict else "pass")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

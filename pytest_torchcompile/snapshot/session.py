@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -28,10 +29,12 @@ from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import compose
 from .compare.html import failure_fragment
+from .compare.text_only import TextOnly, split
 from .files.claims import TestFolder
 from .files.housekeeping import UNUSED_PROPERTY, Housekeeping
 from .files.other_torch import OtherTorch, first_run, other_torch
 from .files.other_torch import summary_lines as other_torch_lines
+from .files.outcome import Outcome, Status
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
@@ -54,6 +57,7 @@ ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 COUNTS_PROPERTY = "torchcompile_file_counts"
 OTHER_TORCH_PROPERTY = "torchcompile_other_torch"
+TEXT_ONLY_PROPERTY = "torchcompile_text_only"
 
 model_key = pytest.StashKey["CompileModel"]()
 #: a failing test's verdicts and side-by-side diffs, for pytest-html
@@ -69,6 +73,15 @@ def parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str | 
         return CompileSpec.from_marker(marker.args, marker.kwargs), None
     except SpecError as exc:
         return None, str(exc)
+
+
+@dataclass(frozen=True)
+class TextOnlyMode:
+    """What a case whose snapshots changed in text only does, and the flags that say so."""
+
+    update_flag: str  # writes them
+    strict_flag: str  # fails on them
+    action: Literal["pass", "fail", "update"] = "pass"
 
 
 class TorchCompileSession(WingSession):
@@ -89,6 +102,7 @@ class TorchCompileSession(WingSession):
         housekeeping: Housekeeping,
         full_diff: bool = False,
         template: str | None = None,
+        text_only: TextOnlyMode | None = None,
     ) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
         self.template = template or folder  # as given: other torches' sets are found by it
@@ -102,16 +116,17 @@ class TorchCompileSession(WingSession):
         self.housekeeping = housekeeping
         self.stores: dict[Path, SnapshotStore] = {store.root: store}
         self.full_diff = full_diff
+        self.text_only = text_only or TextOnlyMode("", "")
+        self.text_only_rows: list[tuple[str, dict[str, Any]]] = []
         self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
-        self.other_torches: list[
-            OtherTorch
-        ] = []  # tests new on this torch that another's set holds
+        # tests new on this torch that another torch's set holds
+        self.other_torches: list[OtherTorch] = []
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
 
     @classmethod
     def from_config(
-        cls, config: pytest.Config, folder: Given, full_diff: bool
+        cls, config: pytest.Config, folder: Given, full_diff: bool, text_only: TextOnlyMode
     ) -> TorchCompileSession:
         """The run's session, for the snapshot folder template `folder` (a flag or ini option)."""
         rootdir = Path(config.rootpath)
@@ -130,7 +145,7 @@ class TorchCompileSession(WingSession):
         housekeeping = Housekeeping.from_config(config, store)
         housekeeping.sets = sets_glob(rootdir, template, version) if version else None
         worker = hasattr(config, "workerinput")
-        return cls(template, store, rootdir, worker, housekeeping, full_diff, given)
+        return cls(template, store, rootdir, worker, housekeeping, full_diff, given, text_only)
 
     def store_for(self, nodeid: str, cases: list[CompileCase]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -209,18 +224,20 @@ class TorchCompileSession(WingSession):
             store = self.store_for(pyfuncitem.nodeid, model.finished())
             folder = self.housekeeping.folder(pyfuncitem)
             checked = store.check_test(folder, texts, self.housekeeping.claims)
-            keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(checked.counts.to_json()))
+            outcomes, refreshed = self._pass_text_only(pyfuncitem, store, checked.outcomes)
+            counts = checked.counts + refreshed
+            keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(counts.to_json()))
             if checked.unused:
                 keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
             other = self._other_torch(pyfuncitem.nodeid, model.finished(), store, folder, checked)
             if other is not None:
                 keep(pyfuncitem, OTHER_TORCH_PROPERTY, json.dumps(other.to_json()))
-            if checked.failed:
-                failure = compose(checked.outcomes, store.show(checked.folder), self.full_diff)
+            if any(o.failed for o in outcomes):
+                failure = compose(outcomes, store.show(checked.folder), self.full_diff)
                 if other is not None:
                     failure = "\n".join([other.headline(), failure, other.next_steps()])
                 if _html_report_wanted(pyfuncitem.config):
-                    pyfuncitem.stash[html_key] = failure_fragment(checked.outcomes)
+                    pyfuncitem.stash[html_key] = failure_fragment(outcomes)
         except FolderClash as exc:
             failure = f"usage error: {exc}"
         except OSError:
@@ -230,6 +247,38 @@ class TorchCompileSession(WingSession):
         if crash or failure:
             pytest.fail(crash or failure, pytrace=False)  # outside `except`: no chained traceback
         return result
+
+    def _pass_text_only(
+        self, item: pytest.Item, store: SnapshotStore, outcomes: list[Outcome]
+    ) -> tuple[list[Outcome], FileCounts]:
+        """Cases that changed in text only pass (kept for the summary) or, with the update
+        flag, are written; the outcomes left to judge, and the files written."""
+        if self.text_only.action == "fail" or not any(o.failed for o in outcomes):
+            return outcomes, FileCounts()
+        passing, rest = split(outcomes)
+        written = FileCounts()
+        for case in passing:
+            refreshed = self._refresh(store, case) if self.text_only.action == "update" else []
+            rest += [o for o in refreshed if o.failed]
+            written += FileCounts(updated=sum(o.status == Status.UPDATED for o in refreshed))
+            done = bool(refreshed) and not any(o.failed for o in refreshed)
+            row = {"case": case.case, "reason": case.reason, "refreshed": done}
+            keep(item, TEXT_ONLY_PROPERTY, json.dumps(row))
+        return rest, written
+
+    def _refresh(self, store: SnapshotStore, case: TextOnly) -> list[Outcome]:
+        """Write a text-only case's changed files, as `--update-snapshots` would write them."""
+        writer = SnapshotStore(
+            root=store.root, rootdir=store.rootdir, update=True, started=store.started
+        )
+        return [writer.check(o.path, o.new or "", o.case, o.artifact) for o in case.outcomes]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A test that passed with text-only snapshot differences says so on its line."""
+        if report.when == "call" and report.passed and attached(report, TEXT_ONLY_PROPERTY):
+            return "passed", "t", ("PASSED (snapshot text only)", {"yellow": True})
+        return None
 
     def attach(self, report: pytest.TestReport, item: pytest.Item) -> None:
         """The test's case rows (and its verdicts and diffs for pytest-html) on its call report."""
@@ -263,10 +312,14 @@ class TorchCompileSession(WingSession):
             self.counts += FileCounts.from_json(json.loads(value))
         for value in attached(report, OTHER_TORCH_PROPERTY):
             self.other_torches.append(OtherTorch.from_json(json.loads(value)))
+        for value in attached(report, TEXT_ONLY_PROPERTY):
+            self.text_only_rows.append((report.nodeid, json.loads(value)))
 
     def summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.rows:
             self._write_tables(terminalreporter)
+        for line in self._text_only_summary():
+            terminalreporter.write_line(line, yellow=True)
         if self.store.update:
             counts = self.counts + self.housekeeping.removed
             terminalreporter.write_line(f"torch.compile snapshots: {counts.line()}")
@@ -284,6 +337,25 @@ class TorchCompileSession(WingSession):
             )
             for line in format_precompile_table(self.precompile_rows):
                 terminalreporter.write_line(line)
+
+    def _text_only_summary(self) -> list[str]:
+        """How many cases passed with text-only differences, which, and why (their verdicts)."""
+        rows = self.text_only_rows
+        if not rows:
+            return []
+        mode = self.text_only
+        kept = [row for row in rows if not row[1]["refreshed"]]
+        what = (
+            f"the stored files are kept: {mode.update_flag} writes them, {mode.strict_flag} fails on them"
+            if kept
+            else "their snapshots were rewritten"
+        )
+        cases = f"{len(rows)} case{'s' if len(rows) > 1 else ''}"
+        lines = [f"torch.compile snapshots: {cases} changed in text only and passed ({what}):"]
+        for nodeid, row in rows:
+            case = f"[{row['case']}]" if row["case"] else ""
+            lines.append(f"  {nodeid}{case}: {row['reason']}")
+        return lines
 
 
 def _html_report_wanted(config: pytest.Config) -> bool:
