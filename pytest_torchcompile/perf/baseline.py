@@ -23,6 +23,12 @@ per case, keyed by `<test node id>::<case name>`:
       "machine": {"cpu": "AMD EPYC", "cuda": null, "device": "cpu", "threads": 1, "torch": "2.13.0+cpu", "triton": null}
     }
 
+A fingerprint is the machine (device, CPU model, threads) and its software
+(torch, triton, CUDA). A case is judged against this fingerprint's record,
+else against this hardware's record under another torch (the torch before
+this one first): a torch upgrade on one machine is judged like a code change,
+absolute times included. Other machines' records come last (ratios only).
+
 Keys are sorted and numbers rounded to 5 significant digits, so re-recording
 a baseline diffs only where a number moved, one case per block. Writing
 replaces this machine's file atomically, keeps the cases this run did not
@@ -47,6 +53,7 @@ from typing import Any
 
 from ..common.files import atomic_write_text, leftover_temps
 from ..common.locks import folder_lock
+from ..common.versions import nearness
 from .gate import Baseline
 from .record import CaseRecord, RecordError
 
@@ -60,9 +67,21 @@ class BaselineWriteError(Exception):
     """The baseline was not written; the message names the file, the setting and the fix."""
 
 
+#: the fingerprint fields that are the machine; the others (torch, triton, CUDA) are the
+#: software it runs, which the gate compares across as it compares code across commits
+HARDWARE = ("device", "cpu", "threads")
+SOFTWARE = ("torch", "triton", "cuda")
+
+
 @dataclass(frozen=True)
 class Machine:
-    """What makes absolute times comparable: same device, software and threads."""
+    """A baseline file's fingerprint: the machine (device, CPU model, threads) and its software.
+
+    Each fingerprint has a file of its own, so a torch upgrade writes a new
+    file beside the old torch's (both torch versions' CI legs keep theirs);
+    the gate treats a baseline of the same hardware as this machine's whatever
+    its software, and says what moved (`software_change`).
+    """
 
     device: str
     cpu: str
@@ -99,6 +118,22 @@ class Machine:
     def likeness(self, other: Machine) -> int:
         """How many fingerprint fields agree (to pick the closest foreign baseline)."""
         return sum(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
+
+    def same_hardware(self, other: Machine) -> bool:
+        """The same device, CPU model and thread count: absolute times compare."""
+        return all(getattr(self, name) == getattr(other, name) for name in HARDWARE)
+
+    def software_change(self, baseline: Machine) -> str:
+        """What moved from the baseline's software to this one's (`torch 2.13.0+cpu -> 2.15.0+cpu`), or ''."""
+        return ", ".join(
+            f"{name} {getattr(baseline, name)} -> {getattr(self, name)}"
+            for name in SOFTWARE
+            if getattr(baseline, name) != getattr(self, name)
+        )
+
+    def nearness(self, baseline: Machine) -> tuple[int, tuple[int, ...]]:
+        """How well `baseline`'s torch stands for the one before this one's (`versions.nearness`)."""
+        return nearness(self.torch, baseline.torch)
 
 
 def cpu_model() -> str:
@@ -173,6 +208,8 @@ class BaselineStore:
         return self._found[case]
 
     def _lookup(self, case: str) -> Baseline | None:
+        """This fingerprint's record; else this hardware's with the torch before this one
+        (a torch upgrade judged); else the closest other machine's."""
         holders = [f for f in self.files() if case in f.cases]
         if not holders:
             return None
@@ -180,7 +217,9 @@ class BaselineStore:
             holders,
             key=lambda f: (
                 f.machine == self.machine,
+                self.machine.same_hardware(f.machine),
                 self.machine.likeness(f.machine),
+                self.machine.nearness(f.machine),
                 f.path.name,
             ),
         )
@@ -191,7 +230,9 @@ class BaselineStore:
                 f"skipped the damaged baseline of {case} in {self._shown(best.path)}: {exc} ({RERECORD})"
             )
             return None
-        return Baseline(record, best.machine == self.machine, best.path.name)
+        same = self.machine.same_hardware(best.machine)
+        software = self.machine.software_change(best.machine) if same else ""
+        return Baseline(record, same, best.path.name, software)
 
     def _report(self, problem: str) -> None:
         """A problem once per run, however often its case is looked up (hints, gate, re-measure)."""

@@ -12,8 +12,8 @@ and the best time of a fixed pure-Python kernel (compared with the
 baseline's on the same machine). A signal the platform lacks is None.
 
 `Contention` holds the signals of a window (it travels in `CaseRecord`),
-`reasons` says which are past their thresholds, and `describe_contention`
-words it for the gate, which never FAILs a CPU-timed figure measured under
+`reasons` says which are past their thresholds, and `contended` says which
+side of a comparison they touched (`Contended`, worded for the gate), which never FAILs a CPU-timed figure measured under
 contention (`gate.under_contention`).
 """
 
@@ -106,19 +106,50 @@ def worst_contention(windows: Iterable[Contention]) -> Contention:
     return merged
 
 
+@dataclass(frozen=True)
+class Contended:
+    """Which timings of a comparison were contended, each with its reasons.
+
+    `now`: this run's window (its signals, or a fixed kernel slower than for
+    the baseline on the same machine); `baseline`: the baseline's, as stored.
+    What to do differs: contention now is undone by measuring again on a
+    quiet machine, a contended baseline by recording it again there.
+    """
+
+    now: tuple[str, ...] = ()
+    baseline: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.now or self.baseline)
+
+    def describe(self) -> str:
+        """'CPU contention: ...' for the gate's rows, '' when neither side was contended."""
+        parts = list(self.now)
+        if self.baseline:
+            parts.append(f"baseline recorded under contention ({', '.join(self.baseline)})")
+        return f"CPU contention: {', '.join(parts)}" if parts else ""
+
+
+def contended(now: Contention | None, baseline: Contention | None, same_machine: bool) -> Contended:
+    """What was contended when this run's timing and the baseline's were taken.
+
+    The fixed kernel's slowdown counts only on the baseline's machine: another
+    CPU runs it at another speed, contended or not.
+    """
+    found: list[str] = []
+    if now is not None:
+        found += now.reasons()
+        slowdown = now.slowdown_since(baseline) if baseline and same_machine else None
+        if slowdown is not None and slowdown > MAX_CALIBRATION_SLOWDOWN:
+            found.append(f"a fixed kernel ran {slowdown:.2f}x slower than for the baseline")
+    return Contended(tuple(found), tuple(baseline.reasons()) if baseline is not None else ())
+
+
 def describe_contention(
     now: Contention | None, baseline: Contention | None, same_machine: bool
 ) -> str:
     """'CPU contention: ...' when this run's or the baseline's timing was contended, else ''."""
-    parts = []
-    if now is not None:
-        parts += now.reasons()
-        slowdown = now.slowdown_since(baseline) if baseline and same_machine else None
-        if slowdown is not None and slowdown > MAX_CALIBRATION_SLOWDOWN:
-            parts.append(f"a fixed kernel ran {slowdown:.2f}x slower than for the baseline")
-    if baseline is not None and baseline.reasons():
-        parts.append(f"baseline recorded under contention ({', '.join(baseline.reasons())})")
-    return f"CPU contention: {', '.join(parts)}" if parts else ""
+    return contended(now, baseline, same_machine).describe()
 
 
 PRESSURE_FILE = "/proc/pressure/cpu"

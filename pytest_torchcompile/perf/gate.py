@@ -10,7 +10,9 @@ torch or files, so every verdict rule is unit-tested with synthetic numbers.
   and excludes no change, PASSes when within the threshold and excluding a
   regression of twice the threshold, and is INCONCLUSIVE otherwise;
 - ratios (measured interleaved) are gated on any machine, absolute times
-  only on the baseline's machine fingerprint (CPU wall times when asked too);
+  only on the baseline's machine (its device, CPU model and threads; torch,
+  triton and CUDA may differ: an upgrade is what is judged), CPU wall times
+  when asked too;
 - GPU kernel times only against a baseline measured by the same method, and
   per-call times not when launch-bound or under Inductor's own CUDA graphs;
 - a CPU-timed metric (`CPU_TIMES`) that would FAIL while this run or the
@@ -30,7 +32,7 @@ from typing import Any
 
 from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
-from .contention import describe_contention
+from .contention import Contended, contended
 from .record import (
     COUNTERS,
     CPU_TIMES,
@@ -85,11 +87,18 @@ class GateSettings:
 
 @dataclass(frozen=True)
 class Baseline:
-    """A case's baseline record, and whether it was measured on this machine."""
+    """A case's baseline record, and whether it was measured on this machine.
+
+    `same_machine` is the hardware (device, CPU model, threads): a baseline
+    recorded here with another torch is this machine's, and `software` says
+    what moved (`torch 2.13.0+cpu -> 2.15.0+cpu`): a torch upgrade is what
+    the gate judges, not a reason to stop judging. `source` is its file's name.
+    """
 
     record: CaseRecord
     same_machine: bool
     source: str
+    software: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,12 +130,31 @@ class Row:
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """All rows of one case, whether it was re-measured before they stood, and the threshold it was judged by."""
+    """All rows of one case, whether it was re-measured before they stood, and the threshold it was judged by.
+
+    `contention` is what was contended when the verdict was taken (empty
+    when the gate was told to ignore it), `software` the baseline's software
+    against this run's where they differ on this machine (`Baseline.software`).
+    """
 
     case: str
     rows: tuple[Row, ...]
     remeasured: bool = False
     threshold: float | None = None
+    contention: Contended = Contended()
+    software: str = ""
+
+    @property
+    def undecided_for_contention(self) -> bool:
+        """INCONCLUSIVE only in rows whose reason is CPU contention: a measurement on a quiet
+        machine decides it, and these numbers must not become the baseline."""
+        undecided = [row for row in self.rows if row.verdict is Verdict.INCONCLUSIVE]
+        reason = self.contention.describe()
+        return (
+            self.verdict is Verdict.INCONCLUSIVE
+            and bool(reason)
+            and all(row.note == reason for row in undecided)
+        )
 
     @property
     def verdict(self) -> Verdict:
@@ -185,12 +213,14 @@ class Gate:
         rows = [counter_row(case, record.counters, baseline.record.counters)]
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
-        contention = describe_contention(
-            record.contention, baseline.record.contention, baseline.same_machine
+        found = contended(record.contention, baseline.record.contention, baseline.same_machine)
+        if self.settings.ignore_contention:
+            found = Contended()
+        if found:
+            rows = [under_contention(row, found.describe()) for row in rows]
+        return CaseVerdict(
+            case, tuple(rows), remeasured, self.settings.threshold, found, baseline.software
         )
-        if contention and not self.settings.ignore_contention:
-            rows = [under_contention(row, contention) for row in rows]
-        return CaseVerdict(case, tuple(rows), remeasured, self.settings.threshold)
 
 
 def under_contention(row: Row, reason: str) -> Row:

@@ -21,7 +21,7 @@ from ..common.hooks.session import close_session, open_session
 from ..common.options import number_problem
 from .gate import GateSettings
 from .session import XDIST_SKIP, PerfSession, PerfSettings, bench_key
-from .spec import BenchmarkSpec
+from .spec import MARKER, BenchmarkSpec
 from .timing import TimingSettings
 
 if TYPE_CHECKING:
@@ -280,6 +280,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     close_session(config, perf_key)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test that uses the fixture without the marker gets the bare marker, so that
+    `-m "not compile_benchmark"` leaves out every benchmark (a snapshot job's run) and
+    `-m compile_benchmark` selects them all (the benchmark job's)."""
+    uses_fixture = "compile_benchmark" in getattr(item, "fixturenames", ())
+    if uses_fixture and item.get_closest_marker(MARKER) is None:
+        item.add_marker(MARKER)
 
 
 @pytest.fixture

@@ -29,7 +29,15 @@ from .baseline import BaselineWriteError
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails
 from .record import MeasuredCase
 from .report.outputs import append_step_summary, benchmark_json, json_report, write_json
-from .report.table import RESULT_HEADER, result_rows, run_verdict, summary_lines, verdict_line
+from .report.table import (
+    RESULT_HEADER,
+    contended_baseline_lines,
+    next_step,
+    result_rows,
+    run_verdict,
+    summary_lines,
+    verdict_line,
+)
 from .spec import MARKER, BenchmarkSpec
 from .timing import TimingSettings
 
@@ -156,8 +164,8 @@ class PerfSession(WingSession):
         failing = [v for v in verdicts if run_fails([v], self.settings.gate)]
         if failing:
             lines = [verdict_line(v) for v in failing]
-            hint = f"if the new numbers are intended: pytest --torchcompile-perf-update-baseline {pyfuncitem.nodeid}"
-            pytest.fail("\n".join([*lines, hint]), pytrace=False)
+            hints = dict.fromkeys(next_step(v, pyfuncitem.nodeid) for v in failing)
+            pytest.fail("\n".join([*lines, *hints]), pytrace=False)
         return result
 
     def attach(self, report: pytest.TestReport, item: pytest.Item) -> None:
@@ -220,6 +228,7 @@ class PerfSession(WingSession):
             return
         path = self.store().write({c.key: c.record for c in self.cases})
         self.messages.append(f"baseline written: {self._show(path)} ({len(self.cases)} cases)")
+        self.messages.extend(contended_baseline_lines(self.cases))
 
     def _write_report(self) -> None:
         if self.settings.report is None:

@@ -30,7 +30,11 @@ from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_
 from .compare.failure import compose
 from .compare.html import failure_fragment
 from .compare.text_only import TextOnly, split
+from .files.claims import TestFolder
 from .files.housekeeping import UNUSED_PROPERTY, Housekeeping
+from .files.other_torch import OtherTorch, first_run, other_torch
+from .files.other_torch import summary_lines as other_torch_lines
+from .files.outcome import Outcome, Status
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
@@ -42,7 +46,7 @@ from .files.placeholders import (
     sets_glob,
     torch_minor,
 )
-from .files.store import FileCounts, FolderClash, Outcome, SnapshotStore, Status
+from .files.store import FileCounts, FolderClash, SnapshotStore, TestFiles
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
 COUNTS_PROPERTY = "torchcompile_file_counts"
+OTHER_TORCH_PROPERTY = "torchcompile_other_torch"
 TEXT_ONLY_PROPERTY = "torchcompile_text_only"
 
 model_key = pytest.StashKey["CompileModel"]()
@@ -96,9 +101,11 @@ class TorchCompileSession(WingSession):
         worker: bool,
         housekeeping: Housekeeping,
         full_diff: bool = False,
+        template: str | None = None,
         text_only: TextOnlyMode | None = None,
     ) -> None:
         self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
+        self.template = template or folder  # as given: other torches' sets are found by it
         self.uses = placeholders(folder)
         self.store = (
             store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
@@ -112,6 +119,8 @@ class TorchCompileSession(WingSession):
         self.text_only = text_only or TextOnlyMode("", "")
         self.text_only_rows: list[tuple[str, dict[str, Any]]] = []
         self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
+        # tests new on this torch that another torch's set holds
+        self.other_torches: list[OtherTorch] = []
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
 
@@ -122,7 +131,7 @@ class TorchCompileSession(WingSession):
         """The run's session, for the snapshot folder template `folder` (a flag or ini option)."""
         rootdir = Path(config.rootpath)
         update = bool(config.getoption("update_snapshots"))
-        template = _checked_template(folder)
+        given = template = _checked_template(folder)
         version = installed_torch_minor()
         if version is not None:
             template = resolve_some(template, torch=version)
@@ -136,7 +145,7 @@ class TorchCompileSession(WingSession):
         housekeeping = Housekeeping.from_config(config, store)
         housekeeping.sets = sets_glob(rootdir, template, version) if version else None
         worker = hasattr(config, "workerinput")
-        return cls(template, store, rootdir, worker, housekeeping, full_diff, text_only)
+        return cls(template, store, rootdir, worker, housekeeping, full_diff, given, text_only)
 
     def store_for(self, nodeid: str, cases: list[CompileCase]) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device).
@@ -165,6 +174,22 @@ class TorchCompileSession(WingSession):
                 started=self.store.started,
             )
         return self.stores[root]
+
+    def _other_torch(
+        self,
+        nodeid: str,
+        cases: list[CompileCase],
+        store: SnapshotStore,
+        folder: TestFolder,
+        checked: TestFiles,
+    ) -> OtherTorch | None:
+        """Another torch's set that holds this test, when this torch's set held none of its files."""
+        if "torch" not in placeholders(self.template) or not first_run(checked.outcomes):
+            return None
+        import torch
+
+        now, device = torch_minor(torch.__version__), self._device(nodeid, cases)
+        return other_torch(self.template, self.rootdir, now, device, store.root, folder, store.show)
 
     def _device(self, nodeid: str, cases: list[CompileCase]) -> str:
         if "device" not in self.uses:
@@ -204,8 +229,13 @@ class TorchCompileSession(WingSession):
             keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(counts.to_json()))
             if checked.unused:
                 keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
+            other = self._other_torch(pyfuncitem.nodeid, model.finished(), store, folder, checked)
+            if other is not None:
+                keep(pyfuncitem, OTHER_TORCH_PROPERTY, json.dumps(other.to_json()))
             if any(o.failed for o in outcomes):
                 failure = compose(outcomes, store.show(checked.folder), self.full_diff)
+                if other is not None:
+                    failure = "\n".join([other.headline(), failure, other.next_steps()])
                 if _html_report_wanted(pyfuncitem.config):
                     pyfuncitem.stash[html_key] = failure_fragment(outcomes)
         except FolderClash as exc:
@@ -280,6 +310,8 @@ class TorchCompileSession(WingSession):
             self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
         for value in attached(report, COUNTS_PROPERTY):
             self.counts += FileCounts.from_json(json.loads(value))
+        for value in attached(report, OTHER_TORCH_PROPERTY):
+            self.other_torches.append(OtherTorch.from_json(json.loads(value)))
         for value in attached(report, TEXT_ONLY_PROPERTY):
             self.text_only_rows.append((report.nodeid, json.loads(value)))
 
@@ -291,6 +323,8 @@ class TorchCompileSession(WingSession):
         if self.store.update:
             counts = self.counts + self.housekeeping.removed
             terminalreporter.write_line(f"torch.compile snapshots: {counts.line()}")
+        for line in other_torch_lines(self.other_torches, self.store.update):
+            terminalreporter.write_line(line)
 
     def _write_tables(self, terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "torch.compile cases")

@@ -11,9 +11,12 @@ docs/*.md) is parsed by sybil; each fenced block is one test:
 - a *walk* is a project that several blocks of one document build up and
   run, marked by the word `walk` after the fence's language (GitHub shows
   the language alone): ```` ```python walk ```` writes the file its first
-  line names (`# test_first.py`), ```` ```diff walk ```` applies a unified
-  diff to the file its `+++` line names, and ```` ```console walk ```` runs
-  each `$ pytest ...` line in the project; the lines shown under a command
+  line names (`# test_first.py`), as ```` ```ini walk ```` and
+  ```` ```toml walk ```` write a configuration file (`# pytest.ini`),
+  ```` ```diff walk ```` applies a unified diff to the file its `+++` line
+  names, and ```` ```console walk ```` runs each `$ ` line in the project:
+  `pytest ...`, `python -m pytest_torchcompile ...` (the plugin's tools) or
+  `cp -r SRC DST` (a copy of a folder); the lines shown under a command
   must appear in its output in that order (other lines may come between;
   `...` in a shown line stands for any text).
 - any other fence (```` ```text ````, ```` ```console ````, ```` ```ini ````) is
@@ -29,6 +32,7 @@ import ast
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,8 @@ WALK = "walk"
 PROJECT = "__walk_project__"
 #: seconds one documented pytest command may take (a cold Inductor compile included)
 TIMEOUT = 600
+#: the file a ```LANGUAGE walk block writes ends so: a test file, or a configuration file
+WRITTEN = {"python": ".py", "ini": ".ini", "toml": ".toml"}
 
 
 def parse(document: Document) -> Iterable[Region]:
@@ -64,16 +70,18 @@ def parse(document: Document) -> Iterable[Region]:
 def _evaluator(language: str, mode: str, source: str):  # type: ignore[no-untyped-def]
     if mode not in ("", WALK):
         raise ValueError(f"unknown mode {mode!r} after ```{language}: the only one is {WALK!r}")
-    if language == "python":
-        if mode == WALK:
-            return write_file
+    if language == "python" and mode != WALK:
         return run_test_file if defines_tests(source) else PythonEvaluator()
+    if mode == WALK and language in WRITTEN:
+        return write_file
     if mode == WALK and language == "diff":
         return apply_diff
     if mode == WALK and language == "console":
         return run_commands
     if mode == WALK:
-        raise ValueError(f"```{language} {WALK}: a walk has python, diff and console steps")
+        raise ValueError(
+            f"```{language} {WALK}: a walk has python, ini, toml, diff and console steps"
+        )
     return None
 
 
@@ -113,9 +121,10 @@ def project_of(example: Example) -> Path:
 def write_file(example: Example) -> str | None:
     source = str(example.parsed)
     first = source.splitlines()[0] if source else ""
-    name = re.fullmatch(r"#\s*([\w/.-]+\.py)\s*", first)
+    suffix = "|".join(re.escape(ending) for ending in WRITTEN.values())
+    name = re.fullmatch(rf"#\s*([\w/.-]+(?:{suffix}))\s*", first)
     if name is None:
-        return f"a ```python {WALK} block opens with a comment naming its file (# test_first.py), not {first!r}"
+        return f"a {WALK} block that writes a file opens with a comment naming it (# test_first.py, # pytest.ini), not {first!r}"
     path = project_of(example) / name.group(1)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
@@ -177,16 +186,25 @@ def _find(lines: list[str], wanted: list[str], start: int) -> int | None:
 
 
 def run_commands(example: Example) -> str | None:
-    """Run each `$ pytest ...` in the walk's project; the lines shown under it must be in its output."""
+    """Run each `$ ` line in the walk's project; the lines shown under it must be in its output."""
     project = project_of(example)
     for command, shown in commands(str(example.parsed)):
         words = shlex.split(command)
-        if words[:1] != ["pytest"]:
-            return f"a ```console {WALK} block runs pytest commands only, not {command!r}"
-        done = pytest_in(project, words[1:])
-        missing = unmatched(done.stdout.splitlines(), shown)
+        if words[:1] == ["pytest"]:
+            output = pytest_in(project, words[1:]).stdout
+        elif words[:3] == ["python", "-m", "pytest_torchcompile"]:
+            output = tool_in(project, words[1:]).stdout
+        elif words[:2] == ["cp", "-r"] and len(words) == 4:
+            shutil.copytree(project / words[2], project / words[3])
+            output = ""
+        else:
+            return (
+                f"a ```console {WALK} block runs pytest, python -m pytest_torchcompile and cp -r SRC DST, "
+                f"not {command!r}"
+            )
+        missing = unmatched(output.splitlines(), shown)
         if missing:
-            return f"$ {command}: this line of the docs is not in the output (in order):\n  {missing}\noutput:\n{done.stdout[-6000:]}"
+            return f"$ {command}: this line of the docs is not in the output (in order):\n  {missing}\noutput:\n{output[-6000:]}"
     return None
 
 
@@ -217,12 +235,17 @@ def unmatched(output: list[str], shown: list[str]) -> str | None:
 def pytest_in(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     """`python -m pytest ARGS` in `project`, as a user's terminal would run it (no CI variables
     of this suite's own run, no xdist worker's environment)."""
+    return tool_in(project, ["-m", "pytest", *args])
+
+
+def tool_in(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in `project`, with this interpreter, as `pytest_in` runs pytest."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GITHUB_STEP_SUMMARY"))
     }
     env["COLUMNS"] = "200"  # the documented lines are whole lines
     return subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
+        [sys.executable, *args],
         cwd=project,
         env=env,
         capture_output=True,

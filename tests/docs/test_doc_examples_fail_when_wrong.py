@@ -86,6 +86,54 @@ def test_plain_python_blocks_share_the_document_namespace(tmp_path: Path) -> Non
     assert run(tmp_path, text) == ["ok", "ok"]
 
 
+CONFIG_AND_TOOLS = """
+```ini walk
+# pytest.ini
+[pytest]
+markers = slow
+addopts = -m "not slow"
+```
+
+```python walk
+# suite/test_two.py
+import pytest
+
+def test_fast():
+    pass
+
+@pytest.mark.slow
+def test_slow():
+    pass
+```
+
+```console walk
+$ pytest suite
+... 1 passed, 1 deselected...
+$ cp -r suite copy
+$ pytest -m slow copy
+... 1 passed, 1 deselected...
+$ python -m pytest_torchcompile --help
+...merge-baselines...
+```
+"""
+
+
+def test_a_walk_writes_config_files_copies_folders_and_runs_the_tools(tmp_path: Path) -> None:
+    assert run(tmp_path, CONFIG_AND_TOOLS) == ["ok"] * 3
+
+
+def test_a_walk_runs_no_other_command(tmp_path: Path) -> None:
+    text = CONFIG_AND_TOOLS.replace("$ cp -r suite copy", "$ rm -rf suite")
+    assert run(tmp_path, text)[2] == (
+        "a ```console walk block runs pytest, python -m pytest_torchcompile and cp -r SRC DST, "
+        "not 'rm -rf suite'"
+    )
+    unnamed = CONFIG_AND_TOOLS.replace("# pytest.ini\n", "")
+    assert run(tmp_path, unnamed)[0].startswith(
+        "a walk block that writes a file opens with a comment naming it"
+    )
+
+
 def test_reading_blocks() -> None:
     assert defines_tests("import pytest\n\ndef test_a():\n    pass\n")
     assert not defines_tests("def helper():\n    pass\n")

@@ -135,7 +135,12 @@ def json_report(
         "machine": dict(machine),
         "rows": [row.to_json() for v in verdicts for row in v.rows],
         "verdicts": {
-            v.case: {"verdict": v.verdict.value, "remeasured": v.remeasured} for v in verdicts
+            v.case: {
+                "verdict": v.verdict.value,
+                "remeasured": v.remeasured,
+                **({"software": v.software} if v.software else {}),
+            }
+            for v in verdicts
         },
         "cases": {c.key: {"nodeid": c.nodeid, **c.record.to_json()} for c in cases},
         "notes": list(notes),

@@ -14,6 +14,8 @@ from ...common.terminal import align
 from ..gate import CaseVerdict, GateSettings, Row, Verdict, run_fails, worst
 from ..record import MeasuredCase
 
+UPDATE_FLAG = "--torchcompile-perf-update-baseline"
+GATE_FLAG = "--torchcompile-perf-gate"
 GATE_HEADER = ("case", "metric", "baseline", "now", "change", "confidence", "verdict")
 RESULT_HEADER = ("case", "eager", "compiled", "speedup", "95% CI", "compile s", "first call s")
 
@@ -153,10 +155,88 @@ def run_verdict(verdicts: Sequence[CaseVerdict], gate: GateSettings | None) -> V
     return worst(v.verdict for v in verdicts)
 
 
-def refresh_command(verdicts: Sequence[CaseVerdict]) -> str:
-    """The one command that re-records the baselines of the cases that did not pass."""
-    nodeids = sorted({c.case.rsplit("::", 1)[0] for c in verdicts if c.verdict is not Verdict.PASS})
-    return " ".join(["pytest --torchcompile-perf-update-baseline", *map(shlex.quote, nodeids)])
+def _command(flag: str, verdicts: Sequence[CaseVerdict]) -> str:
+    nodeids = sorted({c.case.rsplit("::", 1)[0] for c in verdicts})
+    return " ".join([f"pytest {flag}", *map(shlex.quote, nodeids)])
+
+
+def next_steps(verdicts: Sequence[CaseVerdict]) -> list[str]:
+    """What to do about the cases that did not pass, one line per remedy.
+
+    A FAIL (or an INCONCLUSIVE that is not about contention) may be intended:
+    the baseline is updated. One that is INCONCLUSIVE for CPU contention now
+    is measured again on a quiet machine: an update would make the contended
+    figures the baseline. One INCONCLUSIVE because the baseline was contended
+    needs the baseline recorded again, on a quiet machine.
+    """
+    waiting = [v for v in verdicts if v.verdict is not Verdict.PASS]
+    contended = [v for v in waiting if v.undecided_for_contention]
+    rerun = [v for v in contended if v.contention.now]
+    rerecord = [v for v in contended if not v.contention.now]
+    update = [v for v in waiting if not v.undecided_for_contention]
+    lines = []
+    if update:
+        lines.append(
+            f"if the new numbers are intended, update the baseline: {_command(UPDATE_FLAG, update)}"
+        )
+    if rerun:
+        lines.append(
+            "INCONCLUSIVE under CPU contention, not a measured change: run the gate again when the machine is "
+            f"quiet: {_command(GATE_FLAG, rerun)} (do not update the baseline from these numbers)"
+        )
+    if rerecord:
+        lines.append(
+            "the baseline was recorded under CPU contention: record it again on a quiet machine: "
+            f"{_command(UPDATE_FLAG, rerecord)}"
+        )
+    return lines
+
+
+def next_step(verdict: CaseVerdict, nodeid: str) -> str:
+    """The one line a case's own failing test ends with (its remedy, as `next_steps`)."""
+    if not verdict.undecided_for_contention:
+        return f"if the new numbers are intended: pytest {UPDATE_FLAG} {nodeid}"
+    if verdict.contention.now:
+        return (
+            f"measured under CPU contention: run it again when the machine is quiet (pytest {GATE_FLAG} "
+            f"{nodeid}); do not update the baseline from these numbers"
+        )
+    return f"the baseline was recorded under CPU contention: record it again on a quiet machine: pytest {UPDATE_FLAG} {nodeid}"
+
+
+def contended_baseline_lines(cases: Sequence[MeasuredCase]) -> list[str]:
+    """What a baseline update says about cases it recorded under CPU contention (every pass
+    contended: a quiet pass would have been kept alone), or nothing when all were quiet.
+
+    Such a baseline holds: the gate never FAILs a slowdown against it, it
+    calls it INCONCLUSIVE; so the run says so, and how to record it again.
+    """
+    reasons = {
+        c.key: c.record.contention.reasons() for c in cases if c.record.contention is not None
+    }
+    contended = sorted((c for c in cases if reasons.get(c.key)), key=lambda c: c.key)
+    if not contended:
+        return []
+    shown = "; ".join(f"{c.key}: {', '.join(reasons[c.key])}" for c in contended)
+    nodeids = sorted({c.nodeid for c in contended})
+    return [
+        f"warning: {len(contended)} of {len(cases)} case(s) recorded under CPU contention ({shown}): "
+        "against such a baseline the gate calls a slowdown INCONCLUSIVE, never FAIL; record them again on a "
+        f"quiet machine: {' '.join([f'pytest {UPDATE_FLAG}', *map(shlex.quote, nodeids)])}"
+    ]
+
+
+def software_lines(verdicts: Sequence[CaseVerdict]) -> list[str]:
+    """A line per software change the gate judged on this machine (a torch upgrade)."""
+    changes: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.software:
+            changes[verdict.software] = changes.get(verdict.software, 0) + 1
+    return [
+        f"judged against this machine's baseline of other software: {change} ({count} case{'s' if count > 1 else ''}); "
+        f"once the upgrade is accepted, record this software's baseline (a file of its own; the other stays): pytest {UPDATE_FLAG}"
+        for change, count in sorted(changes.items())
+    ]
 
 
 def summary_lines(
@@ -180,8 +260,8 @@ def summary_lines(
             )
         table = render(GATE_HEADER, gate_rows(verdicts))
     lines = [f"### {title}", "", *table, ""] if markdown_tables else [title, *table]
+    if gate is not None:
+        lines += software_lines(verdicts)
     if verdict not in (None, Verdict.PASS):
-        lines.append(
-            f"if the new numbers are intended, update the baseline: {refresh_command(verdicts)}"
-        )
+        lines += next_steps(verdicts)
     return lines

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..artifacts.catalogue import ARTIFACTS
-from ..files.store import Outcome
+from ..files.outcome import Outcome
 from .behaviour import compare_case
 from .findings import COUNTERS, HEADLINE_WIDTH, CaseDiff
 

@@ -15,7 +15,7 @@ from html import escape
 from pathlib import Path
 
 from ..artifacts.catalogue import ARTIFACTS
-from ..files.store import Outcome
+from ..files.outcome import Outcome
 from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
 from .findings import ranked
 from .ranking import Folding, SharedCause

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..files.store import Outcome
+from ..files.outcome import Outcome
 from .behaviour import TEXT, CaseDiff
 from .failure import Change, case_diffs
 

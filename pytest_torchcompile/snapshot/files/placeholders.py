@@ -14,6 +14,7 @@ test's cases, not of the machine (a CPU case on a GPU machine is `cpu`).
 from __future__ import annotations
 
 import glob
+import re
 import string
 from collections.abc import Iterable
 from pathlib import Path
@@ -84,6 +85,23 @@ def sets_glob(base: Path, template: str, torch: str) -> str | None:
     marker = "\0"  # no path holds it
     folder = str(base / resolve(template, torch=torch, device=marker))
     return "*".join(glob.escape(part) for part in folder.split(marker))
+
+
+def torch_sets(base: Path, template: str, device: str) -> dict[str, Path]:
+    """Every torch's snapshot set on disk for `device` (`{"2.13": <base>/snapshots/2.13/cpu}`);
+    none without `{torch}`. A version is whatever folder name stands where `{torch}` does."""
+    if "torch" not in placeholders(template):
+        return {}
+    marker = "\0"  # no path holds it
+    parts = str(base / resolve(template, torch=marker, device=device)).split(marker)
+    shape = re.compile("([^/\\\\]+)".join(re.escape(part) for part in parts))
+    found = {}
+    for path in glob.glob("*".join(glob.escape(part) for part in parts)):
+        match = shape.fullmatch(path)
+        versions = set(match.groups()) if match else set()
+        if len(versions) == 1 and Path(path).is_dir():  # `{torch}` twice: the same version twice
+            found[versions.pop()] = Path(path)
+    return found
 
 
 def _escape(value: str) -> str:

@@ -14,7 +14,6 @@ lines).
 
 from __future__ import annotations
 
-import enum
 import errno
 import functools
 import os
@@ -29,6 +28,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ...common.files import atomic_write_text, leftover_temps
 from .claims import Claims, TestFolder
+from .outcome import Outcome, Status
 from .ownership import delete_problem, write_problem
 from .paths import artifact_filename, folds_case, is_artifact_file, segment
 
@@ -104,49 +104,6 @@ def normalize_newlines(text: str) -> str:
     """CRLF as LF, and exactly one final newline where there was none: how files are compared."""
     text = text.replace("\r\n", "\n")
     return text if not text or text.endswith("\n") else text + "\n"
-
-
-class Status(str, enum.Enum):
-    """What comparing one artifact file found (a `str`, so it reads and prints as its word)."""
-
-    MATCHED = "matched"
-    WRITTEN = "written"
-    UPDATED = "updated"
-    MISSING = "missing"
-    CHANGED = "changed"
-    UNREADABLE = "unreadable"
-    UNWRITABLE = "unwritable"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-FAILED = frozenset({Status.MISSING, Status.CHANGED, Status.UNREADABLE, Status.UNWRITABLE})
-
-
-@dataclass
-class Outcome:
-    """What comparing one artifact of one case found; `message` is empty when it matched.
-
-    `case` is the case's folder under the test's (empty for a test with one
-    case); `old` is the stored text of a changed file, `new` this run's text
-    of every compared file (a whole case feeds the verdict).
-    """
-
-    path: Path
-    status: Status
-    message: str = ""
-    old: str | None = None
-    new: str | None = None
-    case: str = ""
-    artifact: str = ""
-
-    def __post_init__(self) -> None:
-        self.status = Status(self.status)
-
-    @property
-    def failed(self) -> bool:
-        return self.status in FAILED
 
 
 @dataclass(frozen=True)
