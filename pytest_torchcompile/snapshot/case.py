@@ -25,6 +25,7 @@ from .artifacts.case_artifacts import CaseArtifacts, frame_results
 from .artifacts.catalogue import CaseCapture
 from .artifacts.normalize import Normalizer
 from .emit.guards import GuardChecker, read_guards
+from .fresh_process.servers import FreshProcesses
 from .numerics.calls import SEED, Inputs, observed_call
 from .numerics.check import bitwise_differences
 from .numerics.precompile import PrecompileFailure, RoundTrip
@@ -61,13 +62,19 @@ class CompileCase:
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
     progress: Progress = field(default_factory=Progress)
+    #: the session's fresh processes (the program's runs, the precompile round trip)
+    processes: FreshProcesses = field(default_factory=FreshProcesses)
     program: ProgramState = field(init=False)
 
     def __post_init__(self) -> None:
         # the program's run is observed and compared as the compiled run is, by the numerics
-        self.program = ProgramState(self.spec.backend_name, observed_call, bitwise_differences)
+        self.program = ProgramState(
+            self.spec.backend_name, observed_call, bitwise_differences, self.processes
+        )
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
+        if self.spec.run_program or self.spec.precompile:
+            self.processes.prestart()  # its imports overlap this case's compile
         reset_dynamo()
         self.replay = Replay(self.spec, copy_model(self.model), self.calls, self.log)
         self.eager_model = copy_model(self.model)
@@ -138,7 +145,7 @@ class CompileCase:
         breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
         try:
             self.round_trip = precompile_check(
-                self.round_trip, self.spec, model, inputs, reference, breaks, SEED
+                self.round_trip, self.spec, model, inputs, reference, breaks, SEED, self.processes
             )
         except PrecompileFailure as exc:
             raise CaseFailure(self.normalizer(str(exc))) from exc

@@ -47,6 +47,7 @@ from .files.placeholders import (
     torch_minor,
 )
 from .files.store import FolderClash, SnapshotStore
+from .fresh_process.servers import FreshProcesses
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
+        session.processes.close()
         config.pluginmanager.unregister(session.housekeeping)
         config.pluginmanager.unregister(session)
         del config.stash[session_key]
@@ -123,7 +125,11 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     spec, error = _parse_marker(marker)
     progress = for_config(request.config).named(request.node.nodeid)
     model = CompileModel(
-        spec=spec, spec_error=error, normalizer=session.normalizer(), progress=progress
+        spec=spec,
+        spec_error=error,
+        normalizer=session.normalizer(),
+        progress=progress,
+        processes=session.processes,
     )
     request.node.stash[model_key] = model
     yield model
@@ -172,6 +178,7 @@ class TorchCompileSession:
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
         self.internal_errors: list[str] = []
+        self.processes = FreshProcesses()  # the fork server of this session (or xdist worker)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TorchCompileSession:
