@@ -59,8 +59,9 @@ _CODE_OBJECT_ADDRESS = re.compile(
     r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )"
 )
 _ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
-_TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
+#: what every `GLOBAL_WITH_ID` match holds (the id and the counter)
+_HAS_GLOBAL_ID = re.compile(r"_\d{6,}_c\d")
 
 
 # --- numbers the process hands out: object ids, counters ---------------------------
@@ -100,6 +101,8 @@ def renumber_dynamo_globals(text: str) -> str:
     The number is an object id and a compile counter that moves with every
     compile earlier in the process; two distinct objects stay distinct.
     """
+    if not _HAS_GLOBAL_ID.search(text):  # a fast search first: the pattern starts with a lookbehind
+        return text
     return _renumber(GLOBAL_WITH_ID, "_obj{}", text)
 
 
@@ -147,6 +150,8 @@ def mask_num_threads(text: str) -> str:
 
 def drop_guard_latency(text: str) -> str:
     """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
+    if "Guard latency = " not in text:  # no regex scan where there is nothing to drop
+        return text
     return GUARD_LATENCY.sub("", text)
 
 
@@ -194,10 +199,10 @@ class PathRule:
     is_torch_file: Callable[[str], bool] = _never_local
 
     def __call__(self, text: str) -> str:
-        if self.torch_dir:
-            text = _at_path_start(self.torch_dir).sub("<torch>/", text)
-        text = _at_path_start(self.rootdir).sub("", text)
-        return _ABSOLUTE_PY.sub(self._foreign, text)
+        for folder, replacement in ((self.torch_dir, "<torch>/"), (self.rootdir, "")):
+            if folder and folder.rstrip("/") + "/" in text:  # no regex scan where it cannot match
+                text = _at_path_start(folder).sub(replacement, text)
+        return _on_lines_with(".py", _ABSOLUTE_PY, self._foreign, text)
 
     def _foreign(self, match: re.Match[str]) -> str:
         parts = [p for p in match.group(0).split("/") if p]
@@ -210,6 +215,20 @@ class PathRule:
             if self.is_torch_file(inside):
                 return f"<torch>/{inside}"
         return parts[-1]
+
+
+def _on_lines_with(
+    token: str, pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str], text: str
+) -> str:
+    """`pattern.sub(replace, text)` for a pattern whose every match holds `token` and
+    stays on one line: only the lines that hold `token` are searched."""
+    if token not in text:
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if token in line:
+            lines[index] = pattern.sub(replace, line)
+    return "\n".join(lines)
 
 
 def shorten_guard_comment_paths(text: str) -> str:
@@ -231,7 +250,10 @@ def mask_frozen_line_numbers(text: str) -> str:
 
 def strip_trailing_space(text: str) -> str:
     """Trailing blanks differ with padding of variable-width fields."""
-    return _TRAILING_SPACE.sub("", text)
+    if " \n" not in text and "\t\n" not in text and not text.endswith((" ", "\t")):
+        return text
+    # line by line: a regex backtracks through every run of indentation
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
 
 
 # --- one thing printed two ways ---------------------------------------------------
@@ -239,6 +261,8 @@ def strip_trailing_space(text: str) -> str:
 
 def drop_user_traceback(text: str) -> str:
     """Graph-break reasons end with a traceback through pytest's own frames."""
+    if "User code traceback:" not in text and "NoneType: None" not in text:
+        return text  # no regex scan where there is nothing to drop
     return NONE_TRACE.sub("", USER_TRACEBACK.sub("", text))
 
 
@@ -262,6 +286,8 @@ def drop_bare_guard_provenance(text: str) -> str:
     ` and (...)` form (`drop_guard_provenance`): dropping either can bare the other at
     the line's end, so both go until neither is left.
     """
+    if "# (" not in text and " and (" not in text:  # neither form: no regex scan
+        return text
     while True:
         dropped = drop_guard_provenance(BARE_PROVENANCE.sub("", text))
         if dropped == text:
@@ -350,6 +376,8 @@ def sort_global_guards(text: str) -> str:
     order of these blocks says how many compiles came first. Guards are a
     conjunction: the order is not part of what they check.
     """
+    if "accessed_by=GlobalsGuardAccessor" not in text:  # no globals manager: nothing to sort
+        return text
     lines = text.split("\n")
     out: list[str] = []
     i = 0
@@ -443,11 +471,14 @@ class Normalizer:
     def for_paths(cls, rootdir: str, torch_dir: str | None) -> Normalizer:
         """The rules for one checkout; foreign paths are matched against its files."""
         root, torch_root = Path(rootdir), Path(torch_dir) if torch_dir else None
+        # each path asked about once per normalizer: a file's existence, not a stat per mention
         rule = PathRule(
             rootdir,
             torch_dir,
-            is_local=lambda relative: (root / relative).is_file(),
-            is_torch_file=lambda inside: torch_root is not None and (torch_root / inside).is_file(),
+            is_local=lru_cache(maxsize=4096)(lambda relative: (root / relative).is_file()),
+            is_torch_file=lru_cache(maxsize=4096)(
+                lambda inside: torch_root is not None and (torch_root / inside).is_file()
+            ),
         )
         return cls((rule, *STATIC_RULES))
 

@@ -42,6 +42,7 @@ from .lines import Lines, send
 CHILD_MODULES = (
     "pytest",  # a test module, unpickled with its model, imports it
     "pytest_torchcompile.snapshot.program.run.child",
+    "pytest_torchcompile.snapshot.numerics.check",  # the observing function, unpickled by name
     "pytest_torchcompile.snapshot.numerics.precompile",
 )
 #: Linux's prctl(PR_SET_PDEATHSIG): a signal for the child when its parent dies
