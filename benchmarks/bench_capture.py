@@ -1,10 +1,13 @@
 """What capturing costs, measured so anyone can re-run it.
 
 Part `overhead`: a bare `torch.compile` (reset, compile, first call and
-backward) against the same compile under the plugin's capture (trace handler,
-bytecode hook, artifact layout and normalization), measured interleaved
-(A B A B ...) in one process on warm Inductor caches, with the same host-pinned
-Inductor config on both sides so only the capture differs.
+backward) against the same compile as `compile_model` makes it (the capture,
+the guards and program facts read after the call, the default artifacts laid
+out and normalized), measured interleaved (A B A B ...) in one process on warm
+Inductor caches, with the same host-pinned Inductor config on both sides so
+only the capture differs. Medians of wall time and of this process's CPU
+time: on a loaded machine the CPU time is the steadier of the two (torch runs
+on one thread here, and each compile starts after a garbage collection).
 
 Part `zoo`: wall time of `pytest fixtures` (the zoo) with a cold and then a
 warm Inductor cache, and how much of it is compiling (the plugin's own
@@ -18,10 +21,12 @@ normalization of all other artifacts.
 
     python benchmarks/bench_capture.py            # all parts
     python benchmarks/bench_capture.py overhead   # one part (cold: the same, caches disabled)
+    python benchmarks/bench_capture.py overhead --rounds 15
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import statistics
@@ -51,8 +56,8 @@ def build_all(log: Any, normalize: Any, artifacts: list[Any]) -> dict[str, str]:
     return {a.name: a.text(CaseCapture(log), "inductor", normalize) for a in artifacts}
 
 
-def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
-    """Seconds for reset + compile + the first call as the fixture makes it (seeded, backward, observed).
+def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> tuple[float, float]:
+    """Wall and CPU seconds for reset + compile + the first call as the fixture makes it (seeded, backward, observed).
 
     mode "bare": no capture; "trace": the capture's handler and hook attached
     (torch builds its trace payloads) but nothing read or laid out; "fixture":
@@ -72,7 +77,8 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
 
     inputs = (args, {})
     torch._dynamo.reset()
-    started = time.perf_counter()
+    gc.collect()  # no mode pays for the garbage of the one before it
+    started, cpu = time.perf_counter(), time.process_time()
     if mode == "bare":
         with config.patched(config.HOST_PINNED_CONFIG):
             observed_call(torch.compile(model), model, inputs, None)
@@ -81,7 +87,7 @@ def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
             observed_call(torch.compile(model), model, inputs, None)
     else:
         fixture_case(model, inputs, all_but_program() if mode == "all" else None)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def fixture_case(model: Any, inputs: Any, artifacts: list[Any] | None) -> dict[str, str]:
@@ -112,11 +118,13 @@ def normalizer() -> Any:
 
 def overhead(rounds: int = 7, cold: bool = False) -> None:
     """Interleaved bare / trace / fixture / all compiles; `cold` disables Inductor's caches."""
+    import torch
     import torch._inductor.config as inductor_config
 
     from fixtures import zoo
 
     modes = ("bare", "trace", "fixture", "all")
+    torch.set_num_threads(1)  # the capture is one thread; waiting pool threads would add noise
     with inductor_config.patch(force_disable_caches=cold):
         _overhead(zoo, modes, rounds, "cold (caches disabled)" if cold else "warm caches")
 
@@ -125,10 +133,10 @@ def _overhead(zoo: Any, modes: tuple[str, ...], rounds: int, label: str) -> None
     load = os.getloadavg()
     print(
         f"capture overhead, interleaved, {label}, {rounds} rounds (median seconds); "
-        f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}"
+        f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} CPUs"
     )
     print(
-        f"{'model':<20} {'bare':>7} {'+trace':>7} {'fixture':>8} {'all':>7} {'overhead':>9} "
+        f"{'model':<20} {'clock':<5} {'bare':>7} {'+trace':>7} {'fixture':>8} {'all':>7} {'overhead':>9} "
         f"{'torch part':>11} {'ours':>6} {'all: overhead':>14}"
     )
     for name, build in (
@@ -139,15 +147,19 @@ def _overhead(zoo: Any, modes: tuple[str, ...], rounds: int, label: str) -> None
         model, args, _ = build()
         for mode in modes:  # warm every cache key and code path
             compile_once(model, args, mode)
-        times: dict[str, list[float]] = {mode: [] for mode in modes}
+        times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
         for _ in range(rounds):
             for mode in modes:
                 times[mode].append(compile_once(model, args, mode))
-        bare, trace, fixture, every = (statistics.median(times[mode]) for mode in modes)
-        print(
-            f"{name:<20} {bare:7.3f} {trace:7.3f} {fixture:8.3f} {every:7.3f} {100 * (fixture / bare - 1):8.1f}% "
-            f"{100 * (trace / bare - 1):10.1f}% {100 * (fixture - trace) / bare:5.1f}% {100 * (every / bare - 1):13.1f}%"
-        )
+        for clock, which in (("wall", 0), ("cpu", 1)):
+            bare, trace, fixture, every = (
+                statistics.median(t[which] for t in times[mode]) for mode in modes
+            )
+            print(
+                f"{name:<20} {clock:<5} {bare:7.3f} {trace:7.3f} {fixture:8.3f} {every:7.3f} "
+                f"{100 * (fixture / bare - 1):8.1f}% {100 * (trace / bare - 1):10.1f}% "
+                f"{100 * (fixture - trace) / bare:5.1f}% {100 * (every / bare - 1):13.1f}%"
+            )
 
 
 def zoo_walltime() -> None:
@@ -251,9 +263,15 @@ def _ms(fn: Callable[[], Any]) -> float:
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["overhead", "zoo", "program"]
+    arguments = sys.argv[1:]
+    rounds = 7
+    if "--rounds" in arguments:
+        at = arguments.index("--rounds")
+        rounds = int(arguments[at + 1])
+        del arguments[at : at + 2]
+    parts = arguments or ["overhead", "zoo", "program"]
     if "overhead" in parts:
-        overhead()
+        overhead(rounds)
     if "cold" in parts:
         overhead(rounds=3, cold=True)
     if "zoo" in parts:

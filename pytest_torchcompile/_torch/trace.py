@@ -119,12 +119,7 @@ def building_only(kinds: Collection[str]) -> Iterator[None]:
         yield
         return
     filtered = _filter(original, frozenset(kinds))
-    holders = [
-        module
-        for module in list(sys.modules.values())
-        if isinstance(module, types.ModuleType)
-        and module.__dict__.get("trace_structured") is original
-    ]
+    holders = [m for m in _holders(original) if m.__dict__.get("trace_structured") is original]
     for module in holders:
         module.trace_structured = filtered  # type: ignore[attr-defined]
     try:
@@ -133,6 +128,26 @@ def building_only(kinds: Collection[str]) -> Iterator[None]:
         for module in holders:
             if module.__dict__.get("trace_structured") is filtered:
                 module.trace_structured = original  # type: ignore[attr-defined]
+
+
+#: (the function, how many modules were loaded, the modules that held it then)
+_HOLDERS: list[tuple[object, int, list[types.ModuleType]]] = []
+
+
+def _holders(function: object) -> list[types.ModuleType]:
+    """The loaded modules that hold `function` as `trace_structured`, looked for again only
+    once more modules are loaded (a look through every module costs a millisecond or two)."""
+    loaded = len(sys.modules)
+    if _HOLDERS and _HOLDERS[0][0] is function and _HOLDERS[0][1] == loaded:
+        return _HOLDERS[0][2]
+    found = [
+        module
+        for module in list(sys.modules.values())
+        if isinstance(module, types.ModuleType)
+        and module.__dict__.get("trace_structured") is function
+    ]
+    _HOLDERS[:] = [(function, loaded, found)]
+    return found
 
 
 def _filter(original: Callable[..., None], kinds: frozenset[str]) -> Callable[..., None]:

@@ -199,10 +199,24 @@ class PathRule:
     is_torch_file: Callable[[str], bool] = _never_local
 
     def __call__(self, text: str) -> str:
-        for folder, replacement in ((self.torch_dir, "<torch>/"), (self.rootdir, "")):
-            if folder and folder.rstrip("/") + "/" in text:  # no regex scan where it cannot match
-                text = _at_path_start(folder).sub(replacement, text)
-        return _on_lines_with(".py", _ABSOLUTE_PY, self._foreign, text)
+        # Line by line, each pattern only on the lines that hold its literal part: no match
+        # spans a line, and a regex that starts with a lookbehind would try every position.
+        folders = [
+            (folder.rstrip("/") + "/", _at_path_start(folder), replacement)
+            for folder, replacement in ((self.torch_dir, "<torch>/"), (self.rootdir, ""))
+            if folder
+        ]
+        if ".py" not in text and not any(literal in text for literal, _, _ in folders):
+            return text
+        lines = text.split("\n")
+        for index, line in enumerate(lines):
+            for literal, pattern, replacement in folders:
+                if literal in line:
+                    line = pattern.sub(replacement, line)
+            if ".py" in line and _starts_a_path(line):
+                line = _ABSOLUTE_PY.sub(self._foreign, line)
+            lines[index] = line
+        return "\n".join(lines)
 
     def _foreign(self, match: re.Match[str]) -> str:
         parts = [p for p in match.group(0).split("/") if p]
@@ -217,18 +231,15 @@ class PathRule:
         return parts[-1]
 
 
-def _on_lines_with(
-    token: str, pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str], text: str
-) -> str:
-    """`pattern.sub(replace, text)` for a pattern whose every match holds `token` and
-    stays on one line: only the lines that hold `token` are searched."""
-    if token not in text:
-        return text
-    lines = text.split("\n")
-    for index, line in enumerate(lines):
-        if token in line:
-            lines[index] = pattern.sub(replace, line)
-    return "\n".join(lines)
+def _starts_a_path(line: str) -> bool:
+    """Whether a `/` on the line can start an absolute path: one that `_ABSOLUTE_PY`'s
+    lookbehind lets through (no word character, `<`, `>` or `.` before it)."""
+    at = line.find("/")
+    while at >= 0:
+        if at == 0 or not (line[at - 1].isalnum() or line[at - 1] in "_<>."):
+            return True
+        at = line.find("/", at + 1)
+    return False
 
 
 def shorten_guard_comment_paths(text: str) -> str:
