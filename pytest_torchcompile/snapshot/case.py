@@ -73,9 +73,12 @@ class CompileCase:
         )
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
+        """Compile a copy of the user's model: their module keeps its parameters, buffers and
+        `.grad` as they were, and a model used twice judges the same both times."""
         if self.spec.run_program or self.spec.precompile:
             self.processes.prestart()  # its imports overlap this case's compile
         reset_dynamo()
+        self.model = copy_model(self.model)
         self.replay = Replay(self.spec, copy_model(self.model), self.calls, self.log)
         self.eager_model = copy_model(self.model)
         self.compiled = compile_with(self.model, self.spec)
@@ -102,7 +105,7 @@ class CompileCase:
             f"compiling with {self.spec.backend_name}" if first else "calling the compiled model"
         )
         with self.progress.stage(doing):
-            out, seen = self._run_compiled((args, kwargs))
+            out, seen = self._run_compiled(clone_inputs((args, kwargs)))
         self.result = self._result(out, eager_out)
         if self.spec.numerics:
             mismatches = self.replay.mismatches(seen, eager_seen)

@@ -21,7 +21,13 @@ from typing import Any
 import torch
 
 from ...._torch import config
-from ...._torch.formats import GUARD_GLOBAL, ID_CHECK, INSTALLED_GLOBAL, RESUME_PREFIX
+from ...._torch.formats import (
+    GUARD_GLOBAL,
+    ID_CHECK,
+    INSTALLED_GLOBAL,
+    RESUME_PREFIX,
+    UNNAMED_SCOPE_PREFIX,
+)
 from ...._torch.guard_tree import GuardRow
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
@@ -150,6 +156,13 @@ def installed_global(name: str, value: object) -> Installed:
         return Installed(name, "module", value.__name__)
     if value is builtins.__dict__:
         return Installed(name, "builtins", "")
+    if name.startswith(UNNAMED_SCOPE_PREFIX):
+        return Installed(
+            name,
+            "refused",
+            "the globals of a function no module holds (an FX GraphModule's generated forward, code a "
+            "library ran with exec), which the file cannot find again",
+        )
     path = import_path(value) if value is not _MISSING else None
     if path is not None:
         return Installed(name, "object", path)

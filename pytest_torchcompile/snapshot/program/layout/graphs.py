@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...._torch.formats import AOT_KIND, FX_BODY_START, FX_CLASS_LINE, FX_SELF_READ
+from ...._torch.formats import (
+    AOT_KIND,
+    FX_BODY_START,
+    FX_CLASS_LINE,
+    FX_SELF_READ,
+    OUTPUT_CONSTANT,
+)
 from ...._torch.program.aot_meta import AotMeta, MetaFormatError, parse_meta
 from ....common.capture_log import CaptureLog, FrameKey
 from .refusals import ProgramRefused
@@ -86,6 +92,13 @@ def _aot_kernels(
     kernels: dict[str, Kernel] = {}
     if backend == "inductor":
         for code in log.payloads("output_code", key):
+            constants = OUTPUT_CONSTANT.findall(code)
+            if constants:
+                raise ProgramRefused(
+                    where,
+                    f"Inductor's code is given constant tensors of the graph when it is loaded ({', '.join(constants)}), "
+                    "whose values the file does not hold",
+                )
             match = AOT_KIND.search(code)
             kind = match.group(1) if match else "inference"
             kernels[kind] = Kernel(
