@@ -32,6 +32,7 @@ from ..._torch.patterns.code import (
 )
 from ..._torch.patterns.dynamo import (
     BUILTINS_DICT,
+    BUILTINS_DICT_PREFIX,
     COMPILED_FN,
     GLOBAL_WITH_ID,
     NONE_TRACE,
@@ -135,6 +136,8 @@ def mask_fx_eval_keys(text: str) -> str:
 def mask_tensor_constant_hashes(text: str) -> str:
     """`_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f2105b08eb0`:
     the last field is the tensor's `hash()`, its id; the device, dtype, size and stride stay."""
+    if " = None  # device(" not in text:  # the pattern's literal part: no regex scan without it
+        return text
     return TENSOR_CONSTANT_HASH.sub(r"\1 <hash>", text)
 
 
@@ -174,10 +177,13 @@ def sort_guarded_sets(text: str) -> str:
     is touched: the comment after it quotes user source as written, and FX
     or C++ braces are not sets.
     """
-    if not EQUALS_MATCH_LINE.search(text):
+    if "EQUALS_MATCH" not in text or not EQUALS_MATCH_LINE.search(text):
         return text
     return "\n".join(
-        _sorted_sets(line) if EQUALS_MATCH_LINE.search(line) else line for line in text.split("\n")
+        _sorted_sets(line)
+        if "{" in line and "EQUALS_MATCH" in line and EQUALS_MATCH_LINE.search(line)
+        else line
+        for line in text.split("\n")
     )
 
 
@@ -245,6 +251,8 @@ def drop_guard_latency(text: str) -> str:
 
 def mask_kernel_paths(text: str) -> str:
     """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
+    if "# kernel path: " not in text:
+        return text
     return KERNEL_PATH.sub(r"\1<cache>", text)
 
 
@@ -339,7 +347,13 @@ def mask_generated_module_names(text: str) -> str:
     that file. The dotted stem is what tells it from a file of the project:
     such a name cannot be imported.
     """
-    return GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", text)
+    if ".py" not in text:
+        return text
+    # only on the lines that name a `.py` file: the pattern would try every word boundary
+    return "\n".join(
+        GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", line) if ".py" in line else line
+        for line in text.split("\n")
+    )
 
 
 def shorten_guard_comment_paths(text: str) -> str:
@@ -521,8 +535,19 @@ def _block_key(block: list[str], child: int) -> tuple[str, ...]:
     the guards below. The names are numbered again on the sorted text
     (`STATIC_RULES`).
     """
-    masked = (GLOBAL_WITH_ID.sub("_obj", _RENUMBERED_GLOBAL.sub("_obj", line)) for line in block)
-    return tuple(BUILTINS_DICT.sub("__builtins_dict___", line)[child:] for line in masked)
+    return tuple(_masked_numbers(line)[child:] for line in block)
+
+
+def _masked_numbers(line: str) -> str:
+    """The line with its globals' and builtins dicts' numbers masked; each pattern runs only
+    on a line that holds its literal part (they start with lookbehinds, slow to scan)."""
+    if "_obj" in line:
+        line = _RENUMBERED_GLOBAL.sub("_obj", line)
+    if "_c" in line:
+        line = GLOBAL_WITH_ID.sub("_obj", line)
+    if BUILTINS_DICT_PREFIX in line:
+        line = BUILTINS_DICT.sub("__builtins_dict___", line)
+    return line
 
 
 def sort_epilogue_guards(text: str) -> str:
@@ -534,6 +559,8 @@ def sort_epilogue_guards(text: str) -> str:
     `sort_global_guards` removes; sorted, the numbering by first use that
     follows cannot trade two such globals' numbers.
     """
+    if "LAMBDA_GUARD: " not in text:
+        return text
     lines, out = text.split("\n"), []
     i = 0
     while i < len(lines):
