@@ -171,8 +171,8 @@ class CompileCase:
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
-        capture = CaseCapture(log, self.program.frozen())
         counted = counters(log)
+        capture = CaseCapture(log, self.program.frozen(), counted)
         return CompileResult(
             output=out,
             eager_output=eager_out,
