@@ -1,10 +1,13 @@
 """What capturing costs, measured so anyone can re-run it.
 
 Part `overhead`: a bare `torch.compile` (reset, compile, first call and
-backward) against the same compile under the plugin's capture (trace handler,
-bytecode hook, artifact layout and normalization), measured interleaved
-(A B A B ...) in one process on warm Inductor caches, with the same host-pinned
-Inductor config on both sides so only the capture differs.
+backward) against the same compile as `compile_model` makes it (the capture,
+the guards and program facts read after the call, the default artifacts laid
+out and normalized), measured interleaved (A B A B ...) in one process on warm
+Inductor caches, with the same host-pinned Inductor config on both sides so
+only the capture differs. Medians of wall time and of this process's CPU
+time: on a loaded machine the CPU time is the steadier of the two (torch runs
+on one thread here, and each compile starts after a garbage collection).
 
 Part `zoo`: wall time of `pytest fixtures` (the zoo) with a cold and then a
 warm Inductor cache, and how much of it is compiling (the plugin's own
@@ -18,10 +21,12 @@ normalization of all other artifacts.
 
     python benchmarks/bench_capture.py            # all parts
     python benchmarks/bench_capture.py overhead   # one part (cold: the same, caches disabled)
+    python benchmarks/bench_capture.py overhead --rounds 15
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import statistics
@@ -51,56 +56,88 @@ def build_all(log: Any, normalize: Any, artifacts: list[Any]) -> dict[str, str]:
     return {a.name: a.text(CaseCapture(log), "inductor", normalize) for a in artifacts}
 
 
-def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> float:
-    """Seconds for reset + compile + first call (+ backward).
+def compile_once(model: Any, args: tuple[Any, ...], mode: str) -> tuple[float, float]:
+    """Wall and CPU seconds for reset + compile + the first call as the fixture makes it (seeded, backward, observed).
 
     mode "bare": no capture; "trace": the capture's handler and hook attached
-    (torch builds its trace payloads) but nothing laid out; "full": as the
-    fixture does, every artifact laid out and normalized once.
+    (torch builds its trace payloads) but nothing read or laid out; "fixture":
+    what `compile_model` does on top of the compile for a test without
+    `artifacts=`: the capture, the guards and program facts read after the
+    call (`CompileCase._run_compiled`), the result, and every default artifact
+    laid out and normalized once (as the snapshot check reads them); "all":
+    the same with every artifact of the catalogue but `program` (the opt-in
+    ones too: `transformed_code` decompiles with depyf).
     """
     import torch
 
     from pytest_torchcompile._torch import config
     from pytest_torchcompile.common.capture import capturing
     from pytest_torchcompile.common.capture_log import CaptureLog
-    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
+    from pytest_torchcompile.snapshot.numerics.calls import observed_call
 
+    inputs = (args, {})
     torch._dynamo.reset()
-    started = time.perf_counter()
+    gc.collect()  # no mode pays for the garbage of the one before it
+    started, cpu = time.perf_counter(), time.process_time()
     if mode == "bare":
         with config.patched(config.HOST_PINNED_CONFIG):
-            run(torch.compile(model), args)
+            observed_call(torch.compile(model), model, inputs, None)
+    elif mode == "trace":
+        with capturing(CaptureLog()):
+            observed_call(torch.compile(model), model, inputs, None)
     else:
-        log = CaptureLog()
-        with capturing(log):
-            run(torch.compile(model), args)
-        if mode == "full":
-            normalize = Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
-            build_all(log, normalize, all_but_program())
-    return time.perf_counter() - started
+        fixture_case(model, inputs, all_but_program() if mode == "all" else None)
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
-def run(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    out = fn(*args)
-    if out.requires_grad:
-        out.sum().backward()
+def fixture_case(model: Any, inputs: Any, artifacts: list[Any] | None) -> dict[str, str]:
+    """The fixture's compiled call and its artifacts (the default ones, or `artifacts`), normalized."""
+    import torch
+
+    from pytest_torchcompile.snapshot.case import CompileCase
+    from pytest_torchcompile.snapshot.spec import CompileSpec
+
+    normalize = normalizer()  # one per test, as the plugin's session hands them out
+    case = CompileCase(CompileSpec(), "bench", model, normalize)
+    case.compiled = torch.compile(model, **case.spec.compile_kwargs())
+    out, _ = case._run_compiled(inputs)
+    result = case._result(out, out)
+    if artifacts is None:
+        return dict(result.artifacts)
+    return build_all(case.log.frozen(), normalize, artifacts)
+
+
+def normalizer() -> Any:
+    """The session's normalizer, as the plugin builds it for a checkout at REPO."""
+    import torch
+
+    from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
+
+    return Normalizer.for_paths(str(REPO), str(Path(torch.__file__).parent))
 
 
 def overhead(rounds: int = 7, cold: bool = False) -> None:
-    """Interleaved bare / trace / full compiles; `cold` disables Inductor's caches."""
+    """Interleaved bare / trace / fixture / all compiles; `cold` disables Inductor's caches."""
+    import torch
     import torch._inductor.config as inductor_config
 
     from fixtures import zoo
 
-    modes = ("bare", "trace", "full")
+    modes = ("bare", "trace", "fixture", "all")
+    torch.set_num_threads(1)  # the capture is one thread; waiting pool threads would add noise
     with inductor_config.patch(force_disable_caches=cold):
         _overhead(zoo, modes, rounds, "cold (caches disabled)" if cold else "warm caches")
 
 
 def _overhead(zoo: Any, modes: tuple[str, ...], rounds: int, label: str) -> None:
-    print(f"capture overhead, interleaved, {label}, {rounds} rounds (median seconds)")
+    load = os.getloadavg()
     print(
-        f"{'model':<20} {'bare':>8} {'+trace':>8} {'+layout':>8} {'overhead':>9} {'torch part':>11} {'ours':>7}"
+        f"capture overhead, interleaved, {label}, {rounds} rounds (median seconds); "
+        f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'model':<20} {'clock':<5} {'bare':>7} {'+trace':>7} {'fixture':>8} {'all':>7} {'overhead':>9} "
+        f"{'torch part':>11} {'ours':>6} {'all: overhead':>14}"
     )
     for name, build in (
         ("mlp_training", zoo.mlp_training),
@@ -110,15 +147,19 @@ def _overhead(zoo: Any, modes: tuple[str, ...], rounds: int, label: str) -> None
         model, args, _ = build()
         for mode in modes:  # warm every cache key and code path
             compile_once(model, args, mode)
-        times: dict[str, list[float]] = {mode: [] for mode in modes}
+        times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
         for _ in range(rounds):
             for mode in modes:
                 times[mode].append(compile_once(model, args, mode))
-        bare, trace, full = (statistics.median(times[mode]) for mode in modes)
-        print(
-            f"{name:<20} {bare:8.3f} {trace:8.3f} {full:8.3f} {100 * (full / bare - 1):8.1f}% "
-            f"{100 * (trace / bare - 1):10.1f}% {100 * (full - trace) / bare:6.1f}%"
-        )
+        for clock, which in (("wall", 0), ("cpu", 1)):
+            bare, trace, fixture, every = (
+                statistics.median(t[which] for t in times[mode]) for mode in modes
+            )
+            print(
+                f"{name:<20} {clock:<5} {bare:7.3f} {trace:7.3f} {fixture:8.3f} {every:7.3f} "
+                f"{100 * (fixture / bare - 1):8.1f}% {100 * (trace / bare - 1):10.1f}% "
+                f"{100 * (fixture - trace) / bare:5.1f}% {100 * (every / bare - 1):13.1f}%"
+            )
 
 
 def zoo_walltime() -> None:
@@ -222,9 +263,15 @@ def _ms(fn: Callable[[], Any]) -> float:
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["overhead", "zoo", "program"]
+    arguments = sys.argv[1:]
+    rounds = 7
+    if "--rounds" in arguments:
+        at = arguments.index("--rounds")
+        rounds = int(arguments[at + 1])
+        del arguments[at : at + 2]
+    parts = arguments or ["overhead", "zoo", "program"]
     if "overhead" in parts:
-        overhead()
+        overhead(rounds)
     if "cold" in parts:
         overhead(rounds=3, cold=True)
     if "zoo" in parts:

@@ -1,8 +1,10 @@
 """Capture what torch.compile produced, through the same channel tlparse reads.
 
 A handler on torch's structured-trace logger is attached for the duration
-of each compiled call and receives every artifact record: FX graphs, output
-code, guards, runtime wrappers, graph-break and recompile reasons. A
+of each compiled call and receives the artifact records the plugin keeps:
+FX graphs, output code, guards, runtime wrappers, graph-break and recompile
+reasons (torch builds no other record meanwhile, unless `TORCH_TRACE` writes
+them to files). A
 bytecode hook sees Dynamo's transformed code. Both are removed afterwards,
 even when the compile raises. Records are keyed by (frame, compile, name,
 occurrence), never by arrival order, which differs between cold and warm
@@ -18,7 +20,7 @@ import types
 from collections.abc import Iterator
 
 from .._torch import config, dynamo
-from .._torch.formats import EMITTED_TWICE_ON_CACHE_HIT
+from .._torch.formats import EMITTED_TWICE_ON_CACHE_HIT, TRACE_RECORDS
 from .._torch.trace import decode, trace_only_to
 from .capture_log import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
 
@@ -67,7 +69,7 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
 
     with dynamo.bytecode_hook(on_bytecode):
         with (
-            trace_only_to(_TraceHandler(log)),
+            trace_only_to(_TraceHandler(log), TRACE_RECORDS),
             config.patched(config.HOST_PINNED_CONFIG if pin_host else None),
         ):
             yield log

@@ -25,6 +25,7 @@ from .artifacts.case_artifacts import CaseArtifacts, frame_results
 from .artifacts.catalogue import CaseCapture
 from .artifacts.normalize import Normalizer
 from .emit.guards import GuardChecker, read_guards
+from .fresh_process.servers import FreshProcesses
 from .numerics.calls import SEED, Inputs, observed_call
 from .numerics.check import bitwise_differences
 from .numerics.precompile import PrecompileFailure, RoundTrip
@@ -61,15 +62,21 @@ class CompileCase:
     guard_checker: GuardChecker | None = None
     round_trip: RoundTrip | None = None
     progress: Progress = field(default_factory=Progress)
+    #: the session's fresh processes (the program's runs, the precompile round trip)
+    processes: FreshProcesses = field(default_factory=FreshProcesses)
     program: ProgramState = field(init=False)
 
     def __post_init__(self) -> None:
         # the program's run is observed and compared as the compiled run is, by the numerics
-        self.program = ProgramState(self.spec.backend_name, observed_call, bitwise_differences)
+        self.program = ProgramState(
+            self.spec.backend_name, observed_call, bitwise_differences, self.processes
+        )
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         """Compile a copy of the user's model: their module keeps its parameters, buffers and
         `.grad` as they were, and a model used twice judges the same both times."""
+        if self.spec.run_program or self.spec.precompile:
+            self.processes.prestart()  # its imports overlap this case's compile
         reset_dynamo()
         self.model = copy_model(self.model)
         self.replay = Replay(self.spec, copy_model(self.model), self.calls, self.log)
@@ -141,7 +148,7 @@ class CompileCase:
         breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
         try:
             self.round_trip = precompile_check(
-                self.round_trip, self.spec, model, inputs, reference, breaks, SEED
+                self.round_trip, self.spec, model, inputs, reference, breaks, SEED, self.processes
             )
         except PrecompileFailure as exc:
             raise CaseFailure(self.normalizer(str(exc))) from exc
@@ -164,8 +171,8 @@ class CompileCase:
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
-        capture = CaseCapture(log, self.program.frozen())
         counted = counters(log)
+        capture = CaseCapture(log, self.program.frozen(), counted)
         return CompileResult(
             output=out,
             eager_output=eager_out,

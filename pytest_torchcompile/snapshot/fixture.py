@@ -21,6 +21,7 @@ from ..common.named_cases import FixtureFailure, NamedCases, fail_test_on_case_f
 from ..common.terminal import Progress
 from .artifacts.normalize import Normalizer
 from .case import CompileCase
+from .fresh_process.servers import FreshProcesses
 from .result import CompileResult
 from .spec import CompileSpec
 
@@ -33,6 +34,7 @@ class CompileModel(NamedCases[CompileResult]):
     spec_error: str | None
     normalizer: Normalizer
     progress: Progress = field(default_factory=Progress)
+    processes: FreshProcesses = field(default_factory=FreshProcesses)
     cases: list[CompileCase] = field(default_factory=list)
     fixture_name: ClassVar[str] = "compile_model"
 
@@ -43,7 +45,9 @@ class CompileModel(NamedCases[CompileResult]):
             raise FixtureFailure(f"usage error: {self.spec_error}")
         check_backend(self.spec)
         progress = self.progress.named(f"{self.progress.label} {name}".strip())
-        case = CompileCase(self.spec, name, model, self.normalizer, progress=progress)
+        case = CompileCase(
+            self.spec, name, model, self.normalizer, progress=progress, processes=self.processes
+        )
         self.cases.append(case)
         return fail_test_on_case_failure(name, lambda: case.start(args, kwargs))
 

@@ -99,6 +99,7 @@ def _text_only(config: pytest.Config) -> TextOnlyMode:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
+        session.processes.close()
         config.pluginmanager.unregister(session.housekeeping)
     close_session(config, session_key)
 
@@ -112,7 +113,11 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     spec, error = parse_marker(request.node.get_closest_marker(MARKER))
     progress = for_config(request.config).named(request.node.nodeid)
     model = CompileModel(
-        spec=spec, spec_error=error, normalizer=session.normalizer(), progress=progress
+        spec=spec,
+        spec_error=error,
+        normalizer=session.normalizer(),
+        progress=progress,
+        processes=session.processes,
     )
     request.node.stash[model_key] = model
     yield model

@@ -47,6 +47,7 @@ from .files.placeholders import (
     torch_minor,
 )
 from .files.store import FileCounts, FolderClash, SnapshotStore, TestFiles
+from .fresh_process.servers import FreshProcesses
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class TorchCompileSession(WingSession):
         self.other_torches: list[OtherTorch] = []
         self.rows: list[CaseRow] = []
         self.precompile_rows: list[PrecompileRow] = []
+        self.processes = FreshProcesses()  # the fork server of this session (or xdist worker)
 
     @classmethod
     def from_config(

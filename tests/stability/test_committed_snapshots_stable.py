@@ -13,7 +13,12 @@ differs between them as it does between two CI runs.
 
 Economy: the first run (another checkout path, an empty Inductor cache) is the
 only cold one; the others reuse the cache it filled. Each variation is one
-pytest process over the suite (or one test of it, for `-k`).
+pytest process over the suite (or one test of it, for `-k`), and two
+disturbances share a process where neither undoes the other: the reversed
+order runs with hash randomisation off, the two xdist workers each compile a
+dozen unrelated functions first. A difference then names both; rerun with one
+of them alone (`REVERSE_ORDER=1`, `COMPILE_FIRST=1`, `PYTHONHASHSEED`) to
+tell which.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST as VARI
 
 @dataclass(frozen=True)
 class Suite:
-    """A committed suite: its test module, how many tests it has, a `-k` that selects one of them."""
+    """A committed suite: its test module, how many tests it has, a `-k` that selects one of them,
+    whether its re-runs run the programs too (each forked from the session's fork server)."""
 
     module: str
     tests: int
     alone: str
+    programs: bool = False
 
 
 SUITES = {
@@ -47,16 +54,15 @@ SUITES = {
     "real_models": Suite("test_real_models.py", 10, "bart"),
     # the einops model alone: the first of its process to parse an einops pattern
     "other_libraries": Suite("test_other_libraries.py", 13, "einops_mixer"),
-    "zoo": Suite("test_zoo.py", 10, "graph_break"),
+    # the zoo's small models: its programs' runs cost each re-run a few seconds
+    "zoo": Suite("test_zoo.py", 10, "graph_break", programs=True),
 }
 #: the hash seed of each run: another one per run, and one run with hash randomisation off
 SEEDS = {
     "cold": "1",
-    "plain": "0",
+    "reversed": "0",
     "xdist": "2",
     "alone": "3",
-    "reversed": "4",
-    "compile_first": "5",
 }
 
 
@@ -87,8 +93,9 @@ class Checkout:
 
 
 def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
-    # snapshot bytes are what these runs check; the plain suite run proves the programs
-    environ = {**os.environ, "PTC_FIXTURES_RUN_PROGRAM": "0", **env}
+    # snapshot bytes are what these runs check; the plain suite run proves the programs of the
+    # real models (each run of a large model's program costs seconds), every re-run the zoo's
+    environ = {**os.environ, "PTC_FIXTURES_RUN_PROGRAM": "1" if suite.programs else "0", **env}
     command = [
         sys.executable,
         "-m",
@@ -147,21 +154,14 @@ def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: C
     checkout.assert_identical(checkout.first_run)
 
 
-def test_plain_rerun_with_hash_randomisation_off(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run("plain"))
+def test_reversed_order_with_hash_randomisation_off(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run("reversed", REVERSE_ORDER="1"))
 
 
-def test_xdist_two_workers(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run("xdist", "-n", "2"))
+def test_xdist_two_workers_after_a_dozen_unrelated_compiles(checkout: Checkout) -> None:
+    # each worker compiles the dozen first (the conftest's session start runs in workers)
+    checkout.assert_identical(checkout.run("xdist", "-n", "2", COMPILE_FIRST="1"))
 
 
 def test_one_test_alone(checkout: Checkout) -> None:
     checkout.assert_identical(checkout.run("alone", "-k", checkout.suite.alone), passed=1)
-
-
-def test_reversed_order(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run("reversed", REVERSE_ORDER="1"))
-
-
-def test_after_a_dozen_unrelated_compiles(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run("compile_first", COMPILE_FIRST="1"))

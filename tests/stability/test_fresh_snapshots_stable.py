@@ -5,6 +5,10 @@ recompile with automatic dynamic shapes, dynamic=True) is recorded once on Induc
 test below re-runs it under one variation WITHOUT --update-snapshots. A
 differing artifact fails that run, and the snapshot tree must be untouched.
 Every run has a hash seed of its own (`PYTHONHASHSEED`), one of them 0 (randomisation off).
+Two variations that neither undo nor depend on each other share a run (another
+process on one thread, another path on an AVX2 host, other compiles first in
+reversed order, a cold cache under two xdist workers): a difference names both;
+rerun with one of them alone to tell which.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ def assert_identical(
     assert tree_digest(project / "snapshots") == digest
 
 
-def test_second_process(recorded) -> None:
+def test_second_process_on_one_thread(recorded) -> None:
     project, digest, cache = recorded
     for name in (
         "test_training/aot_backward.fx.txt",
@@ -123,19 +127,28 @@ def test_second_process(recorded) -> None:
         "test_dynamic/guards.guards.txt",
     ):
         assert f"test_subset/{name}" in digest
-    assert_identical(project, digest, seed="0", TORCHINDUCTOR_CACHE_DIR=cache)
+    assert_identical(project, digest, seed="0", TORCHINDUCTOR_CACHE_DIR=cache, OMP_NUM_THREADS="1")
 
 
-def test_other_compiles_earlier_in_the_process(recorded) -> None:
+def test_other_compiles_earlier_in_reversed_order(recorded) -> None:
     project, digest, cache = recorded
-    assert_identical(project, digest, seed="2", TORCHINDUCTOR_CACHE_DIR=cache, COMPILE_FIRST="1")
+    assert_identical(
+        project,
+        digest,
+        seed="2",
+        TORCHINDUCTOR_CACHE_DIR=cache,
+        COMPILE_FIRST="1",
+        REVERSE_ORDER="1",
+    )
 
 
-def test_other_checkout_path(recorded, tmp_path: Path) -> None:
+def test_other_checkout_path_on_an_avx2_host(recorded, tmp_path: Path) -> None:
     project, digest, cache = recorded
     other = tmp_path / "somewhere" / "else" / "checkout_b"
     shutil.copytree(project, other)
-    assert_identical(other, digest, seed="3", TORCHINDUCTOR_CACHE_DIR=cache)
+    assert_identical(
+        other, digest, seed="3", TORCHINDUCTOR_CACHE_DIR=cache, ATEN_CPU_CAPABILITY="avx2"
+    )
 
 
 def test_one_test_alone(recorded) -> None:
@@ -147,28 +160,7 @@ def test_one_test_alone(recorded) -> None:
     assert tree_digest(project / "snapshots") == digest
 
 
-def test_reversed_test_order(recorded) -> None:
-    project, digest, cache = recorded
-    assert_identical(project, digest, seed="5", TORCHINDUCTOR_CACHE_DIR=cache, REVERSE_ORDER="1")
-
-
-def test_cold_inductor_cache(recorded, tmp_path: Path) -> None:
+def test_cold_inductor_cache_under_two_xdist_workers(recorded, tmp_path: Path) -> None:
     project, digest, _ = recorded
-    assert_identical(project, digest, seed="6", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cold"))
-
-
-def test_xdist_two_workers(recorded) -> None:
-    project, digest, cache = recorded
-    assert_identical(project, digest, "-n", "2", seed="7", TORCHINDUCTOR_CACHE_DIR=cache)
-
-
-def test_one_thread(recorded) -> None:
-    project, digest, cache = recorded
-    assert_identical(project, digest, seed="8", TORCHINDUCTOR_CACHE_DIR=cache, OMP_NUM_THREADS="1")
-
-
-def test_avx2_host(recorded) -> None:
-    project, digest, cache = recorded
-    assert_identical(
-        project, digest, seed="9", TORCHINDUCTOR_CACHE_DIR=cache, ATEN_CPU_CAPABILITY="avx2"
-    )
+    cold = str(tmp_path / "cold")
+    assert_identical(project, digest, "-n", "2", seed="6", TORCHINDUCTOR_CACHE_DIR=cold)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...common.capture_log import CaptureLog
-from ...common.counters import counters
+from ...common.counters import Counters, counters
 from ..program.facts.data import ProgramFacts
 from ..program.layout.snapshot_rules import fold_copied_parts, mask_python_version
 from . import summary
@@ -44,6 +44,8 @@ class CaseCapture:
 
     log: CaptureLog
     program: ProgramFacts = field(default_factory=ProgramFacts)
+    #: the log's counters where the case already counted them (the summary does not count them again)
+    counted: Counters | None = None
 
 
 #: (what the case captured, backend name) -> the artifact's raw text
@@ -127,7 +129,7 @@ def _frame_by_frame(
 
 
 def _summary(capture: CaseCapture, backend: str) -> str:
-    return summary.write(backend, counters(capture.log))
+    return summary.write(backend, capture.counted or counters(capture.log))
 
 
 def _transformed_code(capture: CaseCapture, backend: str) -> str:

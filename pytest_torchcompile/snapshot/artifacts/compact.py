@@ -133,15 +133,21 @@ def renumber_fx_names(section: str) -> str:
     families: dict[str, list[str]] = {}
     for name in defined:
         families.setdefault(_COUNTER.match(name).group(1) or name, []).append(name)  # type: ignore[union-attr]
-    tokens = {
-        t
-        for line in section.split("\n")
-        for t in _NAME.findall(_outside_comment(line, lambda code: code, keep_comment=False))
+    renumbered = {
+        base: [base if k == 0 else f"{base}_{k}" for k in range(len(names))]
+        for base, names in families.items()
     }
+    if all(renumbered[base] == names for base, names in families.items()):
+        return section  # numbered in order already: nothing to rename, no need to read the names
+    code = "\n".join(
+        _outside_comment(line, lambda code: code, keep_comment=False)
+        for line in section.split("\n")
+    )
+    tokens = set(_NAME.findall(code))  # one search: a name never spans a line
     renamed = set(defined)
     mapping: dict[str, str] = {}
     for base, names in families.items():
-        new = [base if k == 0 else f"{base}_{k}" for k in range(len(names))]
+        new = renumbered[base]
         if any(n in tokens and n not in renamed for n in new):
             continue  # a new name would collide with a name this rule does not own (an input, a global)
         mapping.update((old, n) for old, n in zip(names, new) if old != n)

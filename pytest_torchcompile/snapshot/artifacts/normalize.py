@@ -32,6 +32,7 @@ from ..._torch.patterns.code import (
 )
 from ..._torch.patterns.dynamo import (
     BUILTINS_DICT,
+    BUILTINS_DICT_PREFIX,
     COMPILED_FN,
     GLOBAL_WITH_ID,
     NONE_TRACE,
@@ -65,8 +66,9 @@ _CODE_OBJECT_ADDRESS = re.compile(
     r"(<code object (?:<\w+>|[^\s<>,]+)) at 0x[0-9a-fA-F]+(?=, file )"
 )
 _ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
-_TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
+#: what every `GLOBAL_WITH_ID` match holds (the id and the counter)
+_HAS_GLOBAL_ID = re.compile(r"_\d{6,}_c\d")
 #: a Dynamo global as `renumber_dynamo_globals` writes it: `___unnamed_scope_obj0`, `G['_obj1']`
 _RENUMBERED_GLOBAL = re.compile(r"(?<=[A-Za-z_'])_obj\d+(?![\w/])")
 
@@ -108,6 +110,8 @@ def renumber_dynamo_globals(text: str) -> str:
     The number is an object id and a compile counter that moves with every
     compile earlier in the process; two distinct objects stay distinct.
     """
+    if not _HAS_GLOBAL_ID.search(text):  # a fast search first: the pattern starts with a lookbehind
+        return text
     return _renumber(GLOBAL_WITH_ID, "_obj{}", text)
 
 
@@ -132,6 +136,8 @@ def mask_fx_eval_keys(text: str) -> str:
 def mask_tensor_constant_hashes(text: str) -> str:
     """`_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f2105b08eb0`:
     the last field is the tensor's `hash()`, its id; the device, dtype, size and stride stay."""
+    if " = None  # device(" not in text:  # the pattern's literal part: no regex scan without it
+        return text
     return TENSOR_CONSTANT_HASH.sub(r"\1 <hash>", text)
 
 
@@ -171,10 +177,13 @@ def sort_guarded_sets(text: str) -> str:
     is touched: the comment after it quotes user source as written, and FX
     or C++ braces are not sets.
     """
-    if not EQUALS_MATCH_LINE.search(text):
+    if "EQUALS_MATCH" not in text or not EQUALS_MATCH_LINE.search(text):
         return text
     return "\n".join(
-        _sorted_sets(line) if EQUALS_MATCH_LINE.search(line) else line for line in text.split("\n")
+        _sorted_sets(line)
+        if "{" in line and "EQUALS_MATCH" in line and EQUALS_MATCH_LINE.search(line)
+        else line
+        for line in text.split("\n")
     )
 
 
@@ -235,11 +244,15 @@ def mask_num_threads(text: str) -> str:
 
 def drop_guard_latency(text: str) -> str:
     """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
+    if "Guard latency = " not in text:  # no regex scan where there is nothing to drop
+        return text
     return GUARD_LATENCY.sub("", text)
 
 
 def mask_kernel_paths(text: str) -> str:
     """`# kernel path: /tmp/torchinductor_x/...` points into the cache dir."""
+    if "# kernel path: " not in text:
+        return text
     return KERNEL_PATH.sub(r"\1<cache>", text)
 
 
@@ -282,10 +295,24 @@ class PathRule:
     is_torch_file: Callable[[str], bool] = _never_local
 
     def __call__(self, text: str) -> str:
-        if self.torch_dir:
-            text = _at_path_start(self.torch_dir).sub("<torch>/", text)
-        text = _at_path_start(self.rootdir).sub("", text)
-        return _ABSOLUTE_PY.sub(self._foreign, text)
+        # Line by line, each pattern only on the lines that hold its literal part: no match
+        # spans a line, and a regex that starts with a lookbehind would try every position.
+        folders = [
+            (folder.rstrip("/") + "/", _at_path_start(folder), replacement)
+            for folder, replacement in ((self.torch_dir, "<torch>/"), (self.rootdir, ""))
+            if folder
+        ]
+        if ".py" not in text and not any(literal in text for literal, _, _ in folders):
+            return text
+        lines = text.split("\n")
+        for index, line in enumerate(lines):
+            for literal, pattern, replacement in folders:
+                if literal in line:
+                    line = pattern.sub(replacement, line)
+            if ".py" in line and _starts_a_path(line):
+                line = _ABSOLUTE_PY.sub(self._foreign, line)
+            lines[index] = line
+        return "\n".join(lines)
 
     def _foreign(self, match: re.Match[str]) -> str:
         parts = [p for p in match.group(0).split("/") if p]
@@ -300,6 +327,17 @@ class PathRule:
         return parts[-1]
 
 
+def _starts_a_path(line: str) -> bool:
+    """Whether a `/` on the line can start an absolute path: one that `_ABSOLUTE_PY`'s
+    lookbehind lets through (no word character, `<`, `>` or `.` before it)."""
+    at = line.find("/")
+    while at >= 0:
+        if at == 0 or not (line[at - 1].isalnum() or line[at - 1] in "_<>."):
+            return True
+        at = line.find("/", at + 1)
+    return False
+
+
 def mask_generated_module_names(text: str) -> str:
     """`torch_geometric.nn.conv.gcn_conv_GCNConv_propagate_0lxvt4o8.py` -> `..._propagate_<tmp>.py`.
 
@@ -309,7 +347,13 @@ def mask_generated_module_names(text: str) -> str:
     that file. The dotted stem is what tells it from a file of the project:
     such a name cannot be imported.
     """
-    return GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", text)
+    if ".py" not in text:
+        return text
+    # only on the lines that name a `.py` file: the pattern would try every word boundary
+    return "\n".join(
+        GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", line) if ".py" in line else line
+        for line in text.split("\n")
+    )
 
 
 def shorten_guard_comment_paths(text: str) -> str:
@@ -331,7 +375,10 @@ def mask_frozen_line_numbers(text: str) -> str:
 
 def strip_trailing_space(text: str) -> str:
     """Trailing blanks differ with padding of variable-width fields."""
-    return _TRAILING_SPACE.sub("", text)
+    if " \n" not in text and "\t\n" not in text and not text.endswith((" ", "\t")):
+        return text
+    # line by line: a regex backtracks through every run of indentation
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
 
 
 # --- one thing printed two ways ---------------------------------------------------
@@ -339,6 +386,8 @@ def strip_trailing_space(text: str) -> str:
 
 def drop_user_traceback(text: str) -> str:
     """Graph-break reasons end with a traceback through pytest's own frames."""
+    if "User code traceback:" not in text and "NoneType: None" not in text:
+        return text  # no regex scan where there is nothing to drop
     return NONE_TRACE.sub("", USER_TRACEBACK.sub("", text))
 
 
@@ -362,6 +411,8 @@ def drop_bare_guard_provenance(text: str) -> str:
     ` and (...)` form (`drop_guard_provenance`): dropping either can bare the other at
     the line's end, so both go until neither is left.
     """
+    if "# (" not in text and " and (" not in text:  # neither form: no regex scan
+        return text
     while True:
         dropped = drop_guard_provenance(BARE_PROVENANCE.sub("", text))
         if dropped == text:
@@ -450,6 +501,8 @@ def sort_global_guards(text: str) -> str:
     order of these blocks says how many compiles came first. Guards are a
     conjunction: the order is not part of what they check.
     """
+    if "accessed_by=GlobalsGuardAccessor" not in text:  # no globals manager: nothing to sort
+        return text
     lines = text.split("\n")
     out: list[str] = []
     i = 0
@@ -482,8 +535,19 @@ def _block_key(block: list[str], child: int) -> tuple[str, ...]:
     the guards below. The names are numbered again on the sorted text
     (`STATIC_RULES`).
     """
-    masked = (GLOBAL_WITH_ID.sub("_obj", _RENUMBERED_GLOBAL.sub("_obj", line)) for line in block)
-    return tuple(BUILTINS_DICT.sub("__builtins_dict___", line)[child:] for line in masked)
+    return tuple(_masked_numbers(line)[child:] for line in block)
+
+
+def _masked_numbers(line: str) -> str:
+    """The line with its globals' and builtins dicts' numbers masked; each pattern runs only
+    on a line that holds its literal part (they start with lookbehinds, slow to scan)."""
+    if "_obj" in line:
+        line = _RENUMBERED_GLOBAL.sub("_obj", line)
+    if "_c" in line:
+        line = GLOBAL_WITH_ID.sub("_obj", line)
+    if BUILTINS_DICT_PREFIX in line:
+        line = BUILTINS_DICT.sub("__builtins_dict___", line)
+    return line
 
 
 def sort_epilogue_guards(text: str) -> str:
@@ -495,6 +559,8 @@ def sort_epilogue_guards(text: str) -> str:
     `sort_global_guards` removes; sorted, the numbering by first use that
     follows cannot trade two such globals' numbers.
     """
+    if "LAMBDA_GUARD: " not in text:
+        return text
     lines, out = text.split("\n"), []
     i = 0
     while i < len(lines):
@@ -595,11 +661,14 @@ class Normalizer:
     def for_paths(cls, rootdir: str, torch_dir: str | None) -> Normalizer:
         """The rules for one checkout; foreign paths are matched against its files."""
         root, torch_root = Path(rootdir), Path(torch_dir) if torch_dir else None
+        # each path asked about once per normalizer: a file's existence, not a stat per mention
         rule = PathRule(
             rootdir,
             torch_dir,
-            is_local=lambda relative: (root / relative).is_file(),
-            is_torch_file=lambda inside: torch_root is not None and (torch_root / inside).is_file(),
+            is_local=lru_cache(maxsize=4096)(lambda relative: (root / relative).is_file()),
+            is_torch_file=lru_cache(maxsize=4096)(
+                lambda inside: torch_root is not None and (torch_root / inside).is_file()
+            ),
         )
         return cls((rule, *STATIC_RULES))
 

@@ -17,8 +17,8 @@ from ...common.capture_log import CaptureLog, FrameKey
 SECTION_HEADER = re.compile(
     r"^# ===== frame (\d+) compile (\d+)(?:: (.*?))? =====(?: \[(\d+) of \d+\])?\s*$"
 )
-#: where each section starts (a zero-width split point)
-_SECTION_START = re.compile(r"(?m)^(?=# ===== frame )")
+#: how each section's first line starts
+_HEADER_START = "# ===== frame "
 
 
 def frame_header(key: FrameKey, code_name: str | None) -> str:
@@ -71,6 +71,22 @@ def split_sections(text: str) -> dict[GraphKey, str]:
     }
 
 
+def _split_at_headers(text: str) -> list[str]:
+    """The text cut before each line that starts a section (an empty first piece when the
+    text starts with one), found with `str.find`: a regex would try every position."""
+    cuts = [0] if text.startswith(_HEADER_START) else []
+    at = text.find("\n" + _HEADER_START)
+    while at >= 0:
+        cuts.append(at + 1)
+        at = text.find("\n" + _HEADER_START, at + 1)
+    pieces, previous = [], 0
+    for cut in cuts:
+        pieces.append(text[previous:cut])
+        previous = cut
+    pieces.append(text[previous:])
+    return pieces
+
+
 def per_frame_section(rule: Callable[[str], str]) -> Callable[[str], str]:
     """Apply `rule` to each `# ===== frame F compile C` section of an artifact on its own.
 
@@ -80,7 +96,7 @@ def per_frame_section(rule: Callable[[str], str]) -> Callable[[str], str]:
     """
 
     def apply(text: str) -> str:
-        return "".join(rule(section) for section in _SECTION_START.split(text))
+        return "".join(rule(section) for section in _split_at_headers(text))
 
     apply.__name__ = getattr(rule, "__name__", "rule").lstrip("_")
     apply.__doc__ = rule.__doc__

@@ -30,7 +30,12 @@ from ..._torch.formats import rejected_guards
 from ..._torch.tensors import map_tensors
 from ..._torch.trace import trace_only_to
 from ...common.diagnose import first_line, innermost
-from ..fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ..fresh_process.call import (
+    FreshProcesses,
+    FreshProcessFailed,
+    Unpicklable,
+    call_fresh_process,
+)
 from ..spec import CompileSpec
 
 CHILD_TIMEOUT_S = 600
@@ -66,12 +71,18 @@ class RoundTrip:
     method: bool  # a module's forward: the module is passed as `self`
     report: PrecompileReport
     workdir: tempfile.TemporaryDirectory[str]
+    processes: FreshProcesses
 
     @classmethod
     def prepare(
-        cls, spec: CompileSpec, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        cls,
+        spec: CompileSpec,
+        model: Any,
+        inputs: tuple[tuple[Any, ...], dict[str, Any]],
+        processes: FreshProcesses,
     ) -> RoundTrip:
         """aot_compile the model (fullgraph) on these inputs and save it."""
+        args, kwargs = inputs
         method = isinstance(model, torch.nn.Module)
         target = model.forward if method else model
         started = time.perf_counter()
@@ -100,7 +111,7 @@ class RoundTrip:
         report = PrecompileReport(
             artifact.stat().st_size, compile_seconds, time.perf_counter() - started
         )
-        return cls(artifact, method, report, workdir)
+        return cls(artifact, method, report, workdir, processes)
 
     def run(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], seed: int) -> Any:
         """Load the artifact in a fresh process, call it on the inputs, return its outputs."""
@@ -113,6 +124,7 @@ class RoundTrip:
         payload.update(grad_enabled=torch.is_grad_enabled(), seed=seed)
         try:
             answer = call_fresh_process(
+                self.processes,
                 "pytest_torchcompile.snapshot.numerics.precompile",
                 [str(self.artifact)],
                 payload,
@@ -145,6 +157,7 @@ def check(
     reference: tuple[Any, Any],
     break_reasons: tuple[str, ...],
     seed: int,
+    processes: FreshProcesses,
 ) -> RoundTrip:
     """One call of the round trip (preparing the artifact on the first); raises on any failure.
 
@@ -161,7 +174,7 @@ def check(
             raise PrecompileFailure(f"precompile=True: {cannot}")
         if break_reasons:
             raise fullgraph_required(break_reasons)
-        trip = RoundTrip.prepare(spec, model, args, kwargs)
+        trip = RoundTrip.prepare(spec, model, inputs, processes)
     out = trip.run(model, args, kwargs, seed)
     if not spec.numerics:
         return trip

@@ -27,7 +27,12 @@ from typing import Any
 import torch
 
 from ....common.capture_log import CaptureLog
-from ...fresh_process import FreshProcessFailed, Unpicklable, call_fresh_process
+from ...fresh_process.call import (
+    FreshProcesses,
+    FreshProcessFailed,
+    Unpicklable,
+    call_fresh_process,
+)
 from ..facts.data import ProgramFacts
 from ..layout.refusals import ProgramRefused
 from ..layout.writer import write_program
@@ -67,6 +72,7 @@ class ProgramCheck:
     backend: str
     observe: Observe
     differences: Differences
+    processes: FreshProcesses
     report: ProgramReport = field(default_factory=ProgramReport)
     workdir: tempfile.TemporaryDirectory[str] = field(
         default_factory=lambda: tempfile.TemporaryDirectory(prefix="torchcompile_program_")
@@ -116,6 +122,7 @@ class ProgramCheck:
         payload.update(grad_enabled=torch.is_grad_enabled(), num_threads=torch.get_num_threads())
         try:
             answer = call_fresh_process(
+                self.processes,
                 "pytest_torchcompile.snapshot.program.run.child",
                 [str(program)],
                 payload,

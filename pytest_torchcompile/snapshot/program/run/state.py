@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....common.capture_log import CaptureLog
+from ...fresh_process.servers import FreshProcesses
 from ..facts.data import CompileSettings, ProgramFacts
 from ..facts.reading import collect
 from .check import Differences, Inputs, Observe, ProgramCheck, ProgramReport
@@ -27,6 +28,7 @@ class ProgramState:
     backend: str
     observe: Observe
     differences: Differences
+    processes: FreshProcesses
     facts: ProgramFacts = field(default_factory=ProgramFacts)
     check: ProgramCheck | None = None
 
@@ -55,7 +57,7 @@ class ProgramState:
         """The file as of this call, run fresh on `model` (as before the call) and `inputs`, held
         against the compiled run's observation `reference`; ProgramMismatch when it differs."""
         if self.check is None:
-            self.check = ProgramCheck(self.backend, self.observe, self.differences)
+            self.check = ProgramCheck(self.backend, self.observe, self.differences, self.processes)
         self.check.run(log, self.frozen(), model, inputs, grads, reference)
         return self.check.report
 

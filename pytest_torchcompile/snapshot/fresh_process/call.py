@@ -1,0 +1,59 @@
+"""One call in a fresh process: the call saved in, the answer saved out.
+
+The precompile round trip and the program file are both checked where
+nothing of this process's compiles can help them: a process that never
+compiled anything (`servers.py`: forked from a server that imported torch
+once, or a new interpreter).
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ...common.diagnose import first_line
+from .servers import Call, FreshProcesses, FreshProcessFailed
+
+__all__ = ["FreshProcessFailed", "FreshProcesses", "Unpicklable", "call_fresh_process"]
+
+
+class Unpicklable(Exception):
+    """The call cannot be saved for the fresh process (a model or input that does not pickle)."""
+
+
+def call_fresh_process(
+    processes: FreshProcesses,
+    module: str,
+    leading: list[str],
+    payload: dict[str, Any],
+    folder: Path,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """Run `module.main([*leading, CALL, RESULT])` fresh on `payload`, return the answer it saved."""
+    call, result = folder / "call.pt", folder / "result.pt"
+    result.unlink(missing_ok=True)
+    try:
+        torch.save(payload, call)
+    except (pickle.PicklingError, AttributeError, TypeError, RuntimeError) as exc:
+        raise Unpicklable(first_line(exc)) from exc
+    fresh = Call(module, [*leading, str(call), str(result)], folder, timeout_s)
+    code = processes.run(fresh)
+    if code != 0 or not result.is_file():
+        raise FreshProcessFailed(f"({_exit(code)}):\n{fresh.stderr_tail()}")
+    answer = torch.load(result, weights_only=False)
+    result.unlink()
+    return answer
+
+
+def _exit(code: int) -> str:
+    """`exit 3`, or `killed by SIGSEGV` for a signal."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"

@@ -1,0 +1,177 @@
+"""Fresh processes forked from one server per session: independent runs, named failures, nothing left behind.
+
+Each pytester run is a session of its own (a subprocess). Its tests find
+their session's fork server as the child of their own process running
+`zygote`, and every process the session starts carries a token in its
+environment, so the outer test can tell, once the session has ended,
+that none of them is still running.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pytest_torchcompile.snapshot.fresh_process.servers import FORK_VARIABLE, TIMEOUT_VARIABLE
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fork server runs on Linux")
+
+#: what the inner tests share: the session's server, a model, and objects that act only when
+#: unpickled, which happens in the fresh process alone (the test process deep-copies them).
+COMMON = """
+import os, signal, time, pytest, torch
+
+def server():
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and b"fresh_process.zygote" in command:
+            return int(pid)
+    return None
+
+def arrive():
+    # a fresh run sees no trace of an earlier one: the mark it leaves is gone in the next
+    if hasattr(torch, "_left_by_an_earlier_run"):
+        raise RuntimeError("this run saw what an earlier run left behind")
+    torch._left_by_an_earlier_run = True
+    return Probe()
+
+class Probe:
+    def __deepcopy__(self, memo):
+        return type(self)()
+    def __reduce__(self):
+        return (arrive, ())
+
+class Crash(Probe):
+    def __reduce__(self):
+        return (os.abort, ())
+
+class Hang(Probe):
+    def __reduce__(self):
+        return (time.sleep, (3600,))
+
+class Lin(torch.nn.Module):
+    def __init__(self, probe):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin, self.probe = torch.nn.Linear(4, 4), probe
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+fresh = pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+
+def run(compile_model, probe):
+    compile_model(Lin(probe), torch.randn(2, 4))
+    print("SERVER", server())
+"""
+
+SESSION = (
+    COMMON
+    + """
+@fresh
+def test_first(compile_model):
+    run(compile_model, Probe())
+    with open(f"/proc/{server()}/status") as status:
+        print([line for line in status if line.startswith("Threads:")][0].strip())
+
+@fresh
+def test_crash(compile_model):
+    run(compile_model, Crash())
+
+@fresh
+def test_hang(compile_model):
+    run(compile_model, Hang())
+
+@fresh
+def test_after_them(compile_model):
+    run(compile_model, Probe())
+    os.kill(server(), signal.SIGKILL)
+
+@fresh
+def test_after_the_server_died(compile_model):
+    run(compile_model, Probe())
+"""
+)
+
+
+def leftovers(token: str) -> list[int]:
+    """Processes whose environment holds the token (every process the inner session started)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if token.encode() in environ:
+            found.append(int(pid))
+    return found
+
+
+def test_runs_fork_from_one_server_each_independent_failures_named_nothing_left(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = f"PTC_SESSION_TOKEN_{uuid.uuid4().hex}"
+    monkeypatch.setenv(token, "1")
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "20")
+    pytester.makepyfile(test_fresh=SESSION)
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=3, failed=2)
+    servers = re.findall(r"SERVER (\d+)", result.stdout.str())
+    assert len(servers) == 3 and servers[0] == servers[1] != servers[2], result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "*Threads:*1",  # nothing runs a thread in the server before it forks
+            "*_ test_crash _*",
+            "*diverges at stage: program",
+            "the fresh process that runs the program file failed (killed by SIGABRT):",
+            "Fatal Python error: Aborted",
+            "*_ test_hang _*",
+            "*diverges at stage: program",
+            f"the fresh process that runs the program file failed (killed after 20 s, the time limit; {TIMEOUT_VARIABLE} sets another)*",
+        ]
+    )
+    assert leftovers(token) == []
+
+
+def test_each_xdist_worker_has_a_server_of_its_own(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = f"PTC_SESSION_TOKEN_{uuid.uuid4().hex}"
+    monkeypatch.setenv(token, "1")
+    tests = "\n".join(
+        f"@fresh\ndef test_{i}(compile_model):\n    run(compile_model, Probe())\n    print('WORKER', os.environ['PYTEST_XDIST_WORKER'], server())\n"
+        for i in range(4)
+    )
+    pytester.makepyfile(test_workers=COMMON + tests)
+    result = pytester.runpytest("--update-snapshots", "-n", "2", "--dist", "load", "-rP")
+    result.assert_outcomes(passed=4)
+    pairs = {tuple(line.split()[1:3]) for line in result.outlines if line.startswith("WORKER ")}
+    workers = {worker for worker, _ in pairs}
+    by_worker = {worker: {pid for w, pid in pairs if w == worker} for worker in workers}
+    assert all(len(pids) == 1 for pids in by_worker.values()), by_worker
+    assert len({pid for _, pid in pairs}) == len(workers)
+    assert leftovers(token) == []
+
+
+def test_without_the_fork_server_each_call_is_a_new_interpreter(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FORK_VARIABLE, "0")
+    pytester.makepyfile(
+        test_plain=COMMON
+        + "@fresh\ndef test_plain(compile_model):\n    run(compile_model, Probe())\n"
+    )
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SERVER None*"])
