@@ -1,0 +1,42 @@
+"""The program file under hostile conditions: a full disk, models the writer cannot name as
+Python, meta tensors, an edited file, and settings the call ran under (see docs/program.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+FULL_DISK = """
+import resource, signal, pytest, torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+def test_full(compile_model, tmp_path):
+    result = compile_model(Model(), torch.randn(2, 4))
+    path = tmp_path / "p.py"
+    earlier = "# the user's earlier program\\n" * 2000
+    path.write_text(earlier)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails as on a full disk
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(OSError):
+            result.write_program(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert path.read_text() == earlier
+    assert [p.name for p in tmp_path.iterdir()] == ["p.py"]  # no temp file left
+"""
+
+
+def test_write_program_on_a_full_disk_leaves_the_earlier_file_whole(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_full=FULL_DISK)
+    pytester.runpytest_subprocess("--update-snapshots").assert_outcomes(passed=1)
