@@ -40,3 +40,31 @@ def test_write_program_on_a_full_disk_leaves_the_earlier_file_whole(
 ) -> None:
     pytester.makepyfile(test_full=FULL_DISK)
     pytester.runpytest_subprocess("--update-snapshots").assert_outcomes(passed=1)
+
+
+META = """
+import pytest, torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_meta(compile_model):
+    with torch.device("meta"):
+        model, x = Model(), torch.randn(2, 4)
+    out = compile_model(model, x).output
+    assert out.is_meta and out.shape == (2, 4)
+"""
+
+
+def test_run_program_on_a_meta_model_compares_shapes_not_values(pytester: pytest.Pytester) -> None:
+    """A meta tensor holds no values: the program's run matches by dtype, shape and device."""
+    pytester.makepyfile(test_meta=META)
+    result = pytester.runpytest_subprocess("--update-snapshots")
+    result.assert_outcomes(passed=1)
+    assert "internal error" not in result.stdout.str()
