@@ -68,3 +68,36 @@ def test_run_program_on_a_meta_model_compares_shapes_not_values(pytester: pytest
     result = pytester.runpytest_subprocess("--update-snapshots")
     result.assert_outcomes(passed=1)
     assert "internal error" not in result.stdout.str()
+
+
+LAMBDA = """
+import runpy, pytest, torch
+
+double_relu = lambda x: torch.relu(x) * 2
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary", "program"))
+def test_lambda(compile_model, tmp_path):
+    x = torch.randn(3, 4)
+    result = compile_model(double_relu, x)
+    program = runpy.run_path(str(result.write_program(tmp_path / "p.py")))
+    assert torch.equal(program["load"](double_relu)(x), result.output)
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_lambda_fresh(compile_model):
+    compile_model(double_relu, torch.randn(3, 4))
+"""
+
+
+def test_a_lambda_as_the_model_writes_a_program_that_runs(pytester: pytest.Pytester) -> None:
+    """`<lambda>` is no name for a `def`: the file names its frame `f0c0__lambda_`."""
+    pytester.makepyfile(test_lambda=LAMBDA)
+    result = pytester.runpytest_subprocess("--update-snapshots")
+    result.assert_outcomes(passed=1, failed=1)  # a lambda cannot be pickled to a fresh process
+    result.stdout.fnmatch_lines(
+        [
+            "*run_program=True: the model and inputs must be picklable*Can't pickle <function <lambda>>*"
+        ]
+    )
+    assert "internal error" not in result.stdout.str()
+    (program,) = pytester.path.rglob("program.py.txt")
+    assert "def f0c0__lambda_(" in program.read_text()
