@@ -101,3 +101,37 @@ def test_a_lambda_as_the_model_writes_a_program_that_runs(pytester: pytest.Pytes
     assert "internal error" not in result.stdout.str()
     (program,) = pytester.path.rglob("program.py.txt")
     assert "def f0c0__lambda_(" in program.read_text()
+
+
+EDITED = """
+import runpy, pytest, torch
+
+def affine(x):
+    return x * 2 + 1
+
+def affine_edited(x):  # the same bytecode, other constants
+    return x * 3 + 5
+
+def act(x):
+    return torch.relu(x)
+
+def act_edited(x):  # the same bytecode, another name read
+    return torch.sigmoid(x)
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+@pytest.mark.parametrize("recorded, edited", [(affine, affine_edited), (act, act_edited)])
+def test_edited(compile_model, tmp_path, recorded, edited):
+    assert recorded.__code__.co_code == edited.__code__.co_code
+    x = torch.randn(3)
+    program = runpy.run_path(str(compile_model(recorded, x).write_program(tmp_path / "p.py")))
+    assert torch.equal(program["load"](recorded)(x), recorded(x))
+    with pytest.raises(RuntimeError, match="is not the .* this file was written from"):
+        program["load"](edited)
+"""
+
+
+def test_load_refuses_a_function_with_the_same_bytecode_and_other_constants_or_names(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_edited=EDITED)
+    pytester.runpytest_subprocess("--update-snapshots").assert_outcomes(passed=2)

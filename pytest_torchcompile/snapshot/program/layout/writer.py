@@ -12,7 +12,6 @@ run differently from the compiled model.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import sys
 from pathlib import Path
@@ -135,7 +134,7 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "name": case.entry_name,
         "path": case.entry_path,
         "method": case.method,
-        "code": hashlib.sha256(case.entry_code.co_code).hexdigest()[:16],
+        "code": template_load.code_digest(case.entry_code),
     }
     layout = [
         (
