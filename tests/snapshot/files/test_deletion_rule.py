@@ -238,8 +238,8 @@ def test_the_deleted_count_counts_files(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_s="def test_keep(compile_model):\n    pass\n")
     gone = pytester.path / "snapshots" / "test_gone" / "test_x"
     gone.mkdir(parents=True)
-    for name in ("summary.txt", "guards.guards.txt"):
-        (gone / name).write_text("backend: eager\ngraphs: 1\n")
+    (gone / "summary.txt").write_text("backend: eager\ngraphs: 1\n")
+    (gone / "guards.guards.txt").write_text("# ===== frame 0 compile 0: f =====\n")
     result = pytester.runpytest("--update-snapshots")
     result.stdout.fnmatch_lines(
         [
