@@ -135,3 +135,55 @@ def test_load_refuses_a_function_with_the_same_bytecode_and_other_constants_or_n
 ) -> None:
     pytester.makepyfile(test_edited=EDITED)
     pytester.runpytest_subprocess("--update-snapshots").assert_outcomes(passed=2)
+
+
+SETTINGS = """
+import runpy, pytest, torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+@pytest.fixture
+def settings(request):
+    yield
+    torch.use_deterministic_algorithms(False)
+    torch.set_default_dtype(torch.float32)
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+@pytest.mark.parametrize("switch", ["deterministic", "float64"])
+def test_fresh(compile_model, settings, switch):
+    if switch == "deterministic":
+        torch.use_deterministic_algorithms(True)
+    else:
+        torch.set_default_dtype(torch.float64)
+    compile_model(Model(), torch.randn(2, 4))
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+def test_named(compile_model, tmp_path):
+    model, x = Model(), torch.randn(2, 4)
+    program = runpy.run_path(str(compile_model(model, x).write_program(tmp_path / "p.py")))
+    run = program["load"](model)
+    with torch.no_grad(), pytest.raises(program["GuardFailure"]) as failed:
+        run(x)
+    print("FAILED:", str(failed.value).splitlines()[-1])
+"""
+
+
+def test_the_fresh_process_runs_under_the_calls_settings_and_a_differing_one_is_named(
+    pytester: pytest.Pytester,
+) -> None:
+    """Deterministic algorithms and the default dtype reach the fresh process; a GLOBAL_STATE
+    guard that fails names the switch, not the whole recorded state."""
+    pytester.makepyfile(test_settings=SETTINGS)
+    result = pytester.runpytest_subprocess("--update-snapshots", "-s")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*FAILED:   frame 0 compile 0 (forward): GLOBAL_STATE differs: grad_mode: recorded true, here false"
+        ]
+    )

@@ -2,7 +2,7 @@
 
 `python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
 CALL holds the model (as before the call), the inputs, grad mode, thread
-count, the case's `grads` and the function that observes the call (the
+count, deterministic algorithms and default dtype (what GLOBAL_STATE guards), the case's `grads` and the function that observes the call (the
 compiled run's own, `check.Observe`: seeded, the same backward); RESULT
 receives what the call observed, the compiles that ran, load and call
 seconds, or the error that stopped it.
@@ -26,6 +26,10 @@ def main(argv: list[str]) -> int:
     program_path, call_path, result_path = argv
     call = torch.load(call_path, weights_only=False)
     torch.set_num_threads(call["num_threads"])
+    torch.use_deterministic_algorithms(
+        call["deterministic"], warn_only=call["deterministic_warn_only"]
+    )
+    torch.set_default_dtype(call["default_dtype"])
     trap_compilation()
     answer: dict[str, Any] = {
         "error": None,
