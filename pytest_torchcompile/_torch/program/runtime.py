@@ -261,6 +261,24 @@ def _switch(name: str, value):
     return json.dumps(value)
 
 
+def recorded_global_state(frames: list):
+    """The settings the first compile was traced under, read from its GLOBAL_STATE guard."""
+    for frame in frames:
+        for compiled in frame["compiles"]:
+            for text in _strings(compiled[1].__code__):
+                if text.startswith("{") and '"grad_mode"' in text:
+                    return json.loads(text)
+    return None
+
+
+def _strings(code):
+    for const in code.co_consts:
+        if isinstance(const, str):
+            yield const
+        elif hasattr(const, "co_consts"):
+            yield from _strings(const)
+
+
 def apply_global_state(state: dict) -> None:
     """Set the recorded grad mode, deterministic algorithms and default dtype in this process."""
     torch.set_grad_enabled(bool(state.get("grad_mode", torch.is_grad_enabled())))
@@ -428,10 +446,18 @@ class Skeleton:
         return f"<Skeleton of {self._class_path}>"
 
 
+#: the class path of a module slot that holds None
+NO_MODULE = "<None>"
+
+
 def rebuild_module(layout: list, state_dict: dict):
     """The module tree of `layout` with the tensors of `state_dict` bound by name."""
     nodes = {}
     for path, class_path, params, buffers, settings in layout:
+        if class_path == NO_MODULE:  # a slot that holds None (`ModuleList([None, ...])`)
+            parent, _, child = path.rpartition(".")
+            nodes[parent]._modules[child] = None
+            continue
         node = Skeleton(class_path)
         for name, literal_source in settings:
             setattr(node, name, eval(literal_source))

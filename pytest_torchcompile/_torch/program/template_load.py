@@ -33,6 +33,7 @@ DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph 
     None  # type: ignore[assignment]
 )
 bind_ids = rebind = import_object = rebuild_module = random_tensor = None  # type: ignore[assignment]
+recorded_global_state = apply_global_state = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
 _KERNELS: dict[str, Any] = {}
@@ -246,6 +247,9 @@ def main() -> None:
         [_argument(a) for a in INPUTS[0]],
         {a[0]: _argument(a) for a in INPUTS[1]},
     )
+    recorded = recorded_global_state(FRAMES)  # e.g. grad mode off: a case recorded under no_grad
+    if recorded is not None:
+        apply_global_state(recorded)
     output = program(*args, **kwargs)
     print(f"ran {ENTRY['name']} ({BACKEND}) on random inputs of the recorded shapes:")
     for line in program.ran:

@@ -3,6 +3,10 @@ Python, meta tensors, an edited file, and settings the call ran under (see docs/
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 FULL_DISK = """
@@ -187,3 +191,47 @@ def test_the_fresh_process_runs_under_the_calls_settings_and_a_differing_one_is_
             "*FAILED:   frame 0 compile 0 (forward): GLOBAL_STATE differs: grad_mode: recorded true, here false"
         ]
     )
+
+
+SCRIPT = """
+import pytest, torch
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.skips = torch.nn.ModuleList([None, torch.nn.ReLU(), None])  # slots without parameters
+
+    def forward(self, x):
+        for skip in self.skips:
+            if skip is not None:
+                x = skip(x)
+        return self.lin(x)
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",))
+def test_no_grad(compile_model, tmp_path):
+    with torch.no_grad():
+        result = compile_model(Block(), torch.randn(2, 4))
+    print("PROGRAM", result.write_program(tmp_path / "program.py"))
+"""
+
+
+def test_python_program_py_runs_a_case_recorded_under_no_grad_with_empty_module_slots(
+    pytester: pytest.Pytester,
+) -> None:
+    """The script restores the grad mode the case was recorded with; the rebuilt module has
+    the None slots and parameterless submodules Dynamo counted."""
+    pytester.makepyfile(test_script=SCRIPT)
+    result = pytester.runpytest_subprocess("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    (line,) = [line for line in result.outlines if "PROGRAM " in line]
+    program = line.split("PROGRAM ", 1)[1].strip()
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{pytester.path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    done = subprocess.run(
+        [sys.executable, program], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ran forward (aot_eager) on random inputs" in done.stdout
