@@ -49,11 +49,15 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def trace_folder(nodeid: str) -> str:
     """A folder name for a test: its node id with `/` and `::` as `-`, other unsafe characters as `_`.
 
-    A short hash of the node id follows where characters were replaced, so
-    two tests never share a folder (`test_a[x/y]` and `test_a[x_y]`).
+    A short hash of the node id follows where characters were replaced, or
+    where a `-` could have been another character (a `-` in the file's path,
+    a `/` or `::` in a parameter id), so two tests never share a folder
+    (`test_a[x/y]`, `test_a[x-y]`, `test_a[x::y]` and `test_a[x_y]`).
     """
     readable = nodeid.replace("::", "-").replace("/", "-")
     safe = re.sub(r"[^A-Za-z0-9._\-\[\]]", "_", readable)[:150]
-    if safe == readable:
+    path, _, rest = nodeid.partition("::")
+    parameters = rest.partition("[")[2]
+    if safe == readable and "-" not in path and "/" not in parameters and "::" not in parameters:
         return safe
     return f"{safe}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"

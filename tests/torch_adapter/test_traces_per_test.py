@@ -100,8 +100,18 @@ def test_tlparse_output_names_both_tests(traced: Path, tmp_path: Path) -> None:
         ("test_m.py::test_a[1-2]", "test_m.py-test_a[1-2]"),
         ("test_m.py::test_a[x y]", "test_m.py-test_a[x_y]-"),
         ("test_m.py::test_a[x_y]", "test_m.py-test_a[x_y]"),
+        ("test_m.py::test_a[x/y]", "test_m.py-test_a[x-y]-"),
+        ("test_m.py::test_a[x::y]", "test_m.py-test_a[x-y]-"),
+        ("my-tests/test_m.py::test_a", "my-tests-test_m.py-test_a-"),
     ],
 )
 def test_trace_folders_are_safe_names_and_never_shared(nodeid: str, folder: str) -> None:
     name = trace_folder(nodeid)
     assert name.startswith(folder) and (name == folder) == (not folder.endswith("-"))
+
+
+def test_ids_that_read_alike_get_folders_of_their_own() -> None:
+    """`/`, `::` and `-` all read as `-`: the ids differ, so must their folders."""
+    ids = ["test_m.py::test_a[x/y]", "test_m.py::test_a[x-y]", "test_m.py::test_a[x::y]"]
+    ids += ["a-b/test_m.py::t", "a/b/test_m.py::t"]
+    assert len({trace_folder(i) for i in ids}) == len(ids)
