@@ -35,6 +35,16 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback in the report
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """`TORCH_TRACE` naming a file (not a folder) would fail every compile at run time: said once, here."""
+    trace = os.environ.get("TORCH_TRACE")
+    if trace and os.path.exists(trace) and not os.path.isdir(trace):
+        raise pytest.UsageError(
+            f"TORCH_TRACE={trace} is a file, not a folder: torch writes its trace files into "
+            "the folder TORCH_TRACE names (created when missing); point it at a folder, or unset it"
+        )
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     """Under `TORCH_TRACE`, the test's trace file lands in a folder of its own (setup to teardown)."""
