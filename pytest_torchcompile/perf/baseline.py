@@ -161,6 +161,9 @@ class BaselineStore:
         """A damaged or foreign file is skipped and reported, never fatal."""
         try:
             return read_file(path)
+        except NewerFormat as exc:
+            self._report(f"skipped the baseline file {self._shown(path)}: {exc}")
+            return None
         except DAMAGE as exc:
             self._report(
                 f"skipped the damaged baseline file {self._shown(path)}: {damage(exc)} "
@@ -310,6 +313,12 @@ def _readable(path: Path) -> BaselineFile:
 def read_file(path: Path) -> BaselineFile:
     """One baseline file; raises one of `DAMAGE` when it is not one."""
     data = json.loads(path.read_text(encoding="utf-8"))
+    found = data.get("format")
+    if isinstance(found, int) and not isinstance(found, bool) and found > FORMAT:
+        raise NewerFormat(
+            f"written by a newer pytest-torchcompile (format {found}; this version reads "
+            f"format {FORMAT}): upgrade pytest-torchcompile to use it"
+        )
     if data.get("format") != FORMAT:
         raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
     extra = {k: v for k, v in data.items() if k not in _KNOWN_FIELDS}
@@ -320,8 +329,14 @@ def read_file(path: Path) -> BaselineFile:
 _KNOWN_FIELDS = frozenset({"cases", "format", "machine"})
 
 
+class NewerFormat(ValueError):
+    """A baseline file of a format a newer version writes: not damaged, not for this version."""
+
+
 def damage(exc: BaseException) -> str:
     """What is wrong with a file, in a line (a RecursionError's message is torch-free but long)."""
+    if isinstance(exc, NewerFormat):
+        return str(exc)
     if isinstance(exc, RecursionError):
         return "nested too deep to be a baseline"
     if isinstance(exc, json.JSONDecodeError):

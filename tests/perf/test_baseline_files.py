@@ -271,3 +271,20 @@ def test_an_update_keeps_the_top_level_fields_it_does_not_know(
     after = json.loads(path.read_text())
     assert after["provenance"] == data["provenance"]
     assert set(after["cases"]) == set(data["cases"])
+
+
+def test_a_baseline_of_a_newer_format_says_so_not_damaged(
+    pytester: pytest.Pytester, baseline: Path
+) -> None:
+    path = recorded(pytester, baseline)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "format": 99}))
+    result = pytester.runpytest("--torchcompile-perf-gate")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"skipped the baseline file perf-baselines/{path.name}: written by a newer "
+            "pytest-torchcompile (format 99; this version reads format 1): upgrade pytest-torchcompile to use it"
+        ]
+    )
+    assert "the damaged baseline" not in result.stdout.str()
