@@ -235,3 +235,24 @@ def test_python_program_py_runs_a_case_recorded_under_no_grad_with_empty_module_
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ran forward (aot_eager) on random inputs" in done.stdout
+
+
+BUILTIN = """
+import pytest, torch
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_builtin(compile_model):
+    compile_model(torch.sin, torch.randn(3))
+"""
+
+
+def test_a_builtin_as_the_model_is_refused_with_the_fix(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_builtin=BUILTIN)
+    result = pytester.runpytest_subprocess("--update-snapshots")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*(a builtin such as torch.sin has no Python code*compile a Python function that calls it*"
+        ]
+    )
+    assert "internal error" not in result.stdout.str()

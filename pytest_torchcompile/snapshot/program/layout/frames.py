@@ -230,6 +230,9 @@ def case_facts(log: CaptureLog, program: ProgramFacts) -> CaseFacts:
         first = log.bytecode[0].original.co_name if log.bytecode else "?"
         raise ProgramRefused(
             "the case",
-            f"its first compiled frame ({first}) is neither the model's forward nor the compiled function",
+            f"its first compiled frame ({first}) is neither the model's forward nor the compiled "
+            "function (a builtin such as torch.sin has no Python code, so torch.compile compiles "
+            "a wrapper of its own): compile a Python function that calls it instead, "
+            "e.g. `def f(x): return torch.sin(x)` at module level",
         )
     return facts
