@@ -35,6 +35,16 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback in the report
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """`TORCH_TRACE` naming a file (not a folder) would fail every compile at run time: said once, here."""
+    trace = os.environ.get("TORCH_TRACE")
+    if trace and os.path.exists(trace) and not os.path.isdir(trace):
+        raise pytest.UsageError(
+            f"TORCH_TRACE={trace} is a file, not a folder: torch writes its trace files into "
+            "the folder TORCH_TRACE names (created when missing); point it at a folder, or unset it"
+        )
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     """Under `TORCH_TRACE`, the test's trace file lands in a folder of its own (setup to teardown)."""
@@ -49,11 +59,15 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def trace_folder(nodeid: str) -> str:
     """A folder name for a test: its node id with `/` and `::` as `-`, other unsafe characters as `_`.
 
-    A short hash of the node id follows where characters were replaced, so
-    two tests never share a folder (`test_a[x/y]` and `test_a[x_y]`).
+    A short hash of the node id follows where characters were replaced, or
+    where a `-` could have been another character (a `-` in the file's path,
+    a `/` or `::` in a parameter id), so two tests never share a folder
+    (`test_a[x/y]`, `test_a[x-y]`, `test_a[x::y]` and `test_a[x_y]`).
     """
     readable = nodeid.replace("::", "-").replace("/", "-")
     safe = re.sub(r"[^A-Za-z0-9._\-\[\]]", "_", readable)[:150]
-    if safe == readable:
+    path, _, rest = nodeid.partition("::")
+    parameters = rest.partition("[")[2]
+    if safe == readable and "-" not in path and "/" not in parameters and "::" not in parameters:
         return safe
     return f"{safe}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"

@@ -158,11 +158,13 @@ def _version(package: str) -> str | None:
 
 @dataclass
 class BaselineFile:
-    """One machine's file as read: its fingerprint and its cases."""
+    """One machine's file as read: its fingerprint, its cases, and top-level fields this
+    version does not know (a newer version's data, written back untouched)."""
 
     path: Path
     machine: Machine
     cases: dict[str, dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -194,6 +196,9 @@ class BaselineStore:
         """A damaged or foreign file is skipped and reported, never fatal."""
         try:
             return read_file(path)
+        except NewerFormat as exc:
+            self._report(f"skipped the baseline file {self._shown(path)}: {exc}")
+            return None
         except DAMAGE as exc:
             self._report(
                 f"skipped the damaged baseline file {self._shown(path)}: {damage(exc)} "
@@ -255,11 +260,16 @@ class BaselineStore:
             with folder_lock(self.root):
                 for leftover in leftover_temps(self.root, self.started, _is_baseline_name):
                     leftover.unlink(missing_ok=True)
-                cases = self._own_cases()
+                cases, extra = self._own_cases()
                 cases.update(
                     {name: record.to_json(samples=False) for name, record in records.items()}
                 )
-                data = {"cases": cases, "format": FORMAT, "machine": self.machine.to_json()}
+                data = {
+                    **extra,
+                    "cases": cases,
+                    "format": FORMAT,
+                    "machine": self.machine.to_json(),
+                }
                 atomic_write_text(self.path, dumps(data) + "\n")
         except OSError as exc:
             raise BaselineWriteError(
@@ -269,14 +279,15 @@ class BaselineStore:
         self._files = None
         return self.path
 
-    def _own_cases(self) -> dict[str, dict[str, Any]]:
-        """This machine's cases as the file holds them now; none when there is no file yet.
+    def _own_cases(self) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+        """This machine's cases as the file holds them now, and its fields this version does not
+        know; none when there is no file yet.
 
         A file that cannot be read is never replaced by this run's cases
         alone: `BaselineWriteError` names it and the fix.
         """
         if not self.path.exists():
-            return {}
+            return {}, {}
         try:
             found = read_file(self.path)
         except DAMAGE as exc:
@@ -292,7 +303,7 @@ class BaselineStore:
                 "machine's fingerprint under this machine's file name (edited by hand?); nothing was "
                 "written: delete it, then re-record with pytest --torchcompile-perf-update-baseline"
             )
-        return dict(found.cases)
+        return dict(found.cases), found.extra
 
 
 def merge_runs(base: Path, runs: list[Path]) -> list[str]:
@@ -308,12 +319,13 @@ def merge_runs(base: Path, runs: list[Path]) -> list[str]:
 
 
 def _merge_file(target: Path, versions: list[Path]) -> str:
-    start = _readable(target).cases if target.exists() else {}
+    base = _readable(target) if target.exists() else None
+    start, extra = (base.cases, base.extra) if base is not None else ({}, {})
     merged, changed_by = dict(start), {}
     machine = None
     for version in (v for v in versions if v.exists()):
         found = _readable(version)
-        machine = machine or found.machine
+        machine, extra = machine or found.machine, {**found.extra, **extra}
         for case, record in found.cases.items():
             if start.get(case) == record:
                 continue
@@ -325,7 +337,7 @@ def _merge_file(target: Path, versions: list[Path]) -> str:
             merged[case], changed_by[case] = record, version.parent
     if machine is None or not changed_by:
         return f"{target.name}: unchanged"
-    data = {"cases": merged, "format": FORMAT, "machine": machine.to_json()}
+    data = {**extra, "cases": merged, "format": FORMAT, "machine": machine.to_json()}
     atomic_write_text(target, dumps(data) + "\n")
     return f"{target.name}: {len(changed_by)} case(s) from {len(set(changed_by.values()))} run(s)"
 
@@ -342,13 +354,30 @@ def _readable(path: Path) -> BaselineFile:
 def read_file(path: Path) -> BaselineFile:
     """One baseline file; raises one of `DAMAGE` when it is not one."""
     data = json.loads(path.read_text(encoding="utf-8"))
+    found = data.get("format")
+    if isinstance(found, int) and not isinstance(found, bool) and found > FORMAT:
+        raise NewerFormat(
+            f"written by a newer pytest-torchcompile (format {found}; this version reads "
+            f"format {FORMAT}): upgrade pytest-torchcompile to use it"
+        )
     if data.get("format") != FORMAT:
         raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
-    return BaselineFile(path, Machine.from_json(data["machine"]), dict(data["cases"]))
+    extra = {k: v for k, v in data.items() if k not in _KNOWN_FIELDS}
+    return BaselineFile(path, Machine.from_json(data["machine"]), dict(data["cases"]), extra)
+
+
+#: the top-level fields this version writes; any other is kept as it was read
+_KNOWN_FIELDS = frozenset({"cases", "format", "machine"})
+
+
+class NewerFormat(ValueError):
+    """A baseline file of a format a newer version writes: not damaged, not for this version."""
 
 
 def damage(exc: BaseException) -> str:
     """What is wrong with a file, in a line (a RecursionError's message is torch-free but long)."""
+    if isinstance(exc, NewerFormat):
+        return str(exc)
     if isinstance(exc, RecursionError):
         return "nested too deep to be a baseline"
     if isinstance(exc, json.JSONDecodeError):

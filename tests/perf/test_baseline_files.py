@@ -256,3 +256,35 @@ def test_merging_two_runs_that_changed_one_case_differently_writes_nothing(
     (one / machine.filename()).write_text("{")
     done = merge_baselines(base, one)
     assert done.returncode == 2 and "cannot be read (not JSON" in done.stderr
+
+
+def test_an_update_keeps_the_top_level_fields_it_does_not_know(
+    pytester: pytest.Pytester, baseline: Path
+) -> None:
+    """A newer version's data in the file survives an update by this one, as it was."""
+    path = recorded(pytester, baseline)
+    data = json.loads(path.read_text())
+    data["provenance"] = {"runner": "ci-7", "note": "written by a newer pytest-torchcompile"}
+    path.write_text(json.dumps(data))
+    result = pytester.runpytest("--torchcompile-perf-update-baseline", "-k", "test_a")
+    result.assert_outcomes(passed=1)
+    after = json.loads(path.read_text())
+    assert after["provenance"] == data["provenance"]
+    assert set(after["cases"]) == set(data["cases"])
+
+
+def test_a_baseline_of_a_newer_format_says_so_not_damaged(
+    pytester: pytest.Pytester, baseline: Path
+) -> None:
+    path = recorded(pytester, baseline)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "format": 99}))
+    result = pytester.runpytest("--torchcompile-perf-gate")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"skipped the baseline file perf-baselines/{path.name}: written by a newer "
+            "pytest-torchcompile (format 99; this version reads format 1): upgrade pytest-torchcompile to use it"
+        ]
+    )
+    assert "the damaged baseline" not in result.stdout.str()

@@ -71,6 +71,11 @@ def test_reprs_that_are_not_python_become_strings_and_strings_stay_as_written() 
     }
 
 
+def test_a_lambdas_repr_with_angle_brackets_inside_is_one_string() -> None:
+    fn = "<function M.__init__.<locals>.<lambda> at 0x7f3a>"
+    assert parse_repr(f"M(fn={fn}, n=1)").fields == {"fn": fn, "n": 1}
+
+
 def test_an_unknown_expression_is_named_with_file_names_not_paths() -> None:
     text = (
         "ViewAndMutationMeta(input_info=[], x=load('/home/ci/checkout/models/deep/model.py') + 1)"

@@ -100,8 +100,31 @@ def test_tlparse_output_names_both_tests(traced: Path, tmp_path: Path) -> None:
         ("test_m.py::test_a[1-2]", "test_m.py-test_a[1-2]"),
         ("test_m.py::test_a[x y]", "test_m.py-test_a[x_y]-"),
         ("test_m.py::test_a[x_y]", "test_m.py-test_a[x_y]"),
+        ("test_m.py::test_a[x/y]", "test_m.py-test_a[x-y]-"),
+        ("test_m.py::test_a[x::y]", "test_m.py-test_a[x-y]-"),
+        ("my-tests/test_m.py::test_a", "my-tests-test_m.py-test_a-"),
     ],
 )
 def test_trace_folders_are_safe_names_and_never_shared(nodeid: str, folder: str) -> None:
     name = trace_folder(nodeid)
     assert name.startswith(folder) and (name == folder) == (not folder.endswith("-"))
+
+
+def test_ids_that_read_alike_get_folders_of_their_own() -> None:
+    """`/`, `::` and `-` all read as `-`: the ids differ, so must their folders."""
+    ids = ["test_m.py::test_a[x/y]", "test_m.py::test_a[x-y]", "test_m.py::test_a[x::y]"]
+    ids += ["a-b/test_m.py::t", "a/b/test_m.py::t"]
+    assert len({trace_folder(i) for i in ids}) == len(ids)
+
+
+def test_torch_trace_naming_a_file_is_a_usage_error_saying_so(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not one `NotADirectoryError` per test: the setting is named once, with the fix."""
+    (pytester.path / "trace.log").write_text("not a folder\n")
+    monkeypatch.setenv("TORCH_TRACE", str(pytester.path / "trace.log"))
+    pytester.makepyfile(test_two=TWO_TESTS)
+    result = pytester.runpytest_subprocess("--update-snapshots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: TORCH_TRACE=*trace.log is a file, not a folder: *"])
+    assert "NotADirectoryError" not in result.stdout.str() + result.stderr.str()

@@ -19,12 +19,13 @@ from typing import Any
 #: one token of the repr that needs rewriting before `ast` reads it, or a string literal that must
 #: not be (a stack trace quoted in a field holds `File "<eval_with_key>.3"`): tried at each position
 #: left to right, so a string is consumed whole before a `<` inside it is seen. The reprs that are
-#: not Python: `<OutputType.non_alias: 1>`, `<class 'x.Y'>`, `<function f at 0x..>`.
+#: not Python: `<OutputType.non_alias: 1>`, `<class 'x.Y'>`, `<function f at 0x..>`, and a
+#: lambda's `<function M.__init__.<locals>.<lambda> at 0x..>`.
 _TOKEN = re.compile(
     r"""(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
     r"|<(?P<enum>\w+)\.(?P<member>\w+): [^<>]*>"
     r"|<class '(?P<cls>[^']*)'>"
-    r"|(?P<other><[^<>]*>)"
+    r"|(?P<other><(?:[^<>]|<[^<>]*>)*>)"  # one level nested: `<function f.<locals>.<lambda> at 0x..>`
 )
 #: how much of an unexpected expression the error message quotes, and a file path in it
 _QUOTED = 80

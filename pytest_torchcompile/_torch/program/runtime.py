@@ -86,7 +86,10 @@ def first_failing(*checks):
             raised = f"  (raised {type(exc).__name__}: {exc})"
         code = check.__code__
         line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-        return (line.removeprefix("lambda: ").rstrip(",") or code.co_name) + raised
+        line = line.removeprefix("lambda: ").rstrip(",") or code.co_name
+        if line.startswith("global_state_matches(") and _GLOBAL_STATE_DIFFERS and not raised:
+            return "GLOBAL_STATE differs: " + "; ".join(_GLOBAL_STATE_DIFFERS)
+        return line + raised
     return None
 
 
@@ -219,9 +222,18 @@ _DEFAULT_DTYPES = {
 }
 
 
+#: the switches of the last GLOBAL_STATE check that failed, for its guard's line (`first_failing`)
+_GLOBAL_STATE_DIFFERS: list[str] = []
+
+
 def global_state_matches(recorded: str) -> bool:
     """GLOBAL_STATE: the process-wide settings the graph was traced under (those a test changes)."""
-    state = json.loads(recorded)
+    _GLOBAL_STATE_DIFFERS[:] = global_state_differences(json.loads(recorded))
+    return not _GLOBAL_STATE_DIFFERS
+
+
+def global_state_differences(state: dict) -> list[str]:
+    """Each recorded switch that differs here, as `name: recorded X, here Y`."""
     autocast = state.get("autocast_state", {})
     now = {
         "grad_mode": torch.is_grad_enabled(),
@@ -235,8 +247,49 @@ def global_state_matches(recorded: str) -> bool:
         "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
     }
     autocast_on = any(torch.is_autocast_enabled(d) for d in ("cpu", "cuda", "xpu", "mps", "hpu"))
-    same = all(state[name] == value for name, value in now.items() if name in state)
-    return same and any(autocast.get("enabled", [])) == autocast_on
+    now["autocast"], state = autocast_on, {**state, "autocast": any(autocast.get("enabled", []))}
+    return [
+        f"{name}: recorded {_switch(name, state[name])}, here {_switch(name, value)}"
+        for name, value in now.items()
+        if name in state and state[name] != value
+    ]
+
+
+def _switch(name: str, value):
+    if name == "default_dtype":
+        return next((str(d) for d, n in _DEFAULT_DTYPES.items() if n == value), value)
+    return json.dumps(value)
+
+
+def recorded_global_state(frames: list):
+    """The settings the first compile was traced under, read from its GLOBAL_STATE guard."""
+    for frame in frames:
+        for compiled in frame["compiles"]:
+            for text in _strings(compiled[1].__code__):
+                if text.startswith("{") and '"grad_mode"' in text:
+                    return json.loads(text)
+    return None
+
+
+def _strings(code):
+    for const in code.co_consts:
+        if isinstance(const, str):
+            yield const
+        elif hasattr(const, "co_consts"):
+            yield from _strings(const)
+
+
+def apply_global_state(state: dict) -> None:
+    """Set the recorded grad mode, deterministic algorithms and default dtype in this process."""
+    torch.set_grad_enabled(bool(state.get("grad_mode", torch.is_grad_enabled())))
+    if "deterministic_algorithms" in state:
+        torch.use_deterministic_algorithms(
+            bool(state["deterministic_algorithms"]),
+            warn_only=bool(state.get("deterministic_algorithms_warn_only", False)),
+        )
+    dtype = next((d for d, n in _DEFAULT_DTYPES.items() if n == state.get("default_dtype")), None)
+    if dtype is not None:
+        torch.set_default_dtype(dtype)
 
 
 def dispatch_keys(t: torch.Tensor) -> str:
@@ -393,10 +446,18 @@ class Skeleton:
         return f"<Skeleton of {self._class_path}>"
 
 
+#: the class path of a module slot that holds None
+NO_MODULE = "<None>"
+
+
 def rebuild_module(layout: list, state_dict: dict):
     """The module tree of `layout` with the tensors of `state_dict` bound by name."""
     nodes = {}
     for path, class_path, params, buffers, settings in layout:
+        if class_path == NO_MODULE:  # a slot that holds None (`ModuleList([None, ...])`)
+            parent, _, child = path.rpartition(".")
+            nodes[parent]._modules[child] = None
+            continue
         node = Skeleton(class_path)
         for name, literal_source in settings:
             setattr(node, name, eval(literal_source))

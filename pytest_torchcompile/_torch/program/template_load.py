@@ -33,6 +33,7 @@ DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph 
     None  # type: ignore[assignment]
 )
 bind_ids = rebind = import_object = rebuild_module = random_tensor = None  # type: ignore[assignment]
+recorded_global_state = apply_global_state = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
 _KERNELS: dict[str, Any] = {}
@@ -121,12 +122,31 @@ def _import_entry() -> Any:
 
 
 def _check_code(function: Any) -> None:
-    """The function given must be the one compiled: same bytecode (its source may have moved)."""
+    """The function given must be the one compiled: same code (its source may have moved)."""
     code = getattr(function, "__code__", None)
-    if code is None or hashlib.sha256(code.co_code).hexdigest()[:16] != ENTRY["code"]:
+    if code is None or code_digest(code) != ENTRY["code"]:
         raise RuntimeError(
-            f"{function!r} is not the {ENTRY['name']} this file was written from (its bytecode differs)"
+            f"{function!r} is not the {ENTRY['name']} this file was written from (its bytecode, "
+            "constants or the names it reads differ: write the file again from this code)"
         )
+
+
+def code_digest(code: Any) -> str:
+    """16 hex digits of what a function does: its bytecode, its constants (nested code by its own
+    digest) and the names it reads; `x * 2 + 1` and `x * 3 + 5` share the bytecode, not this."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    parts += [_constant_text(c).encode() for c in code.co_consts]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def _constant_text(value: Any) -> str:
+    """A constant as text that is the same in every process (a frozenset's order is not)."""
+    if hasattr(value, "co_code"):
+        return "code:" + code_digest(value)
+    if isinstance(value, (tuple, frozenset)):
+        items = [_constant_text(v) for v in value]
+        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, frozenset) else items)})"
+    return repr(value)
 
 
 def load(module: Any = None, *, state_dict: Any = None) -> Program:
@@ -227,6 +247,9 @@ def main() -> None:
         [_argument(a) for a in INPUTS[0]],
         {a[0]: _argument(a) for a in INPUTS[1]},
     )
+    recorded = recorded_global_state(FRAMES)  # e.g. grad mode off: a case recorded under no_grad
+    if recorded is not None:
+        apply_global_state(recorded)
     output = program(*args, **kwargs)
     print(f"ran {ENTRY['name']} ({BACKEND}) on random inputs of the recorded shapes:")
     for line in program.ran:

@@ -64,11 +64,12 @@ def side_by_side(old: str, new: str, old_label: str, new_label: str, rows: int =
 
     Hunks after the first `rows` table rows are left out, whole, and a last
     row says how many (a torch upgrade can reword every guard of a file).
+    difflib escapes the lines but puts the labels in as markup: they are
+    escaped here (a file name comes from whoever wrote the snapshot folder).
     """
     differ = difflib.HtmlDiff(wrapcolumn=WRAP)
-    table = differ.make_table(
-        _broken(old), _broken(new), old_label, new_label, context=True, numlines=3
-    )
+    labels = escape(old_label), escape(new_label)
+    table = differ.make_table(_broken(old), _broken(new), *labels, context=True, numlines=3)
     table = table.replace(
         "&nbsp;", " "
     )  # the cells keep spaces (white-space: pre): a third smaller

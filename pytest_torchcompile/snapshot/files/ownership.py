@@ -1,8 +1,8 @@
 """The deletion rule, enforced here and only here.
 
 The plugin deletes or overwrites only files it can show it wrote: its own
-file names (artifact files, and temp files of the exact name
-`common/files.py` writes), in folders of its own collected tests, under a
+file names (artifact files that begin as it writes them, and temp files of
+the exact name `common/files.py` writes), in folders of its own collected tests, under a
 snapshot root inside the rootdir, never through a symbolic link out of the
 root; and it deletes nothing in a folder it shares with files it does not
 know (such a folder is left whole: its files are reported, not deleted).
@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .paths import is_own_file
+from .paths import is_own_file, reads_as_written
 
 #: syrupy's snapshot folders: syrupy deletes what it does not know in them.
 SYRUPY_FOLDER = "__snapshots__"
@@ -76,10 +76,15 @@ def write_problem(path: Path, root: Path, show: Callable[[Path], str] = str) -> 
 
 
 def delete_problem(path: Path, root: Path, show: Callable[[Path], str] = str) -> str | None:
-    """Why the plugin may not delete `path`, or None: its own name, a regular file,
+    """Why the plugin may not delete `path`, or None: its own name and first bytes, a regular file,
     under `root` once links are followed, in a folder holding only the plugin's files."""
     if not is_own_file(path.name) or path.is_symlink():
         return f"{path.name} is not a file pytest-torchcompile writes"
+    if not reads_as_written(path):
+        return (
+            f"{path.name} does not begin as pytest-torchcompile writes it (another tool's file "
+            "of the same name?), so it is not deleted: delete it yourself if it is a snapshot"
+        )
     problem = write_problem(path, root, show)
     if problem is not None:
         return problem

@@ -142,3 +142,25 @@ def is_temp_file(name: str) -> bool:
 def is_own_file(name: str) -> bool:
     """A name the plugin writes into a snapshot folder: an artifact file or its temp file."""
     return is_artifact_file(name) or is_temp_file(name)
+
+
+#: how the plugin begins each file it writes: the summary with its backend line, any other
+#: artifact with a `#` comment (a frame header, or a line saying why it is empty)
+_SUMMARY_START, _COMMENT_START = b"backend: ", b"#"
+
+
+def reads_as_written(path: Path) -> bool:
+    """Whether an artifact-named file begins as the plugin writes it.
+
+    A name alone proves nothing: a user's `tests/data/report/summary.txt`
+    shares it. A file that does not begin as the plugin's is not judged
+    stale, nor deleted (temp files are judged by their exact name).
+    """
+    if not is_artifact_file(path.name):
+        return is_temp_file(path.name)
+    start = _SUMMARY_START if path.name == artifact_filename("summary") else _COMMENT_START
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(start)) == start
+    except OSError:
+        return False

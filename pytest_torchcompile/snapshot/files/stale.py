@@ -16,12 +16,16 @@ the controller judges once, after every worker is done.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .paths import base_name, is_artifact_file
+from .paths import base_name, is_artifact_file, reads_as_written
+
+#: what `{torch}` resolves to in a snapshot folder template
+_TORCH_VERSION = re.compile(r"\d+\.\d+")
 
 
 @dataclass
@@ -109,13 +113,24 @@ def find_stale(root: Path, rootdir: Path, inventory: Inventory) -> list[StaleFol
 
 
 def _snapshot_folders(root: Path) -> Iterable[Path]:
+    """Folders whose artifact-named files all read as the plugin's (`reads_as_written`);
+    another torch's set (`<root>/2.11/...` when the root once held `{torch}` sets) is not walked."""
     for dirpath, dirnames, filenames in os.walk(root):  # does not follow symlinks
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        if any(
-            is_artifact_file(name) and not os.path.islink(os.path.join(dirpath, name))
+        dirnames[:] = sorted(
+            d for d in dirnames if not d.startswith(".") and not _torch_set(root, dirpath, d)
+        )
+        own = [
+            Path(dirpath, name)
             for name in filenames
-        ):
+            if is_artifact_file(name) and not os.path.islink(os.path.join(dirpath, name))
+        ]
+        if own and all(reads_as_written(path) for path in own):
             yield Path(dirpath)
+
+
+def _torch_set(root: Path, dirpath: str, name: str) -> bool:
+    """A folder named as `{torch}` resolves (`2.11`): a set of its own, not a test's folder."""
+    return _TORCH_VERSION.fullmatch(name) is not None and Path(dirpath) == root
 
 
 def _why_stale(folder: Path, root: Path, rootdir: Path, inventory: Inventory) -> str | None:

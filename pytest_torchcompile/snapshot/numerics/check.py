@@ -247,6 +247,8 @@ def _identical(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device or a.layout != b.layout:
             return False
+        if a.is_meta:  # a meta tensor has no values: its shape, dtype and device are all it holds
+            return True
         if a.layout != torch.strided:
             a, b = a.to_dense(), b.to_dense()
         same = a == b

@@ -10,6 +10,7 @@ did not write and proves it survives byte for byte.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -237,8 +238,8 @@ def test_the_deleted_count_counts_files(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_s="def test_keep(compile_model):\n    pass\n")
     gone = pytester.path / "snapshots" / "test_gone" / "test_x"
     gone.mkdir(parents=True)
-    for name in ("summary.txt", "guards.guards.txt"):
-        (gone / name).write_text("graphs: 1\n")
+    (gone / "summary.txt").write_text("backend: eager\ngraphs: 1\n")
+    (gone / "guards.guards.txt").write_text("# ===== frame 0 compile 0: f =====\n")
     result = pytester.runpytest("--update-snapshots")
     result.stdout.fnmatch_lines(
         [
@@ -247,3 +248,40 @@ def test_the_deleted_count_counts_files(pytester: pytest.Pytester) -> None:
         ]
     )
     assert not gone.exists()
+
+
+# --- a folder is the plugin's by its files' contents, not their names ------------------
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_a_folder_of_artifact_names_the_plugin_did_not_write_is_never_stale(
+    pytester: pytest.Pytester, through_link: bool
+) -> None:
+    """The user's report data (`summary.txt`, `guards.guards.txt`) under a root that also
+    holds no test file: it looks like a deleted test's folder by its names only."""
+    pytester.makepyfile(test_s=TWO_ARTIFACTS)
+    data = "results" if through_link else "tests"
+    victim = plant_victim(pytester.path / data / "data" / "report")
+    if through_link:
+        (pytester.path / "snaps").symlink_to(pytester.path / "results")
+    root = "snaps" if through_link else "tests"
+    result = pytester.runpytest("--update-snapshots", "-o", f"torchcompile_snapshot_dir={root}")
+    result.assert_outcomes(passed=1)
+    assert "stale:" not in result.stdout.str()
+    assert tree_digest(pytester.path / data / "data" / "report") == victim
+    assert (pytester.path / data / "test_s" / "test_s" / "summary.txt").is_file()
+
+
+def test_another_torchs_set_under_the_root_is_never_stale(pytester: pytest.Pytester) -> None:
+    """Sets recorded under `snapshots/{torch}/{device}`, then an update with the plain root."""
+    pytester.makepyfile(test_s=TWO_ARTIFACTS)
+    per_torch = "torchcompile_snapshot_dir=snapshots/{torch}/{device}"
+    pytester.runpytest("--update-snapshots", "-o", per_torch).assert_outcomes(passed=1)
+    (recorded,) = (pytester.path / "snapshots").iterdir()
+    shutil.copytree(recorded, pytester.path / "snapshots" / "2.11")
+    before = tree_digest(pytester.path / "snapshots")
+    result = pytester.runpytest("--update-snapshots", "-o", "torchcompile_snapshot_dir=snapshots")
+    result.assert_outcomes(passed=1)
+    assert "stale:" not in result.stdout.str()
+    after = tree_digest(pytester.path / "snapshots")
+    assert {k: v for k, v in after.items() if k in before} == before

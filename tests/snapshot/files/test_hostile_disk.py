@@ -495,7 +495,7 @@ def make_stale_tree(pytester: pytest.Pytester) -> Path:
         "test_b/test_old",
     ):
         (root / folder).mkdir(parents=True)
-        (root / folder / "summary.txt").write_text("graphs: 1\n")
+        (root / folder / "summary.txt").write_text("backend: eager\ngraphs: 1\n")
     (root / "test_gone/test_x/README.txt").write_text("notes\n")
     return root
 

@@ -38,7 +38,7 @@ def test_a_groups_update_keeps_the_other_groups_snapshots(
     root = pytester.path / "snapshots"
     stale = root / "test_m" / "test_gone"
     stale.mkdir()
-    (stale / "summary.txt").write_text("graphs: 1\n")
+    (stale / "summary.txt").write_text("backend: eager\ngraphs: 1\n")
     before = tree_digest(root)
 
     monkeypatch.setenv("OP", "cos")  # every snapshot changes

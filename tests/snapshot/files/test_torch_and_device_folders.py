@@ -201,7 +201,7 @@ def test_stale_folders_of_every_devices_set_are_reported(pytester: pytest.Pytest
         for test in ("test_m", "test_gone"):
             folder = pytester.path / f"snapshots/{TORCH}/{device}/test_m/{test}"
             folder.mkdir(parents=True)
-            (folder / "summary.txt").write_text("graphs: 1\n")
+            (folder / "summary.txt").write_text("backend: eager\ngraphs: 1\n")
     result = pytester.runpytest("--update-snapshots")
     result.assert_outcomes(passed=1)
     lines = sorted(line for line in result.outlines if "test_gone" in line)

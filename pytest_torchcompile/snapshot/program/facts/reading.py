@@ -29,6 +29,7 @@ from ...._torch.formats import (
     UNNAMED_SCOPE_PREFIX,
 )
 from ...._torch.guard_tree import GuardRow
+from ...._torch.program.runtime import NO_MODULE
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
 from ...emit.values import literal
@@ -273,7 +274,8 @@ def arg_spec(name: str, value: object) -> ArgSpec:
 
 
 def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
-    """Every module of the tree with its own parameters, buffers and plain settings."""
+    """Every module of the tree with its own parameters, buffers and plain settings, and each
+    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many."""
     layouts = []
     for path, module in model.named_modules(remove_duplicate=False):
         params = tuple(tensor_spec(n, p) for n, p in module._parameters.items() if p is not None)
@@ -284,4 +286,9 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
             if not k.startswith("_") and (text := literal(v)) is not None
         )
         layouts.append(SubmoduleLayout(path, import_path(type(module)), params, buffers, settings))
+        layouts += [  # a None slot counts in len(_modules), which Dynamo guards
+            SubmoduleLayout(f"{path}.{name}" if path else name, NO_MODULE, (), (), ())
+            for name, child in module._modules.items()
+            if child is None
+        ]
     return tuple(layouts)

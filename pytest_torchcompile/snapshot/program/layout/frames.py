@@ -118,9 +118,10 @@ def compile_plan(
     log: CaptureLog, record: BytecodeRecord, facts: FrameFacts, backend: str, where: str
 ) -> CompilePlan:
     label = frame_label(record.key)
+    name = f"{label}_{python_name(record.original.co_name)}"
     translation = _translated(
         record.transformed,
-        f"{label}_{record.original.co_name}",
+        name,
         where,
         f"__const_{label}_",
     )
@@ -142,13 +143,10 @@ def compile_plan(
         )
     graph = graph_code(log, record.key, label, backend, where) if graphs else None
     guards, guards_name, not_checked = guard_source(
-        record.key, record.original.co_name, log.guards.get(record.key, ())
+        record.key, python_name(record.original.co_name), log.guards.get(record.key, ())
     )
     ids = [(f.source, f.how, f.target) for f in facts.ids]
-    code = _with_closure(
-        translation.source, record.transformed, f"{label}_{record.original.co_name}"
-    )
-    name = f"{label}_{record.original.co_name}"
+    code = _with_closure(translation.source, record.transformed, name)
     return CompilePlan(
         record.key,
         label,
@@ -163,6 +161,11 @@ def compile_plan(
         graph,
         graphs[0] if graphs else "",
     )
+
+
+def python_name(name: str) -> str:
+    """A code object's name as a `def` can take it: a lambda's `<lambda>` becomes `_lambda_`."""
+    return re.sub(r"\W", "_", name)
 
 
 def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:
@@ -227,6 +230,9 @@ def case_facts(log: CaptureLog, program: ProgramFacts) -> CaseFacts:
         first = log.bytecode[0].original.co_name if log.bytecode else "?"
         raise ProgramRefused(
             "the case",
-            f"its first compiled frame ({first}) is neither the model's forward nor the compiled function",
+            f"its first compiled frame ({first}) is neither the model's forward nor the compiled "
+            "function (a builtin such as torch.sin has no Python code, so torch.compile compiles "
+            "a wrapper of its own): compile a Python function that calls it instead, "
+            "e.g. `def f(x): return torch.sin(x)` at module level",
         )
     return facts

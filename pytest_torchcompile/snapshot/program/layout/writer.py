@@ -12,7 +12,6 @@ run differently from the compiled model.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
 from ...._torch.program import template_load
 from ....common.capture_log import CaptureLog
+from ....common.files import atomic_write_text
 from ...emit.values import constant_source, text_literal
 from ..facts.data import ArgSpec, CaseFacts, CompileSettings, Installed, ProgramFacts, TensorSpec
 from .frames import FramePlan, case_facts, plan_frames
@@ -81,11 +81,14 @@ def program_text(log: CaptureLog, program: ProgramFacts, backend: str) -> str:
 
 
 def write_program(log: CaptureLog, program: ProgramFacts, backend: str, path: Path) -> Path:
-    """Write the file to `path` (its folder made if needed); ProgramRefused when it cannot be written."""
+    """Write the file to `path` (its folder made if needed); ProgramRefused when it cannot be written.
+
+    Written as the snapshots are (a temp file, then a rename): a full disk
+    leaves the user's earlier file at `path` whole, not truncated.
+    """
     text = program_text(log, program, backend)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    atomic_write_text(path, text)
     return path
 
 
@@ -131,7 +134,7 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "name": case.entry_name,
         "path": case.entry_path,
         "method": case.method,
-        "code": hashlib.sha256(case.entry_code.co_code).hexdigest()[:16],
+        "code": template_load.code_digest(case.entry_code),
     }
     layout = [
         (

@@ -119,7 +119,13 @@ class ProgramCheck:
             "kwargs": dict(kwargs),
             "grads": grads,
         }
-        payload.update(grad_enabled=torch.is_grad_enabled(), num_threads=torch.get_num_threads())
+        payload.update(
+            grad_enabled=torch.is_grad_enabled(),
+            num_threads=torch.get_num_threads(),
+            deterministic=torch.are_deterministic_algorithms_enabled(),
+            deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
+            default_dtype=torch.get_default_dtype(),
+        )  # the settings Dynamo's GLOBAL_STATE guard holds the call to
         try:
             answer = call_fresh_process(
                 self.processes,

@@ -2,7 +2,7 @@
 
 `python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
 CALL holds the model (as before the call), the inputs, grad mode, thread
-count, the case's `grads` and the function that observes the call (the
+count, deterministic algorithms and default dtype (what GLOBAL_STATE guards), the case's `grads` and the function that observes the call (the
 compiled run's own, `check.Observe`: seeded, the same backward); RESULT
 receives what the call observed, the compiles that ran, load and call
 seconds, or the error that stopped it.
@@ -26,6 +26,10 @@ def main(argv: list[str]) -> int:
     program_path, call_path, result_path = argv
     call = torch.load(call_path, weights_only=False)
     torch.set_num_threads(call["num_threads"])
+    torch.use_deterministic_algorithms(
+        call["deterministic"], warn_only=call["deterministic_warn_only"]
+    )
+    torch.set_default_dtype(call["default_dtype"])
     trap_compilation()
     answer: dict[str, Any] = {
         "error": None,
@@ -38,6 +42,7 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         namespace = runpy.run_path(program_path)
         model = call["model"]
+        _fill_einops_registry(call["args"], call["kwargs"])
         program = (
             namespace["load"](model) if isinstance(model, torch.nn.Module) else namespace["load"]()
         )
@@ -51,6 +56,17 @@ def main(argv: list[str]) -> int:
         answer["error"] = _failure(exc)
     torch.save(answer, result_path)
     return 0
+
+
+def _fill_einops_registry(args: Any, kwargs: Any) -> None:
+    """einops fills its backend registry (`_type2backend`) on first use, and Dynamo guards the
+    registry's first key: where the model uses einops, fill it here as the compiling process had
+    it (torch's backend first), so that the guards see the same registry, not an empty one."""
+    backends = sys.modules.get("einops._backends")
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    tensor = next((t for t in leaves if isinstance(t, torch.Tensor)), None)
+    if backends is not None and tensor is not None and not backends._type2backend:
+        backends.get_backend(tensor)
 
 
 def _failure(exc: BaseException) -> str:
