@@ -41,8 +41,11 @@ RANDOM_OP = re.compile(
 #: `# graph id: 1398...`: a graph module's object id (pre-grad graphs)
 GRAPH_ID = re.compile(r"(# graph id: )\d+")
 #: `<eval_with_key>.97`: the file name FX gives the code of a GraphModule, numbered by a
-#: process-global counter (`# File: <eval_with_key>.97:5 in forward` in a graph that inlined one)
-FX_EVAL_KEY = re.compile(r"(<eval_with_key>\.)\d+")
+#: process-global counter (`# File: <eval_with_key>.97:5 in forward` in a graph that inlined one);
+#: a GraphModule traced from a function is named after it too (`<eval_with_key>.98 from
+#: <eval_with_key>.97:11 in forward`: a copy of an e3nn module, which `copy.deepcopy` and
+#: pickling re-trace from the original's generated code; the original is `<eval_with_key>.97`)
+FX_EVAL_KEY = re.compile(r"(<eval_with_key>\.)(?:\d+|<N>)(?: from [^\n]+?:\d+ in \w+)?")
 #: `torch_geometric.nn.conv.gcn_conv_GCNConv_propagate_0lxvt4o8.py`: a module a library generated
 #: into a `tempfile`, named by a dotted module name, `_`, and 8 random characters of tempfile's
 GENERATED_MODULE_FILE = re.compile(r"\b((?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*_)[a-z0-9_]{8}(\.py)\b")

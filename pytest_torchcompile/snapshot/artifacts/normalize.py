@@ -129,7 +129,9 @@ def mask_bytecode_counters(text: str) -> str:
 def mask_fx_eval_keys(text: str) -> str:
     """`# File: <eval_with_key>.97:5 in forward` -> `<eval_with_key>.<N>:5`: FX counts the GraphModules
     it generates code for in the process (e3nn's tensor products are such modules); the line
-    within the generated code stays."""
+    within the generated code stays. A copy of such a module names its code after the one it was
+    traced from (`<eval_with_key>.98 from <eval_with_key>.97:11 in forward`): whether the
+    compiled module is the user's or a copy is not the compiler's doing, so both read the same."""
     return FX_EVAL_KEY.sub(r"\1<N>", text)
 
 

@@ -97,6 +97,33 @@ def test_fx_eval_key_counter_is_masked_and_the_line_in_the_generated_code_stays(
     )
 
 
+#: e3nn's first line, as a fresh recording printed it in Dynamo's graph and in a guard's comment:
+#: the module compiled was a copy (the plugin compiles copies), whose GraphModule FX re-traced
+#: from the original's generated code; the committed snapshot had compiled the original.
+ORIGINAL_AND_COPY = [
+    (
+        "        # File: <eval_with_key>.11:5 in forward, code: getitem = x1[(Ellipsis, slice(None, 1, None))]",
+        "        # File: <eval_with_key>.40 from <eval_with_key>.39:11 in forward:5 in forward, code: getitem = x1[(Ellipsis, slice(None, 1, None))]",
+    ),
+    (
+        "TYPE_MATCH: ___check_type_id(G['___unnamed_scope_obj0'], <id>), type=<class 'dict'>  # broadcast_tensors = torch.functional.broadcast_tensors(getitem, getitem_1);  getitem = getitem_1 = None  # <eval_with_key>.<N>:7 in forward (HINT: type dict)",
+        "TYPE_MATCH: ___check_type_id(G['___unnamed_scope_obj0'], <id>), type=<class 'dict'>  # broadcast_tensors = torch.functional.broadcast_tensors(getitem, getitem_1);  getitem = getitem_1 = None  # <eval_with_key>.<N> from <eval_with_key>.<N>:11 in forward:7 in forward (HINT: type dict)",
+    ),
+    # `torch.fx.symbolic_trace` of a user's function: the origin is the user's file
+    (
+        "  # <eval_with_key>.3:7 in forward",
+        "  # <eval_with_key>.0 from fixtures/model.py:8 in forward:7 in forward",
+    ),
+]
+
+
+@pytest.mark.parametrize(("original", "copy"), ORIGINAL_AND_COPY)
+def test_a_copied_fx_module_reads_as_the_original(original: str, copy: str) -> None:
+    assert mask_fx_eval_keys(copy) == mask_fx_eval_keys(original)
+    assert NORMALIZE(copy) == NORMALIZE(original)
+    assert ":7 in forward" in mask_fx_eval_keys(copy) or ":5 in forward" in mask_fx_eval_keys(copy)
+
+
 def test_torch_geometric_generated_module_names_are_masked() -> None:
     first, second = both("generated_module")
     assert first != second
