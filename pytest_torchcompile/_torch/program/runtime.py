@@ -152,6 +152,16 @@ def frame_locals(function, args, kwargs) -> dict:
     return scope
 
 
+def module_call(fn):
+    """The frame Dynamo compiles for a module whose forward it skips (torch.nn's own layers): a call
+    of the module (`torch._dynamo.external_utils.wrap_inline`, the same code), `fn` the module."""
+
+    def inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return inner
+
+
 def rebind(template, globals_: dict, original=None):
     """The template function's code, run in `globals_`, with the original's defaults and closure cells."""
     defaults = original.__defaults__ if original is not None else None

@@ -32,7 +32,7 @@ RAN: list[str] = []
 DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = (
     None  # type: ignore[assignment]
 )
-bind_ids = rebind = import_object = rebuild_module = random_tensor = None  # type: ignore[assignment]
+bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
 _KERNELS: dict[str, Any] = {}
@@ -98,6 +98,14 @@ def _entry(module: Any, state_dict: Any) -> tuple[tuple[Any, ...], Any, bool]:
         return (), function, False
     if module is not None and state_dict is not None:
         raise TypeError("load(module) or load(state_dict=...), not both")
+    if ENTRY.get("wrapped"):
+        if module is None:
+            raise TypeError(
+                f"load(module): Dynamo compiled a call of the {ENTRY['path']} (not its forward), which "
+                "only the module itself can make; a module rebuilt from a state_dict cannot"
+            )
+        _check_code(type(module).forward)
+        return (), module_call(module), False
     if module is None:
         if state_dict is None:
             raise TypeError(
@@ -172,7 +180,12 @@ def _frame(
     skipped: list[str],
 ) -> Any:
     is_entry = spec["role"] == "entry"
-    L = {"self": self_args[0]} if is_entry and self_args else {}
+    cells = zip(function.__code__.co_freevars, function.__closure__ or ())
+    L = (
+        ({"self": self_args[0]} if self_args else {k: c.cell_contents for k, c in cells})
+        if is_entry
+        else {}
+    )
     compiles = []
     for label, guards, ids, code, not_checked in spec["compiles"]:
         skipped.extend(f"{label}: {guard} (no Python form)" for guard in not_checked)
@@ -214,6 +227,10 @@ def _tensors(value: Any) -> list[Any]:
 def main() -> None:
     """Run the file on random inputs of the recorded shapes and say what ran."""
     torch.manual_seed(0)
+    if ENTRY.get("wrapped"):
+        raise SystemExit(
+            f"this file runs a call of a {ENTRY['path']}: call load(module) from Python with the module"
+        )
     if ENTRY["method"]:
         state = {
             (f"{path}." if path else "") + spec[0]: random_tensor(spec)

@@ -181,7 +181,7 @@ def test_the_program_snapshot_is_the_file_normalized_and_shows_a_change(
         "# ---- load: `load`, `Program` and the script entry point (not snapshotted) ----"
         in program
     )
-    assert "PYTHON_VERSION = '3." in program and ".<N>'" in program
+    assert "PYTHON_VERSION = '3.<N>.<N>'" in program  # one snapshot set serves every Python
     pytester.runpytest().assert_outcomes(passed=1)
 
     pytester.makepyfile(test_m=SNAPSHOT.format(op="sigmoid"))

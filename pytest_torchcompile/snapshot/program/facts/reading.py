@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ...._torch import config
+from ...._torch import config, dynamo
 from ...._torch.formats import GUARD_GLOBAL, ID_CHECK, INSTALLED_GLOBAL, RESUME_PREFIX
 from ...._torch.guard_tree import GuardRow
 from ....common.capture_log import CaptureLog, FrameKey
@@ -71,7 +71,10 @@ def collect(
     try:
         function, self_arg = frame_function(model, entry)
     except ValueError:
-        return  # the first compiled frame is not the model's: the writer refuses, naming it
+        wrapped = dynamo.module_call_frame(model, entry)
+        if wrapped is None:
+            return  # the first compiled frame is not the model's: the writer refuses, naming it
+        function, self_arg = wrapped, ()
     if program.case is None:
         program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings)
     resumes = program.resumes()
@@ -226,19 +229,24 @@ def case_facts(
     kwargs: dict[str, Any],
     settings: CompileSettings,
 ) -> CaseFacts:
-    path = import_path(type(model)) if method else import_path(function)
-    layout = module_layout(model) if method else ()
+    wrapped = not method and isinstance(
+        model, torch.nn.Module
+    )  # Dynamo's wrap of the module's call
+    module = method or wrapped
+    path = import_path(type(model)) if module else import_path(function)
+    layout = module_layout(model) if module else ()
     specs = tuple(arg_spec(str(i), a) for i, a in enumerate(args))
     keywords = tuple(arg_spec(k, v) for k, v in kwargs.items())
     return CaseFacts(
-        function.__name__,
+        type(model).forward.__name__ if wrapped else function.__name__,
         path,
-        method,
-        function.__code__,
+        module,
+        type(model).forward.__code__ if wrapped else function.__code__,
         layout,
         specs,
         keywords,
         settings,
+        wrapped,
     )
 
 

@@ -21,8 +21,8 @@ from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
 from ...emit.values import constant_source
 from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
-from ..translation.bytecode import Translation, Untranslatable, translate
-from ..translation.equivalence import difference
+from ..translation.bytecode import Translation, Untranslatable
+from ..translation.checked import NotEquivalent, checked, with_closure
 from .graphs import GraphCode, graph_code
 from .refusals import ProgramRefused, frame_name
 
@@ -145,7 +145,7 @@ def compile_plan(
         record.key, record.original.co_name, log.guards.get(record.key, ())
     )
     ids = [(f.source, f.how, f.target) for f in facts.ids]
-    code = _with_closure(
+    code = with_closure(
         translation.source, record.transformed, f"{label}_{record.original.co_name}"
     )
     name = f"{label}_{record.original.co_name}"
@@ -168,42 +168,13 @@ def compile_plan(
 def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:
     """The code as Python, proved to do what the bytecode does; refused otherwise."""
     try:
-        translation = translate(code, name, prefix)
+        return checked(code, name, prefix)
+    except NotEquivalent as exc:
+        raise ProgramRefused(
+            where, f"its code written as Python does not do what the bytecode does ({exc})"
+        ) from None
     except Untranslatable as exc:
         raise ProgramRefused(where, f"its code cannot be written as Python: {exc}") from None
-    compiled = compile(_with_closure(translation.source, code, name), f"<{name}>", "exec")
-    function = _find_code(compiled, name)
-    why = difference(code, function)
-    if why is not None:
-        raise ProgramRefused(
-            where,
-            f"its code written as Python does not do what the bytecode does ({why})",
-        )
-    return translation
-
-
-def _find_code(module: types.CodeType, name: str) -> types.CodeType:
-    for const in module.co_consts:
-        if isinstance(const, types.CodeType):
-            if const.co_name == name:
-                return const
-            try:
-                return _find_code(const, name)
-            except LookupError:
-                continue
-    raise LookupError(name)
-
-
-def _with_closure(source: str, code: types.CodeType, name: str) -> str:
-    """A function with free variables is written inside a maker that holds them (bound at load)."""
-    if not code.co_freevars:
-        return source
-    cells = "\n".join(
-        f"    {v} = None  # a free variable of the frame, bound from its function's closure at load"
-        for v in code.co_freevars
-    )
-    body = "\n".join("    " + line if line else line for line in source.rstrip("\n").splitlines())
-    return f"def _make_{name}():\n{cells}\n\n{body}\n\n    return {name}\n\n\n{name} = _make_{name}()\n"
 
 
 def _check_helpers(translation: Translation, where: str) -> None:
@@ -223,10 +194,18 @@ def case_facts(log: CaptureLog, program: ProgramFacts) -> CaseFacts:
             f"reading what the file needs failed right after the compile: {program.error}",
         )
     facts = program.case
-    if facts is None:
-        first = log.bytecode[0].original.co_name if log.bytecode else "?"
+    if facts is None and not log.bytecode:
         raise ProgramRefused(
             "the case",
-            f"its first compiled frame ({first}) is neither the model's forward nor the compiled function",
+            "nothing was compiled: Dynamo compiled no frame of it (it ran eagerly, e.g. after a graph break "
+            "in a loop, or every call went to code Dynamo skips); there is nothing torch.compile ran to write",
+        )
+    if facts is None:
+        first = log.bytecode[0].original
+        raise ProgramRefused(
+            "the case",
+            f"its first compiled frame ({first.co_name}, {first.co_filename}:{first.co_firstlineno}) is neither "
+            "the model's forward nor the compiled function, so the file cannot call it with the case's "
+            "arguments; compile the function or module that frame belongs to instead",
         )
     return facts

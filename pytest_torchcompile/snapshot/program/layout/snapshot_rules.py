@@ -2,8 +2,9 @@
 
 The file names the torch and Python versions it was written with (it warns
 when loaded under others); the snapshot folder is keyed by torch's version
-already, and Python's patch release differs between machines that share a
-snapshot set, so the snapshot masks it. The runtime helpers and `load` are
+already, and the rest of the file reads the same on every Python (the
+translator writes each version's bytecode as the same Python), so the
+snapshot masks the Python version: one set serves every Python. The runtime helpers and `load` are
 the same text in every file (pytest-torchcompile's own code, copied in): the
 snapshot holds one line for each, so it changes when the case does, not when
 the plugin's runtime does. Pure text: no torch import.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-_PYTHON_STAMP = re.compile(r"(PYTHON_VERSION = '|and Python )(\d+\.\d+)\.\d+")
+_PYTHON_STAMP = re.compile(r"(PYTHON_VERSION = '|and Python )\d+\.\d+\.\d+")
 #: the copied parts: from their marker line to the next section of the file.
 _RUNTIME = re.compile(
     r"^# ---- runtime \(copied into every program file from here on\) ----\n.*?(?=^# =+\n)",
@@ -26,8 +27,8 @@ _LOAD = re.compile(
 
 
 def mask_python_version(text: str) -> str:
-    """`3.11.7` -> `3.11.<N>` where the file states the Python it was written with."""
-    return _PYTHON_STAMP.sub(lambda m: f"{m.group(1)}{m.group(2)}.<N>", text)
+    """`3.11.7` -> `3.<N>.<N>` where the file states the Python it was written with."""
+    return _PYTHON_STAMP.sub(lambda m: f"{m.group(1)}3.<N>.<N>", text)
 
 
 def fold_copied_parts(text: str) -> str:

@@ -133,6 +133,8 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "method": case.method,
         "code": hashlib.sha256(case.entry_code.co_code).hexdigest()[:16],
     }
+    if case.wrapped:
+        entry["wrapped"] = True
     layout = [
         (
             m.path,
