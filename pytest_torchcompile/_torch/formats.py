@@ -62,6 +62,12 @@ FX_BODY_START = "def forward"
 FX_CLASS_LINE = re.compile(r"^class (.+?)\(torch\.nn\.Module\):$", re.MULTILINE)
 #: code in a printed FX graph that reads its GraphModule (constants, submodules of higher-order ops).
 FX_SELF_READ = re.compile(r"^(?![ \t]*#).*\bself\.", re.MULTILINE)
+#: a printed FX graph's read of a tensor constant from its GraphModule, `... = self._tensor_constant0`.
+FX_CONSTANT_READ = re.compile(
+    r"^[ \t]*\w+(?:: \"[^\"]*\")? = self\.(_tensor_constant\d+)$", re.MULTILINE
+)
+#: Inductor's output code: a constant its loader sets, `_tensor_constant0 = None  # device(type='cpu') ...`.
+OUTPUT_CODE_CONSTANT = re.compile(r"^(\w+) = None  # device\(", re.MULTILINE)
 
 #: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
 OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
@@ -77,9 +83,11 @@ COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
 COMPILED_FN_PREFIX = "__compiled_fn"
 RESUME_PREFIX = "__resume_at"
 #: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
-#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter)
+#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter;
+#: `___unnamed_scope_140256443150752_c0`: the globals of code made at run time, a namedtuple's `__new__`)
 INSTALLED_GLOBAL = re.compile(
-    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*|_\d+_c\d+)$"
+    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*"
+    r"|(?:___unnamed_scope)?_\d+_c\d+)$"
 )
 #: the alias Dynamo's transformed code reads its utils module by, the module, and the helpers of it that
 #: the program file has stand-ins for (`DynamoUtils` in `program/runtime.py`).
@@ -95,6 +103,8 @@ DYNAMO_UTILS_HELPERS = frozenset(
         "record_pregraph_bytecode_enter",
         "record_pregraph_bytecode_exit",
         "object_setattr_ignore_descriptor",
+        "to_numpy_helper",
+        "numpy_to_tensor",
     }
 )
 #: `G['name']` in a guard's source: a global the guard reads.

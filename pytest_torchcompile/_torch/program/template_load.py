@@ -23,8 +23,9 @@ ENTRY: dict[str, Any] = {}
 MODULE_LAYOUT: list[Any] = []
 INPUTS: tuple[list[Any], list[Any]] = ([], [])
 KERNEL_SOURCES: dict[str, tuple[str, str]] = {}
+KERNEL_CONSTANTS: dict[str, dict[str, Any]] = {}
 KERNEL_BUILD: dict[str, Any] = {}
-INSTALLED: list[tuple[str, str, str]] = []
+INSTALLED: list[tuple[str, str, Any]] = []
 CONSTANTS: dict[str, Any] = {}
 GRAPHS: dict[str, Any] = {}
 FRAMES: list[dict[str, Any]] = []
@@ -47,10 +48,14 @@ def load_kernels() -> dict[str, Any]:
 
         with inductor_config.patch({**KERNEL_BUILD, "compile_threads": 1}):
             for key, (kind, source) in KERNEL_SOURCES.items():
+                constants = KERNEL_CONSTANTS.get(key, {})
                 if kind == "output code":
-                    _KERNELS[key] = load_output_code(key, source).call
+                    module = load_output_code(key, source)
+                    for name, value in constants.items():  # as Inductor's loader sets them
+                        setattr(module, name, value)
+                    _KERNELS[key] = module.call
                 else:
-                    graph = load_fx_graph(key, source)
+                    graph = load_fx_graph(key, source, constants)
                     _KERNELS[key] = (
                         graph
                         if kind == "fx graph"
@@ -160,6 +165,11 @@ def load(module: Any = None, *, state_dict: Any = None) -> Program:
             G[name] = import_object(target)
         elif kind == "builtins":
             G[name] = builtins.__dict__
+        elif kind == "dict":  # the globals of code made at run time (a namedtuple's __new__)
+            G[name] = {
+                key: import_object(text) if how == "import" else eval(text)
+                for key, how, text in target
+            }
     G.update(CONSTANTS)
     G.update({name: factory(kernels) for name, factory in GRAPHS.items()})
     skipped: list[str] = []

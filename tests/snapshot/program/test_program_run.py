@@ -98,7 +98,7 @@ class Noisy(torch.nn.Module):
     def forward(self, x):
         return torch.nn.functional.dropout(x * 2, 0.5, training=True)
 
-@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+@pytest.mark.compile_snapshot(backend="inductor", artifacts=("summary",), run_program=True)
 def test_dropout(compile_model):
     torch.manual_seed(0)
     compile_model(Noisy(), torch.randn(4, 8))

@@ -48,6 +48,10 @@ class FrameFacts:
     resumes: tuple[
         tuple[str, types.CodeType], ...
     ]  # resume functions its code calls: (installed name, code)
+    #: the tensor constants its graphs read: (name, the expression that rebuilds the value)
+    constants: tuple[tuple[str, str], ...] = ()
+    #: why a constant its graphs read cannot go into the file ("" when none)
+    constants_problem: str = ""
 
 
 @dataclass(frozen=True)

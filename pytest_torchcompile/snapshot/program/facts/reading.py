@@ -21,8 +21,16 @@ from typing import Any
 import torch
 
 from ...._torch import config, dynamo
-from ...._torch.formats import GUARD_GLOBAL, ID_CHECK, INSTALLED_GLOBAL, RESUME_PREFIX
+from ...._torch.formats import (
+    FX_CONSTANT_READ,
+    GUARD_GLOBAL,
+    ID_CHECK,
+    INSTALLED_GLOBAL,
+    OUTPUT_CODE_CONSTANT,
+    RESUME_PREFIX,
+)
 from ...._torch.guard_tree import GuardRow
+from ...._torch.program import constants
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
 from ...emit.values import literal
@@ -123,7 +131,48 @@ def frame_facts(
     installed = tuple(sorted(found, key=lambda i: (i.kind, i.target, i.name)))
     resumes = tuple((i.name, scope[i.name].__code__) for i in installed if i.kind == "resume")
     ids = tuple(id_finders(rows, scope, local_scope))
-    return FrameFacts(key, name, role, installed, ids, resumes)
+    graphs = [scope.get(i.name) for i in installed if i.kind == "compiled_fn"]
+    values, problem = graph_constants(log, key, graphs)
+    return FrameFacts(key, name, role, installed, ids, resumes, values, problem)
+
+
+def graph_constants(
+    log: CaptureLog, key: FrameKey, graphs: list[object]
+) -> tuple[tuple[tuple[str, str], ...], str]:
+    """The tensor constants the graphs of frame compile `key` read, as the file's expressions, and why
+    any of them cannot be written ("" when all can). A name no constant is found for is only a problem
+    where a kernel the file runs reads it (Inductor folds some into its kernels): the layout decides."""
+    texts = [t for kind in _GRAPH_RECORDS for t in log.payloads(kind, key)]
+    names = {n for t in texts for n in FX_CONSTANT_READ.findall(t)}
+    names |= {n for t in log.payloads("output_code", key) for n in OUTPUT_CODE_CONSTANT.findall(t)}
+    if not names:
+        return (), ""
+    if len(graphs) != 1:
+        return (
+            (),
+            "its graph reads tensor constants and its frame holds more than one compiled graph",
+        )
+    sources, problems = [], []
+    try:
+        found = constants.find(graphs[0], names)
+    except constants.ConstantProblem as exc:
+        return (), str(exc)
+    for name in sorted(found):
+        try:
+            sources.append((name, constants.tensor_source(name, found[name])))
+        except constants.ConstantProblem as exc:
+            problems.append(str(exc))
+    missing = sorted(names - set(found))
+    if missing:
+        problems.append(
+            f"its graph reads tensor constant(s) {', '.join(missing)} that were not found behind the "
+            "compiled function"
+        )
+    return tuple(sources), "; ".join(problems)
+
+
+#: AOTAutograd's captured FX graphs (the kernels of `aot_eager`, and of a backward Inductor did not compile).
+_GRAPH_RECORDS = ("aot_forward", "aot_backward", "aot_inference")
 
 
 _MISSING = object()
@@ -153,6 +202,10 @@ def installed_global(name: str, value: object) -> Installed:
         return Installed(name, "module", value.__name__)
     if value is builtins.__dict__:
         return Installed(name, "builtins", "")
+    if type(value) is dict:
+        entries = _dict_entries(value)
+        if entries is not None:
+            return Installed(name, "dict", repr(entries))
     path = import_path(value) if value is not _MISSING else None
     if path is not None:
         return Installed(name, "object", path)
@@ -162,6 +215,21 @@ def installed_global(name: str, value: object) -> Installed:
         else f"a {type(value).__name__}"
     )
     return Installed(name, "refused", what)
+
+
+def _dict_entries(value: dict[Any, Any]) -> list[tuple[str, str, str]] | None:
+    """A dict Dynamo installed (the globals of code made at run time, e.g. a namedtuple's `__new__`)
+    as (key, "import" or "literal", text) per entry, when every value imports by name or is a literal."""
+    entries = []
+    for key, item in value.items():
+        if not isinstance(key, str):
+            return None
+        text = literal(item) if item != {} else "{}"
+        path = None if text is not None else import_path(item)
+        if text is None and path is None:
+            return None
+        entries.append((key, "literal", text) if text is not None else (key, "import", path))
+    return entries
 
 
 def id_finders(
@@ -210,6 +278,9 @@ def import_path(value: object) -> str | None:
         getattr(value, "__module__", None),
         getattr(value, "__qualname__", None),
     )
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, type):  # a method of a class: `tuple.__new__`, a namedtuple's `P._make`
+        module = owner.__module__
     if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
     try:
@@ -218,7 +289,8 @@ def import_path(value: object) -> str | None:
             found = getattr(found, part)
     except (ImportError, AttributeError):
         return None
-    return f"{module}:{qualname}" if found is value else None
+    same = found is value or (isinstance(value, types.MethodType) and found == value)
+    return f"{module}:{qualname}" if same else None
 
 
 def case_facts(

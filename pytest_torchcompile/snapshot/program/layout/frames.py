@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
-from ...emit.values import constant_source
+from ...emit.values import constant_source, literal
 from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
+from ..facts.reading import import_path
 from ..translation.bytecode import Translation, Untranslatable
 from ..translation.checked import NotEquivalent, checked, with_closure
 from .graphs import GraphCode, graph_code
@@ -127,7 +128,7 @@ def compile_plan(
     _check_helpers(translation, where)
     constants = {}
     for name, value in translation.constants.items():
-        source = constant_source(value)
+        source = constant_source(value) or object_source(value)
         if source is None:
             raise ProgramRefused(
                 where,
@@ -140,7 +141,13 @@ def compile_plan(
             where,
             f"its code calls {len(graphs)} compiled graphs; the file pairs one graph with each compile",
         )
-    graph = graph_code(log, record.key, label, backend, where) if graphs else None
+    graph = (
+        graph_code(
+            log, record.key, label, backend, where, dict(facts.constants), facts.constants_problem
+        )
+        if graphs
+        else None
+    )
     guards, guards_name, not_checked = guard_source(
         record.key, record.original.co_name, log.guards.get(record.key, ())
     )
@@ -163,6 +170,25 @@ def compile_plan(
         graph,
         graphs[0] if graphs else "",
     )
+
+
+def object_source(value: object) -> str | None:
+    """A constant of Dynamo's code that is an object, not a value: imported by name where it can be, a
+    namedtuple class made at run time built again alike (its instances compare as tuples), else None."""
+    path = import_path(value)
+    if path is not None:
+        return f"import_object({path!r})"
+    if isinstance(value, type) and issubclass(value, tuple) and value.__bases__ == (tuple,):
+        fields = getattr(value, "_fields", None)
+        defaults = getattr(value, "_field_defaults", {})
+        if isinstance(fields, tuple) and all(literal(d) is not None for d in defaults.values()):
+            given = [defaults[f] for f in fields if f in defaults]
+            extra = f", defaults={given!r}" if given else ""
+            return (
+                f"collections.namedtuple({value.__name__!r}, {list(fields)!r}{extra}, "
+                f"module={value.__module__!r})"
+            )
+    return None
 
 
 def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:
