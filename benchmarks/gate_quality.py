@@ -269,7 +269,7 @@ def record(project: Path, suite: Suite) -> None:
     write_suite(project, suite, "identical")
     extra = ["--benchmark-save=base", "--benchmark-disable-gc"] if suite.pytest_benchmark else []
     selection = [] if suite.pytest_benchmark or suite.gpu else ["-k", "test_gate"]
-    done = run_pytest(project, ["--perf-update-baseline", *extra, *selection])
+    done = run_pytest(project, ["--torchcompile-perf-update-baseline", *extra, *selection])
     if done.returncode != 0:
         sys.exit(f"recording the baseline failed:\n{done.stdout}\n{done.stderr}")
 
@@ -289,7 +289,10 @@ def gate_once(
     )
     load_before = machine_load()
     selection = [] if suite.pytest_benchmark or suite.gpu else ["-k", "test_gate"]
-    done = run_pytest(project, ["--perf-gate", "--perf-report=report.json", *extra, *selection])
+    done = run_pytest(
+        project,
+        ["--torchcompile-perf-gate", "--torchcompile-perf-report=report.json", *extra, *selection],
+    )
     seconds = time.perf_counter() - started
     if not report.exists():
         sys.exit(

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "merge-baselines",
         help="fold the perf baselines of a split suite's runners into one folder",
         description=(
-            "Each runner ran `pytest --perf-update-baseline --splits N --group K` on the same checkout; "
+            "Each runner ran `pytest --torchcompile-perf-update-baseline --splits N --group K` on the same checkout; "
             "BASE is the checkout's baseline folder, each RUN a runner's folder after its update. Per case, "
             "the record a runner changed is taken; two runners that changed one case differently are an error."
         ),

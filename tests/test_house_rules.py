@@ -115,6 +115,7 @@ LAYERS = {
         ("result", "case_table"),
         ("case",),
         ("fixture",),
+        ("session",),
         ("plugin",),
     ),
     "snapshot.program": (
@@ -125,13 +126,15 @@ LAYERS = {
     ),
     "perf": (
         ("stats",),
+        ("contention",),
         ("record",),
         ("timing", "gate"),
         ("gpu",),
         ("spec",),
-        ("result", "report", "baseline", "chart"),
+        ("result", "report", "baseline"),
         ("case",),
         ("fixture",),
+        ("session",),
         ("plugin",),
     ),
 }

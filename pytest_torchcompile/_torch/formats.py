@@ -3,8 +3,8 @@
 Pure text, no torch import: the snapshot wing's spec and catalogue (loaded
 with the plugin, before anything imports torch) build on it. What is here is
 what a torch release may change: the record kinds of the structured trace,
-how FX graphs, output code, Dynamo's generated names, graph-break records
-and guard code are spelled, the message of a precompiled function's guard
+how FX graphs, output code and guard code are spelled (Dynamo's generated
+names and graph-break records: `patterns/dynamo.py`), the message of a precompiled function's guard
 failure, and the prelude of helpers the emitted guard functions call (Python
 that reaches into `torch._C`, so it is a torch text format too).
 """
@@ -16,6 +16,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# Dynamo's generated names are defined in patterns/dynamo.py; the program room reads these here.
+from .patterns.dynamo import DYNAMO_UTILS_ALIAS as DYNAMO_UTILS_ALIAS
+from .patterns.dynamo import DYNAMO_UTILS_HELPERS as DYNAMO_UTILS_HELPERS
+from .patterns.dynamo import DYNAMO_UTILS_MODULE as DYNAMO_UTILS_MODULE
+from .patterns.dynamo import INSTALLED_GLOBAL as INSTALLED_GLOBAL
+from .patterns.dynamo import RESUME_PREFIX as RESUME_PREFIX
+from .patterns.dynamo import UNNAMED_SCOPE_PREFIX as UNNAMED_SCOPE_PREFIX
 
 # --- structured-trace records ----------------------------------------------
 
@@ -54,6 +62,9 @@ KERNEL_DEF = re.compile(
 FX_OP_LINE = re.compile(
     r"^\s+\w+(?:: \"[^\"]*\")? = (?!None\b)(?![A-Za-z_]\w*\s*(?:;|$))", re.MULTILINE
 )
+#: `_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f21...`: a constant tensor
+#: of the graph, which Inductor's loader sets on the output code's module (the text holds no value).
+OUTPUT_CONSTANT = re.compile(r"^([A-Za-z_]\w*) = None  # device\(", re.MULTILINE)
 #: the kind in an output code's `# AOT ID: ['0_forward']` header.
 AOT_KIND = re.compile(r"^# AOT ID: \['\d+_(\w+)'\]", re.MULTILINE)
 #: where a printed FX graph's body starts.
@@ -66,61 +77,24 @@ FX_SELF_READ = re.compile(r"^(?![ \t]*#).*\bself\.", re.MULTILINE)
 FX_CONSTANT_READ = re.compile(
     r"^[ \t]*\w+(?:: \"[^\"]*\")? = self\.(_tensor_constant\d+)$", re.MULTILINE
 )
-#: Inductor's output code: a constant its loader sets, `_tensor_constant0 = None  # device(type='cpu') ...`.
-OUTPUT_CODE_CONSTANT = re.compile(r"^(\w+) = None  # device\(", re.MULTILINE)
 
 #: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
 OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
 
-# --- names Dynamo generates -------------------------------------------------
+# --- guard code (verbose_code_parts of the guard tree) ----------------------
 
-#: `__compiled_fn_7_...`, `__builtins_dict___2`, `__resume_at_30_4`: counted by a process-global counter.
-COUNTED_NAME = re.compile(
-    r"^(?:(__compiled_fn_|__builtins_dict___)(\d+)|(__resume_at_)(\d+)_(\d+))(?=_|$)"
-)
-#: names in transformed code that call a compiled graph or a resume function.
-COMPILED_CALL = re.compile(r"^(__compiled_fn_\w+|__resume_at_\w+)$")
-COMPILED_FN_PREFIX = "__compiled_fn"
-RESUME_PREFIX = "__resume_at"
-#: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
-#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter;
-#: `___unnamed_scope_140256443150752_c0`: the globals of code made at run time, a namedtuple's `__new__`)
-INSTALLED_GLOBAL = re.compile(
-    r"^(?:(?:__compiled_fn_|__resume_at_|__import_|___module_|__builtins_dict___)\w*"
-    r"|(?:___unnamed_scope)?_\d+_c\d+)$"
-)
-#: the alias Dynamo's transformed code reads its utils module by, the module, and the helpers of it that
-#: the program file has stand-ins for (`DynamoUtils` in `program/runtime.py`).
-DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE = (
-    "__import_torch_dot__dynamo_dot_utils",
-    "torch._dynamo.utils",
-)
-DYNAMO_UTILS_HELPERS = frozenset(
-    {
-        "call_size",
-        "call_stride",
-        "call_storage_offset",
-        "record_pregraph_bytecode_enter",
-        "record_pregraph_bytecode_exit",
-        "object_setattr_ignore_descriptor",
-        "to_numpy_helper",
-        "numpy_to_tensor",
-    }
-)
 #: `G['name']` in a guard's source: a global the guard reads.
 GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
-
-# --- graph-break records ----------------------------------------------------
-
-BREAK_AT = re.compile(r"Graph break in user code at (\S+)")
-BREAK_REASON = re.compile(r"Graph Break Reason: ([^\n]*)")
-
-# --- guard code (verbose_code_parts of the guard tree) ----------------------
 
 #: `___check_obj_id(G['torch'], 1400...)` and `___check_type_id(...)`.
 ID_CHECK = re.compile(r"___check_(obj|type)_id\((.+?), (\d+)\)")
 #: the `, type=<class '...'>` suffix some guard codes carry.
 TYPE_SUFFIX = re.compile(r", type=<class '([^']*)'>$")
+#: SET_CONTAINS's code, `set.__contains__(G['m'].keyword.iskeyword.__self__, 'n')`: Python's unbound
+#: `set.__contains__` raises on the frozenset that Dynamo's C check accepts, so the emitted guard calls
+#: the prelude's `___set_contains` (`program/runtime.py`), which takes both.
+SET_CONTAINS_CALL = re.compile(r"(?<![\w.])set\.__contains__\(")
+SET_CONTAINS_HELPER = "___set_contains("
 #: Dynamo's helper prefix: code still holding one has no Python form of its own.
 CHECK_HELPER = "___check_"
 #: the guard on AOTAutograd's saved-tensors hooks.

@@ -22,7 +22,11 @@ def clone_inputs(value: Any) -> Any:
 
 
 def copy_model(model: Any) -> Any:
-    """A deep copy of a module (its parameters and buffers); functions as they are.
+    """A deep copy of a module (its parameters and buffers, no `.grad`); functions as they are.
+
+    Gradients a module already holds (a backward step before the test, an
+    earlier call) are left out, so every copy starts where a fresh model does
+    and a run on it accumulates only its own.
 
     An attribute that cannot be deep-copied (a `threading.Lock`, an open
     file) is shared between the copies rather than failing the test: eager
@@ -30,6 +34,10 @@ def copy_model(model: Any) -> Any:
     """
     if not isinstance(model, torch.nn.Module):
         return model
+    return _without_grads(_deep_copy(model))
+
+
+def _deep_copy(model: torch.nn.Module) -> torch.nn.Module:
     try:
         return copy.deepcopy(model)
     except Exception as exc:
@@ -41,6 +49,12 @@ def copy_model(model: Any) -> Any:
                 "in-place updates do not leak from one into the other; make the module deep-copyable "
                 "(define __deepcopy__, or keep such objects outside the module)"
             ) from exc
+
+
+def _without_grads(model: torch.nn.Module) -> torch.nn.Module:
+    for parameter in model.parameters():
+        parameter.grad = None
+    return model
 
 
 def _uncopyable_attributes(model: torch.nn.Module) -> dict[int, Any]:

@@ -3,14 +3,15 @@
 Counted from the trace records alone (`CaptureLog`), the same way for a
 snapshot's `summary` and a benchmark's exact counters, so both wings agree
 on what "one graph break" is. No torch import: the formats come from
-`_torch/formats.py`.
+`_torch/formats.py` and `_torch/patterns/dynamo.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._torch.formats import BREAK_AT, BREAK_REASON, FX_BODY_START, FX_OP_LINE, KERNEL_DEF
+from .._torch.formats import FX_BODY_START, FX_OP_LINE, KERNEL_DEF
+from .._torch.patterns.dynamo import BREAK_AT, BREAK_REASON
 from .capture_log import CaptureLog, FrameKey
 
 #: The four counters, each as its attribute (on `CompileResult`, `BenchmarkResult`
@@ -23,9 +24,19 @@ COUNTER_LABELS: dict[str, str] = {
 }
 
 
+#: the attribute names perf baselines and reports were written with before the counters had
+#: one spelling everywhere; stored records may hold them still.
+LEGACY_NAMES: dict[str, str] = {
+    "graphs": "graph_count",
+    "graph_breaks": "graph_break_count",
+    "recompiles": "recompile_count",
+    "kernels": "kernel_count",
+}
+
+
 @dataclass(frozen=True)
 class FrameCounters:
-    """What the summary says about one frame compile."""
+    """One frame compile's counts: written into the `summary` artifact and read back from it."""
 
     key: FrameKey
     name: str

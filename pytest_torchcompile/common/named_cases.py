@@ -10,10 +10,10 @@ depends on pytest or torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from .crashes import internal_error
+from .hooks.crashes import internal_error
 
 ResultT = TypeVar("ResultT")
 
@@ -30,6 +30,13 @@ class FixtureFailure(BaseException):
     """
 
 
+class NamedCase(Protocol):
+    """A case a fixture object keeps: named by the call that made it."""
+
+    @property
+    def name(self) -> str: ...
+
+
 class NamedCases(Generic[ResultT]):
     """A fixture object whose every call is one case: `case_0`, `case_1`, ...
 
@@ -38,7 +45,7 @@ class NamedCases(Generic[ResultT]):
     """
 
     fixture_name: ClassVar[str]
-    cases: list[Any]
+    cases: Sequence[NamedCase]
 
     def _run(self, name: str, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ResultT:
         raise NotImplementedError

@@ -131,9 +131,17 @@ class CompileOptions:
 
 def check_number(name: str, value: object, low: float, high: float, example: str) -> None:
     """A ValueError naming the setting unless `low < value < high`."""
+    problem = number_problem(value, low, high, example)
+    if problem is not None:
+        raise ValueError(f"{name}={value!r} {problem}")
+
+
+def number_problem(value: object, low: float, high: float, example: str) -> str | None:
+    """What is wrong with `value` as a number strictly between `low` and `high`, or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
         below = f" and below {high:g}" if math.isfinite(high) else ""
-        raise ValueError(f"{name}={value!r} must be a number above {low:g}{below} ({example})")
+        return f"must be a number above {low:g}{below} ({example})"
+    return None
 
 
 def folder_option(

@@ -25,7 +25,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 #: seconds before a step is said at all.
 DELAY = 3.0
@@ -79,12 +82,12 @@ class Progress:
         return f"{self.label}: {what}: {when}" if self.label else f"{what}: {when}"
 
 
-def for_config(config: object) -> Progress:
+def for_config(config: pytest.Config) -> Progress:
     """The run's progress on pytest's terminal: silent under `-q` and in xdist workers
     (whose output no terminal shows), one rewritten line on a terminal, lines in a log."""
-    plugins = config.pluginmanager  # type: ignore[attr-defined]
-    terminal = plugins.get_plugin("terminalreporter")
-    quiet = config.get_verbosity() < 0  # type: ignore[attr-defined]
+    plugins = config.pluginmanager
+    terminal: pytest.TerminalReporter | None = plugins.get_plugin("terminalreporter")
+    quiet = config.get_verbosity() < 0
     if terminal is None or quiet or hasattr(config, "workerinput"):
         return Progress()
     capture = plugins.get_plugin("capturemanager")
@@ -109,7 +112,7 @@ def for_config(config: object) -> Progress:
     return Progress(write, tty)
 
 
-def _resume_line(terminal: Any, start: object) -> None:
+def _resume_line(terminal: pytest.TerminalReporter, start: object) -> None:
     """Write again what began pytest's line (`test_m.py ` or `test_m.py::test_m `), so its
     next result lands where it would have."""
     if isinstance(start, Path):

@@ -53,7 +53,7 @@ from .record import CaseRecord, RecordError
 FORMAT = 1
 #: what reading a damaged file can raise (a JSON nested too deep raises RecursionError)
 DAMAGE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
-RERECORD = "re-record it with pytest --perf-update-baseline"
+RERECORD = "re-record it with pytest --torchcompile-perf-update-baseline"
 
 
 class BaselineWriteError(Exception):
@@ -136,7 +136,7 @@ class BaselineStore:
 
     root: Path
     machine: Machine
-    setting: str = "ini torchcompile_perf_baseline"  # how the user named `root`, for messages
+    setting: str = "ini torchcompile_perf_baseline_dir"  # how the user named `root`, for messages
     started: float = field(default_factory=time.time)
     problems: list[str] = field(default_factory=list)
     _files: list[BaselineFile] | None = None
@@ -243,13 +243,13 @@ class BaselineStore:
                 f"the baseline was not written ({self.setting}): {self._shown(self.path)} cannot be read "
                 f"({damage(exc)}), and replacing it would lose the cases this run did not measure; "
                 f"nothing was written: repair the file (a merge conflict? git checkout it), or delete it and "
-                f"re-record every case with pytest --perf-update-baseline"
+                f"re-record every case with pytest --torchcompile-perf-update-baseline"
             ) from None
         if found.machine != self.machine:
             raise BaselineWriteError(
                 f"the baseline was not written ({self.setting}): {self._shown(self.path)} holds another "
                 "machine's fingerprint under this machine's file name (edited by hand?); nothing was "
-                "written: delete it, then re-record with pytest --perf-update-baseline"
+                "written: delete it, then re-record with pytest --torchcompile-perf-update-baseline"
             )
         return dict(found.cases)
 

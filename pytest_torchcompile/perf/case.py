@@ -70,9 +70,9 @@ class BenchmarkCase:
     spec: BenchmarkSpec
     timing: TimingSettings
     threads: int
-    eager: Callable[[], Any] = no_sync
-    compiled: Callable[[], Any] = no_sync
-    sync: Callable[[], Any] = no_sync
+    eager: Callable[[], object] = no_sync
+    compiled: Callable[[], object] = no_sync
+    sync: Callable[[], object] = no_sync
     passes: list[PairedTiming] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     compile_seconds: float = 0.0

@@ -1,6 +1,6 @@
 """The `compile_benchmark` fixture's object: one per test, each call one case.
 
-Each call measures one case (`case.py`) and, under `--perf-gate`, judges it
+Each call measures one case (`case.py`) and, under `--torchcompile-perf-gate`, judges it
 against its baseline, measuring again (two more passes, pooled) before a
 FAIL or an INCONCLUSIVE stands. Nothing here depends on pytest: a failing
 case raises `FixtureFailure`, which the plugin turns into the test's failure.

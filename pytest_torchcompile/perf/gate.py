@@ -30,6 +30,7 @@ from typing import Any
 
 from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
+from .contention import describe_contention
 from .record import (
     COUNTERS,
     CPU_TIMES,
@@ -40,7 +41,6 @@ from .record import (
     CaseRecord,
     Kind,
     MetricInfo,
-    describe_contention,
 )
 from .stats import Summary, log_se, round_sig, z_value
 
@@ -179,7 +179,7 @@ class Gate:
                 None,
                 None,
                 Verdict.INCONCLUSIVE,
-                "no baseline: record one with pytest --perf-update-baseline",
+                "no baseline: record one with pytest --torchcompile-perf-update-baseline",
             )
             return CaseVerdict(case, (missing,), remeasured, self.settings.threshold)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
@@ -266,7 +266,7 @@ def gpu_time_reason(now: CaseRecord, base: CaseRecord) -> str:
     made with one method is never compared with the other. Per-call event
     times of a launch-bound case (either record says so) or of Inductor's own
     CUDA graphs measure the CPU's launches, which move 2-4x between
-    processes (samples/h100-torch2.11/timing-probe.txt).
+    processes on an H100 (docs/gpu.md; the figures are in tests/data/h100_gate_samples.json).
     """
     now_method, base_method = now.gpu_timing(), base.gpu_timing()
     if now_method != base_method:

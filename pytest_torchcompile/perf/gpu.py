@@ -18,10 +18,13 @@ import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .record import EVENTS, REPLAY
 from .stats import Summary, pass_noise, round_sig, summarize, widen
+
+if TYPE_CHECKING:
+    import torch
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 #: milliseconds of GPU work each replayed graph holds, and replays per side per pass
@@ -130,8 +133,8 @@ class GpuMeasurement:
 
     def add_pass(
         self,
-        eager: Callable[[], Any],
-        compiled: Callable[[], Any],
+        eager: Callable[[], object],
+        compiled: Callable[[], object],
         output_code: str,
         confidence: float,
         rep_ms: float = 100.0,
@@ -153,8 +156,8 @@ class GpuMeasurement:
 
     def _measure_pass(
         self,
-        eager: Callable[[], Any],
-        compiled: Callable[[], Any],
+        eager: Callable[[], object],
+        compiled: Callable[[], object],
         output_code: str,
         confidence: float,
         rep_ms: float,
@@ -173,14 +176,14 @@ class GpuMeasurement:
             replays.get("compiled", ()),
         )
 
-    def _peaks(self, eager: Callable[[], Any], compiled: Callable[[], Any]) -> None:
+    def _peaks(self, eager: Callable[[], object], compiled: Callable[[], object]) -> None:
         for name, fn in (("eager", eager), ("compiled", compiled)):
             try:
                 self.peaks[f"gpu_peak_{name}_bytes"] = peak_bytes(fn)
             except Exception as exc:
                 self.notes.append(f"gpu_peak_{name}_bytes: could not be measured: {_exc_line(exc)}")
 
-    def _replays(self, sides: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, ...]]:
+    def _replays(self, sides: dict[str, Callable[[], object]]) -> dict[str, tuple[float, ...]]:
         """Replay times of each side that can be captured (the others get a note once)."""
         if self.inductor_cudagraphs and "compiled" not in self.uncapturable:
             self.uncapturable.add("compiled")
@@ -209,7 +212,9 @@ class GpuMeasurement:
         times = replay_times(list(graphs.values()), REPLAY_RETRIES)
         return {name: tuple(t) for name, t in zip(graphs, times)}
 
-    def _kernels(self, output_code: str, flush: Any, rep_ms: float, confidence: float) -> None:
+    def _kernels(
+        self, output_code: str, flush: torch.Tensor, rep_ms: float, confidence: float
+    ) -> None:
         from .._torch.kernels import load_module
 
         for name, source in kernel_sources(output_code):
@@ -315,7 +320,7 @@ def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> 
     return uses_cudagraphs(mode, options)
 
 
-def l2_flush_buffer() -> Any:
+def l2_flush_buffer() -> torch.Tensor:
     """The buffer zeroed before each timed call so it runs on a cold L2 (as `do_bench`)."""
     import torch
 
@@ -323,7 +328,7 @@ def l2_flush_buffer() -> Any:
 
 
 def event_times(
-    fns: Sequence[Callable[[], Any]], flush: Any, rep_ms: float, warmup_ms: float = 25.0
+    fns: Sequence[Callable[[], object]], flush: torch.Tensor, rep_ms: float, warmup_ms: float = 25.0
 ) -> list[list[float]]:
     """Seconds per call of each function, alternating, L2 flushed before each call."""
     import torch
@@ -362,7 +367,7 @@ def event_times(
     return [[s.elapsed_time(e) / 1e3 for s, e in pairs] for pairs in events]
 
 
-def peak_bytes(fn: Callable[[], Any]) -> int:
+def peak_bytes(fn: Callable[[], object]) -> int:
     """Peak allocated bytes during one call, above what was allocated before."""
     import torch
 
@@ -380,11 +385,11 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
 class CapturedCall:
     """A CUDA graph holding `calls` back-to-back calls of one function."""
 
-    graph: Any
+    graph: torch.cuda.CUDAGraph
     calls: int
 
 
-def capture(fn: Callable[[], Any], graph_ms: float) -> CapturedCall:
+def capture(fn: Callable[[], object], graph_ms: float) -> CapturedCall:
     """Capture `fn` as `triton.testing.do_bench_cudagraph` does (triton 3.6).
 
     On a side stream: one warm-up call, the time per call estimated from 5

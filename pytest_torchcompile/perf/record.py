@@ -1,26 +1,27 @@
 """What one benchmark case measured, as plain data.
 
-A `CaseRecord` travels from an xdist worker or a test to the session (as
-JSON in `report.user_properties`), into baseline files and reports, and back
-into the gate. It holds no torch objects, so the gate and the baseline store
-are testable without torch.
+A `CaseRecord` goes from the test that measured it to the session as a
+Python object (benchmarks never run in xdist workers, so the process that
+measures a case reports it), and as JSON into baseline files and reports,
+read back from a baseline file into the gate (`to_json` and `from_json`, one
+writer and one reader; the reader takes the counters' old names too,
+`counters.LEGACY_NAMES`). It holds no torch objects, so the gate and the
+baseline store are testable without torch.
 
 Metric names and what kind of quantity each is live here, beside the
-record, so the gate, the tables and the docs read one list; so does
-`Contention`, what the machine was doing while a case was timed (read by
-`timing.Probe`), with the thresholds past which the gate never FAILs.
+record, so the gate, the tables and the docs read one list.
 """
 
 from __future__ import annotations
 
 import enum
-import math
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.counters import COUNTER_LABELS
-from .stats import FieldError, Summary, round_sig
+from ..common.counters import COUNTER_LABELS, LEGACY_NAMES
+from .contention import Contention
+from .stats import FieldError, Summary
 
 
 class Kind(enum.Enum):
@@ -71,107 +72,6 @@ TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
 
 #: deterministic counters, compared exactly (never with statistics), by attribute name.
 COUNTERS = tuple(COUNTER_LABELS)
-#: the names baselines recorded before the counters had one spelling everywhere.
-_LEGACY_COUNTERS = {
-    "graphs": "graph_count",
-    "graph_breaks": "graph_break_count",
-    "recompiles": "recompile_count",
-    "kernels": "kernel_count",
-}
-
-
-# --- CPU contention while a case was timed -------------------------------------
-
-#: a thread of this process waited for a CPU more than this share of the window
-MAX_WAITING = 0.10
-#: some task waited for a CPU more than this share of the window
-MAX_PRESSURE = 0.20
-#: preempted more often than this per second
-MAX_PREEMPTIONS_PER_S = 50.0
-#: the hypervisor took more than this share of the machine's CPU time
-MAX_STEAL = 0.10
-#: the calibration kernel ran this much slower than when the baseline was recorded
-MAX_CALIBRATION_SLOWDOWN = 1.25
-
-
-@dataclass(frozen=True)
-class Contention:
-    """The contention signals of one timed window (or the worst of several).
-
-    `waiting`: the largest share of the window a thread of the process was
-    runnable but waiting for a CPU; `pressure`: the share in which any task
-    on the machine was (`/proc/pressure/cpu` "some"); `preemptions_per_s`:
-    involuntary context switches; `steal`: the hypervisor's share of CPU
-    time; `load`: the load average per CPU (reported only: it lags and counts
-    this run's own compile workers); `calibration_s`: a fixed kernel's best
-    time. None: the platform lacks the signal, and it decides nothing.
-    """
-
-    waiting: float | None = None
-    pressure: float | None = None
-    preemptions_per_s: float | None = None
-    steal: float | None = None
-    load: float | None = None
-    calibration_s: float | None = None
-
-    def reasons(self) -> list[str]:
-        """Each signal past its threshold, worded for the gate table; empty when quiet."""
-        found = []
-        if self.waiting is not None and self.waiting > MAX_WAITING:
-            found.append(f"waited for a CPU {self.waiting:.0%} of the time")
-        if self.pressure is not None and self.pressure > MAX_PRESSURE:
-            found.append(f"CPU pressure {self.pressure:.0%}")
-        if self.preemptions_per_s is not None and self.preemptions_per_s > MAX_PREEMPTIONS_PER_S:
-            found.append(f"{self.preemptions_per_s:.0f} preemptions/s")
-        if self.steal is not None and self.steal > MAX_STEAL:
-            found.append(f"hypervisor steal {self.steal:.0%}")
-        if found and self.load is not None:
-            found.append(f"load {self.load:.1f} per CPU")
-        return found
-
-    def slowdown_since(self, baseline: Contention) -> float | None:
-        """How much slower the calibration kernel ran now than for the baseline."""
-        if not self.calibration_s or not baseline.calibration_s:
-            return None
-        return self.calibration_s / baseline.calibration_s
-
-    def to_json(self) -> dict[str, float]:
-        return {k: round_sig(v, 3) for k, v in asdict(self).items() if v is not None}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Contention:
-        """As stored; a value that is not a finite non-negative number is left out."""
-        return cls(**{f.name: _number(data.get(f.name)) for f in fields(cls)})
-
-
-def worst_contention(windows: Iterable[Contention]) -> Contention:
-    """The most contended value of each signal over several windows (the passes of a case)."""
-    merged = Contention()
-    for window in windows:
-        merged = Contention(
-            _pick(max, merged.waiting, window.waiting),
-            _pick(max, merged.pressure, window.pressure),
-            _pick(max, merged.preemptions_per_s, window.preemptions_per_s),
-            _pick(max, merged.steal, window.steal),
-            _pick(max, merged.load, window.load),
-            _pick(max, merged.calibration_s, window.calibration_s),
-        )
-    return merged
-
-
-def describe_contention(
-    now: Contention | None, baseline: Contention | None, same_machine: bool
-) -> str:
-    """'CPU contention: ...' when this run's or the baseline's timing was contended, else ''."""
-    parts = []
-    if now is not None:
-        parts += now.reasons()
-        slowdown = now.slowdown_since(baseline) if baseline and same_machine else None
-        if slowdown is not None and slowdown > MAX_CALIBRATION_SLOWDOWN:
-            parts.append(f"a fixed kernel ran {slowdown:.2f}x slower than for the baseline")
-    if baseline is not None and baseline.reasons():
-        parts.append(f"baseline recorded under contention ({', '.join(baseline.reasons())})")
-    return f"CPU contention: {', '.join(parts)}" if parts else ""
 
 
 @dataclass(frozen=True)
@@ -231,7 +131,7 @@ class CaseRecord:
         return cls(
             metrics=_summaries(data, "metrics", required=True),
             counters={
-                _LEGACY_COUNTERS.get(name, name): _count(f"counters.{name}", v)
+                LEGACY_NAMES.get(name, name): _count(f"counters.{name}", v)
                 for name, v in _section(data, "counters", required=True).items()
             },
             settings=dict(settings),
@@ -308,12 +208,10 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
             )
 
 
-def _pick(choose: Any, a: float | None, b: float | None) -> float | None:
-    present = [v for v in (a, b) if v is not None]
-    return choose(present) if present else None
+@dataclass(frozen=True)
+class MeasuredCase:
+    """A case as the session collected it: where it ran and what it measured."""
 
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    key: str
+    nodeid: str
+    record: CaseRecord

@@ -46,7 +46,7 @@ class BenchmarkResult:
     attributes. `gpu` holds the GPU metrics (empty on CPU, with the reason in
     `notes`), `kernel_times` the time of each Triton kernel, both as
     `Figure`s. `verdict` is the gate's PASS, FAIL or INCONCLUSIVE under
-    `--perf-gate`, else None.
+    `--torchcompile-perf-gate`, else None.
     """
 
     case: str

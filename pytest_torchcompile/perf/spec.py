@@ -11,7 +11,7 @@ here imports torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..common.options import CompileOptions, SpecError
 from .gate import GateSettings
@@ -36,7 +36,10 @@ class BenchmarkSpec(CompileOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        overrides: dict[str, Any] = {"threshold": self.threshold, "confidence": self.confidence}
+        overrides: dict[str, float | None] = {
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+        }
         try:
             GateSettings(**{name: value for name, value in overrides.items() if value is not None})
             if self.max_time is not None:

@@ -6,26 +6,15 @@ per-round ratio eager/compiled, the quantity the gate uses, stays steady.
 The loop is plain Python over two callables and a `sync` (a no-op on CPU,
 `torch.cuda.synchronize` on GPU): no torch import.
 
-Each pass carries the contention its window saw: interleaving cancels a
-machine that is slow throughout, not one that is contended (neighbours take
-the core mid-block and evict the caches, and the ratio itself moves). A
-`Probe` reads, over exactly that window, what Linux gives without hardware
-counters: each thread's run-queue delay (`/proc/self/task/*/schedstat`: time
-runnable but waiting for a CPU; sleeping, I/O and GPU synchronisation are
-not waiting), CPU pressure (`/proc/pressure/cpu` "some"), the process's
-involuntary context switches (`resource.getrusage`), hypervisor steal
-(`/proc/stat`), the load average, and the best time of a fixed pure-Python
-kernel (compared with the baseline's on the same machine). A signal the
-platform lacks is None; `record.Contention` says which are past their
-thresholds.
+Each pass carries the CPU contention its window saw (`contention.Probe`):
+interleaving cancels a machine that is slow throughout, not one that is
+contended.
 """
 
 from __future__ import annotations
 
 import gc
 import math
-import os
-import resource
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..common.options import check_number
-from .record import Contention, worst_contention
+from .contention import Contention, Probe, worst_contention
 from .stats import Summary, summarize
 
 #: rounds between checks of the stopping rule (it sorts all ratios so far).
@@ -178,119 +167,6 @@ def _done(
         return False
     speedup = summarize([e / c for e, c in zip(eager, compiled)], settings.confidence)
     return (speedup.ci_high - speedup.ci_low) / 2 <= settings.precision * speedup.median
-
-
-# --- contention: what the machine did while a pass was timed ------------------------
-
-PRESSURE_FILE = "/proc/pressure/cpu"
-TASKS = "/proc/self/task"
-STAT_FILE = "/proc/stat"
-CALIBRATION_REPEATS = 3
-
-
-class Probe:
-    """Reads the signals at the start and end of a timed window (`with Probe() as probe:`)."""
-
-    def __init__(self) -> None:
-        self.result = Contention()
-        self._start: _Counters | None = None
-        self._calibration: list[float] = []
-
-    def __enter__(self) -> Probe:
-        self._calibration.append(calibrate())
-        self._start = _counters()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        end = _counters()
-        self._calibration.append(calibrate())
-        assert self._start is not None
-        self.result = _between(self._start, end, min(self._calibration))
-
-
-def calibrate() -> float:
-    """The best of a few runs of a fixed pure-Python kernel (about a millisecond), in seconds."""
-    best = math.inf
-    for _ in range(CALIBRATION_REPEATS):
-        started = time.perf_counter()
-        sum(i * i for i in range(20_000))
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
-@dataclass(frozen=True)
-class _Counters:
-    wall: float
-    waits: dict[str, int] | None  # thread id -> nanoseconds spent waiting on a run queue
-    preemptions: int
-    pressure: int | None
-    cpu_times: tuple[int, int] | None
-
-
-def _counters() -> _Counters:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return _Counters(time.perf_counter(), _waits(), usage.ru_nivcsw, _pressure(), _cpu_times())
-
-
-def _between(start: _Counters, end: _Counters, calibration: float) -> Contention:
-    wall = max(end.wall - start.wall, 1e-9)
-    waiting = None
-    if start.waits is not None and end.waits is not None:
-        shared = start.waits.keys() & end.waits.keys()
-        waiting = max((end.waits[t] - start.waits[t] for t in shared), default=0) / 1e9 / wall
-    pressure = None
-    if start.pressure is not None and end.pressure is not None:
-        pressure = (end.pressure - start.pressure) / 1e6 / wall
-    steal = None
-    if start.cpu_times is not None and end.cpu_times is not None:
-        total = end.cpu_times[0] - start.cpu_times[0]
-        steal = (end.cpu_times[1] - start.cpu_times[1]) / total if total > 0 else 0.0
-    return Contention(
-        waiting=None if waiting is None else min(max(waiting, 0.0), 1.0),
-        pressure=None if pressure is None else min(max(pressure, 0.0), 1.0),
-        preemptions_per_s=(end.preemptions - start.preemptions) / wall,
-        steal=steal,
-        load=os.getloadavg()[0] / (os.cpu_count() or 1) if hasattr(os, "getloadavg") else None,
-        calibration_s=calibration,
-    )
-
-
-def _waits() -> dict[str, int] | None:
-    """Each thread's run-queue delay so far (ns); None where schedstat is not kept (not Linux)."""
-    try:
-        threads = os.listdir(TASKS)
-    except OSError:
-        return None
-    waits = {}
-    for thread in threads:
-        try:
-            with open(f"{TASKS}/{thread}/schedstat", encoding="ascii") as handle:
-                waits[thread] = int(handle.read().split()[1])
-        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
-            continue
-    return waits or None
-
-
-def _pressure() -> int | None:
-    """Microseconds some task waited for a CPU since boot; None without PSI (not Linux, or disabled)."""
-    try:
-        with open(PRESSURE_FILE, encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("some "):
-                    return int(line.rsplit("total=", 1)[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _cpu_times() -> tuple[int, int] | None:
-    """(all CPU time, steal time) of the machine in clock ticks; None where /proc/stat is missing."""
-    try:
-        with open(STAT_FILE, encoding="ascii") as handle:
-            values = [int(v) for v in handle.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    return (sum(values[:8]), values[7]) if len(values) >= 8 else None
 
 
 @contextmanager

@@ -68,7 +68,10 @@ class CompileCase:
         self.program = ProgramState(self.spec.backend_name, observed_call, bitwise_differences)
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
+        """Compile a copy of the user's model: their module keeps its parameters, buffers and
+        `.grad` as they were, and a model used twice judges the same both times."""
         reset_dynamo()
+        self.model = copy_model(self.model)
         self.replay = Replay(self.spec, copy_model(self.model), self.calls, self.log)
         self.eager_model = copy_model(self.model)
         self.compiled = compile_with(self.model, self.spec)
@@ -95,7 +98,7 @@ class CompileCase:
             f"compiling with {self.spec.backend_name}" if first else "calling the compiled model"
         )
         with self.progress.stage(doing):
-            out, seen = self._run_compiled((args, kwargs))
+            out, seen = self._run_compiled(clone_inputs((args, kwargs)))
         self.result = self._result(out, eager_out)
         if self.spec.numerics:
             mismatches = self.replay.mismatches(seen, eager_seen)

@@ -31,8 +31,8 @@ class CompileSpec(CompileOptions):
     settings below). `None` means "the default": for `artifacts` every
     artifact the backend produced, for `grads` on when any input or parameter
     requires grad, for tolerances the dtype-aware defaults of
-    `torch.testing.assert_close`, for `fp64_reference` on for float16 and
-    bfloat16 results only.
+    `torch.testing.assert_close`, for `fp64_reference` on for every
+    floating result below float64 (`False` turns it off).
 
     `fp64_reference`: a result outside tolerance still passes when its error
     against a float64 run is at most `fp64_multiplier` times eager's own

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -38,9 +39,18 @@ def test_a_long_step_in_a_log_is_two_lines() -> None:
     assert [final for _, final in lines] == [False, True]  # a line a minute: not one a second
 
 
-def test_without_a_writer_nothing_is_said() -> None:
-    with Progress().stage("compiling"):
-        time.sleep(0.01)
+def test_without_a_writer_nothing_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """`Progress()` (a fixture's object outside pytest) starts no timer and prints nothing,
+    even for a step longer than its delay, where a progress with a writer speaks."""
+    threads = set(threading.enumerate())
+    with Progress(delay=0.0).stage("compiling"):
+        time.sleep(0.05)
+        assert set(threading.enumerate()) == threads
+    assert capsys.readouterr() == ("", "")
+    lines: list[tuple[str, bool]] = []
+    with Progress(lambda text, final: lines.append((text, final)), delay=0.0).stage("compiling"):
+        time.sleep(0.05)
+    assert lines and lines[-1][1]
 
 
 SLOW = """

@@ -40,7 +40,14 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = tmp_path_factory.mktemp("recorded")
     (project / "pytest.ini").write_text(FAST)
     (project / "test_p.py").write_text(TWO_BENCHMARKS)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perf-update-baseline"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--torchcompile-perf-update-baseline",
+    ]
     done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     (path,) = (project / "perf-baselines").glob("*.json")
@@ -76,11 +83,11 @@ def test_an_unreadable_baseline_is_never_replaced_by_a_partial_update(
     path = recorded(pytester, baseline)
     path.write_text(DAMAGES[damage](path.read_text()))
     before = path.read_bytes()
-    result = pytester.runpytest("--perf-update-baseline", "-k", "test_b")
+    result = pytester.runpytest("--torchcompile-perf-update-baseline", "-k", "test_b")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "error: the baseline was not written (ini torchcompile_perf_baseline = 'perf-baselines'): "
+            "error: the baseline was not written (ini torchcompile_perf_baseline_dir = 'perf-baselines'): "
             f"perf-baselines/{path.name} cannot be read (*), and replacing it would lose the cases this run "
             "did not measure; nothing was written: repair the file*"
         ]
@@ -94,12 +101,12 @@ def test_a_baseline_nested_too_deep_is_the_damaged_baseline_message(
 ) -> None:
     path = recorded(pytester, baseline)
     path.write_text("[" * 200_000 + "]" * 200_000)
-    result = pytester.runpytest("--perf-gate")
+    result = pytester.runpytest("--torchcompile-perf-gate")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
             f"skipped the damaged baseline file perf-baselines/{path.name}: nested too deep to be a "
-            "baseline (repair it, or delete it and re-record it with pytest --perf-update-baseline)"
+            "baseline (repair it, or delete it and re-record it with pytest --torchcompile-perf-update-baseline)"
         ]
     )
     assert "RecursionError" not in result.stdout.str()
@@ -116,7 +123,9 @@ def test_a_killed_writes_temp_file_is_removed_by_the_next_update(
     for temp in (leftover, users):
         temp.write_text('{"cases": {')
         os.utime(temp, (time.time() - 3600, time.time() - 3600))
-    pytester.runpytest("--perf-update-baseline", "-k", "test_a").assert_outcomes(passed=1)
+    pytester.runpytest("--torchcompile-perf-update-baseline", "-k", "test_a").assert_outcomes(
+        passed=1
+    )
     assert not leftover.exists() and users.exists()
     assert set(json.loads(path.read_text())["cases"]) == {
         "test_p.py::test_a::case_0",
@@ -133,13 +142,15 @@ def test_an_unwritable_baseline_folder_is_refused_before_any_test(
     folder.mkdir()
     folder.chmod(0o555)
     try:
-        result = run_unprivileged(pytester, "--perf-update-baseline", "--perf-baseline-dir=bl")
+        result = run_unprivileged(
+            pytester, "--torchcompile-perf-update-baseline", "--torchcompile-perf-baseline-dir=bl"
+        )
     finally:
         folder.chmod(0o755)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: --perf-update-baseline cannot write the baseline folder */bl (--perf-baseline-dir=bl): "
+            "ERROR: --torchcompile-perf-update-baseline cannot write the baseline folder */bl (--torchcompile-perf-baseline-dir=bl): "
             "permission denied on */bl (make it writable: chmod u+w */bl); nothing was run or written"
         ]
     )
@@ -163,13 +174,15 @@ def test_a_failed_baseline_write_names_the_setting_and_says_nothing_was_written(
     folder = pytester.path / "bl"
     folder.mkdir()
     try:
-        result = run_unprivileged(pytester, "--perf-update-baseline", "--perf-baseline-dir=bl")
+        result = run_unprivileged(
+            pytester, "--torchcompile-perf-update-baseline", "--torchcompile-perf-baseline-dir=bl"
+        )
     finally:
         folder.chmod(0o755)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "error: the baseline was not written (--perf-baseline-dir=bl): cannot write bl/*.json: "
+            "error: the baseline was not written (--torchcompile-perf-baseline-dir=bl): cannot write bl/*.json: "
             "Permission denied; nothing was written, the previous baseline (if any) is unchanged"
         ]
     )
@@ -198,7 +211,7 @@ def test_a_split_suites_runners_each_keep_the_others_records_and_merge(
     """pytest-split's `--splits 2 --group K` on two runners from one checkout, then one folder."""
     pytester.makeini(FAST)
     pytester.makepyfile(test_p=SHARDED)
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=4)
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=4)
     folder = pytester.path / "perf-baselines"
     (path,) = folder.glob("*.json")
     checkout = path.read_bytes()
@@ -206,7 +219,9 @@ def test_a_split_suites_runners_each_keep_the_others_records_and_merge(
     runs = []
     for group in ("1", "2"):  # each runner starts from the checkout
         path.write_bytes(checkout)
-        result = pytester.runpytest("--perf-update-baseline", "--splits", "2", "--group", group)
+        result = pytester.runpytest(
+            "--torchcompile-perf-update-baseline", "--splits", "2", "--group", group
+        )
         result.assert_outcomes(passed=2)
         runs.append(shutil.copytree(folder, tmp_path / f"runner-{group}"))
         cases = json.loads(path.read_text())["cases"]

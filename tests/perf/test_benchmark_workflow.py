@@ -78,7 +78,7 @@ def test_record_gate_then_planted_regression_fails_the_run(
     pytester.makeini(INI)
     pytester.makepyfile(test_m=bench_test())
     result = pytester.runpytest(
-        "--perf-update-baseline", "--perf-gate", "-v"
+        "--torchcompile-perf-update-baseline", "--torchcompile-perf-gate", "-v"
     )  # gated before the baseline exists
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK
@@ -88,8 +88,8 @@ def test_record_gate_then_planted_regression_fails_the_run(
             "*torch.compile benchmarks*",
             "case*eager*compiled*speedup*95% CI*compile s*first call s",
             f"{CASE} *x *",
-            "perf gate: INCONCLUSIVE: the run does not fail (it would under --perf-gate=strict)",
-            f"{CASE}*(case)*no baseline: record one with pytest --perf-update-baseline*INCONCLUSIVE",
+            "perf gate: INCONCLUSIVE: the run does not fail (it would under --torchcompile-perf-gate=strict)",
+            f"{CASE}*(case)*no baseline: record one with pytest --torchcompile-perf-update-baseline*INCONCLUSIVE",
             "baseline written: perf-baselines/*-1t-*.json (1 cases)",
         ]
     )
@@ -105,7 +105,7 @@ def test_record_gate_then_planted_regression_fails_the_run(
     assert case["settings"]["backend"] == "planted_backend" and case["settings"]["threads"] == 1
     recorded = tree_digest(pytester.path / "perf-baselines")
 
-    result = pytester.runpytest("--perf-gate")
+    result = pytester.runpytest("--torchcompile-perf-gate")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -123,9 +123,9 @@ def test_record_gate_then_planted_regression_fails_the_run(
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest(
-        "--perf-gate",
-        "--perf-report=out/report.json",
-        "--perf-benchmark-json=out/bench.json",
+        "--torchcompile-perf-gate",
+        "--torchcompile-perf-report=out/report.json",
+        "--torchcompile-perf-benchmark-json=out/bench.json",
         "--junitxml=out/junit.xml",
         # a loaded machine would make it INCONCLUSIVE (test_gate_under_contention.py): here the FAIL path
         "-o",
@@ -139,10 +139,10 @@ def test_record_gate_then_planted_regression_fails_the_run(
     result.stdout.fnmatch_lines(
         [
             verdict,
-            "if the new numbers are intended: pytest --perf-update-baseline test_m.py::test_m",
+            "if the new numbers are intended: pytest --torchcompile-perf-update-baseline test_m.py::test_m",
             "perf gate: FAIL",
             f"{CASE}*speedup*x*x*-9?.?%*FAIL (re-measured)",
-            "if the new numbers are intended, update the baseline: pytest --perf-update-baseline test_m.py::test_m",
+            "if the new numbers are intended, update the baseline: pytest --torchcompile-perf-update-baseline test_m.py::test_m",
             "perf report written: out/report.json",
             "FAILED test_m.py::test_m - Failed: perf gate FAIL*",
         ]
@@ -158,7 +158,7 @@ def test_record_gate_then_planted_regression_fails_the_run(
         in junit
     )
     assert '<property name="perf_gate" value="perf gate FAIL' in junit
-    assert "torchcompile" not in junit  # the plugin's own data stays off the junit properties
+    assert '<property name="torchcompile' not in junit  # the plugin's own data stays off them
 
     markdown = summary.read_text()
     assert markdown.startswith("earlier step\n### perf gate: FAIL\n")
@@ -199,26 +199,29 @@ def test_strict_fails_without_baseline_and_another_machines_baseline_gates_the_r
     pytester.makeini(INI)
     pytester.makepyfile(test_m=bench_test())
     result = pytester.runpytest(
-        "--perf-gate=strict", "--perf-report=test_m.py/report.json"
+        "--torchcompile-perf-gate=strict", "--torchcompile-perf-report=test_m.py/report.json"
     )  # a file is no folder
     result.assert_outcomes(failed=1)  # strict: the INCONCLUSIVE fails its own test
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "perf gate: INCONCLUSIVE: the run fails (--perf-gate=strict)",
-            "if the new numbers are intended, update the baseline: pytest --perf-update-baseline test_m.py::test_m",
+            "perf gate: INCONCLUSIVE: the run fails (--torchcompile-perf-gate=strict)",
+            "if the new numbers are intended, update the baseline: pytest --torchcompile-perf-update-baseline test_m.py::test_m",
             "error: *Error: *test_m.py*",
         ]
     )
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
     assert baseline_files(pytester) == []
 
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=1)
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=1)
     (first,) = baseline_files(pytester)
     before = (pytester.path / "perf-baselines" / first).read_bytes()
     # two threads: another fingerprint, as another machine would be
     result = pytester.runpytest(
-        "--perf-gate", "--perf-update-baseline", "-o", "torchcompile_perf_threads=2"
+        "--torchcompile-perf-gate",
+        "--torchcompile-perf-update-baseline",
+        "-o",
+        "torchcompile_perf_threads=2",
     )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -244,17 +247,19 @@ def test_xdist_workers_skip_benchmarks_and_gating_under_n_is_refused(
             "SKIPPED*compile_benchmark does not run in pytest-xdist workers*",
         ]
     )
-    result = pytester.runpytest("-n", "1", "--perf-gate")
+    result = pytester.runpytest("-n", "1", "--torchcompile-perf-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: --perf-gate and --perf-update-baseline need benchmarks to run*run them with -n 0*"]
+        [
+            "ERROR: --torchcompile-perf-gate and --torchcompile-perf-update-baseline need benchmarks to run*run them with -n 0*"
+        ]
     )
 
 
 def test_a_path_after_perf_gate_is_a_test_path(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI)
     pytester.makepyfile(test_m=bench_test(), test_other="def test_other():\n    assert False\n")
-    result = pytester.runpytest("--perf-gate", "test_m.py", "-rA")
+    result = pytester.runpytest("--torchcompile-perf-gate", "test_m.py", "-rA")
     result.assert_outcomes(passed=1)  # test_other.py did not run: the path was taken as a path
     result.stdout.fnmatch_lines(["perf gate: INCONCLUSIVE*"])
 
@@ -263,21 +268,24 @@ def test_a_path_after_perf_gate_is_a_test_path(pytester: pytest.Pytester) -> Non
     "args, message",
     [
         (
-            ["--perf-gate=sometimes"],
-            "ERROR: --perf-gate=sometimes: 'sometimes' is not a gate mode: use --perf-gate or --perf-gate=strict",
+            ["--torchcompile-perf-gate=sometimes"],
+            "ERROR: --torchcompile-perf-gate=sometimes: 'sometimes' is not a gate mode: use --torchcompile-perf-gate or --torchcompile-perf-gate=strict",
         ),
-        (["--perf-report="], "*argument --perf-report: '' must name a file*"),
+        (
+            ["--torchcompile-perf-report="],
+            "*argument --torchcompile-perf-report: '' must name a file*",
+        ),
         (
             ["-o", "torchcompile_perf_threshold=ten"],
             "ERROR: pytest-torchcompile ini option: torchcompile_perf_threshold = 'ten' is not a number",
         ),
         (
             ["-o", "torchcompile_perf_threshold=10"],
-            "ERROR: *threshold=10.0 must be a number above 0 and below 1 (a fraction, e.g. 0.1 for 10%)",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_threshold = '10' must be a number above 0 and below 1 (a fraction, e.g. 0.1 for 10%)",
         ),
         (
             ["-o", "torchcompile_perf_threads=0"],
-            "ERROR: *torchcompile_perf_threads=0 must be at least 1",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_threads = '0' must be at least 1",
         ),
     ],
     ids=["gate-mode", "report-path", "threshold-text", "threshold-percent", "threads"],
@@ -322,10 +330,10 @@ def test_help_and_markers_list_the_benchmark_options(pytester: pytest.Pytester) 
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines(
         [
-            "*--perf-update-baseline*",
-            "*--perf-gate=[[]strict[]]*",
-            "*--perf-report=PATH*",
-            "*torchcompile_perf_baseline*",
+            "*--torchcompile-perf-update-baseline*",
+            "*--torchcompile-perf-gate=[[]strict[]]*",
+            "*--torchcompile-perf-report=PATH*",
+            "*torchcompile_perf_baseline_dir*",
         ]
     )
     result = pytester.runpytest("--markers")

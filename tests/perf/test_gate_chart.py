@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pytest_torchcompile.perf.chart import COLOURS, bars, speedup_chart
 from pytest_torchcompile.perf.gate import ALL_METRICS, CaseVerdict, Row, Verdict
+from pytest_torchcompile.perf.report.chart import COLOURS, bars, speedup_chart
 from tests.browser import opened
 
 INI = """
@@ -86,10 +86,12 @@ def test_the_gate_chart_is_drawn_in_the_html_report(pytester: pytest.Pytester) -
     pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install matplotlib)")
     pytester.makeini(INI)
     pytester.makepyfile(test_m=BENCH_TESTS.format(slow=0))
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=2)
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=2)
     pytester.makepyfile(test_m=BENCH_TESTS.format(slow=0.002))
     report = pytester.path / "report.html"
-    result = pytester.runpytest("--perf-gate", f"--html={report}", "--self-contained-html")
+    result = pytester.runpytest(
+        "--torchcompile-perf-gate", f"--html={report}", "--self-contained-html"
+    )
     result.assert_outcomes(passed=1, failed=1)  # the gate's FAIL fails test_slow itself
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["perf gate: FAIL"])

@@ -133,7 +133,7 @@ def test_counters_are_exact_and_name_what_moved() -> None:
 def test_missing_baseline_is_inconclusive_and_fails_only_when_strict() -> None:
     verdict = gate(None).judge("t", record())
     assert verdict.verdict is Verdict.INCONCLUSIVE
-    assert "pytest --perf-update-baseline" in verdict.rows[0].note
+    assert "pytest --torchcompile-perf-update-baseline" in verdict.rows[0].note
     assert not verdict.needs_remeasure
     assert not run_fails([verdict], GateSettings())
     assert run_fails([verdict], GateSettings(strict=True))
@@ -288,7 +288,7 @@ def test_exact_metrics_pass_under_strict_and_are_not_gated_on_another_machine() 
 
 
 def test_exact_rows_show_bytes_and_the_difference() -> None:
-    from pytest_torchcompile.perf.report import gate_cells
+    from pytest_torchcompile.perf.report.table import gate_cells
 
     failing = rows_by_metric(
         gate(record(gpu_peak_eager_bytes=exact(2048))).judge(

@@ -20,12 +20,13 @@ from dataclasses import replace
 import pytest
 
 from pytest_torchcompile.perf.case import BenchmarkCase
+from pytest_torchcompile.perf.contention import Contention, Probe
+from pytest_torchcompile.perf.contention import describe_contention as describe
+from pytest_torchcompile.perf.contention import worst_contention as worst
 from pytest_torchcompile.perf.gate import Baseline, Gate, GateSettings, Verdict
-from pytest_torchcompile.perf.record import CaseRecord, Contention
-from pytest_torchcompile.perf.record import describe_contention as describe
-from pytest_torchcompile.perf.record import worst_contention as worst
+from pytest_torchcompile.perf.record import CaseRecord
 from pytest_torchcompile.perf.spec import BenchmarkSpec
-from pytest_torchcompile.perf.timing import PairedTiming, Probe, TimingSettings
+from pytest_torchcompile.perf.timing import PairedTiming, TimingSettings
 from tests.perf.test_gate_rules import record, rows_by_metric
 
 QUIET = Contention(waiting=0.01, pressure=0.01, preemptions_per_s=2.0, steal=0.0, load=0.4)
@@ -184,13 +185,13 @@ def test_a_planted_slowdown_beside_spinning_neighbours_is_never_a_pass_nor_a_fai
 ) -> None:
     pytester.makeini("[pytest]\ntorchcompile_perf_max_time = 0.2\n")
     pytester.makepyfile(test_slow=SLOW_TEST)
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=1)
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=1)
     (baseline,) = (pytester.path / "perf-baselines").glob("*.json")
     stored = json.loads(baseline.read_text())["cases"]["test_slow.py::test_chain::case_0"]
     assert set(stored["contention"]) >= {"calibration_s", "waiting", "preemptions_per_s"}
     monkeypatch.setenv("SLOW", "1")
     monkeypatch.setenv("SPIN", str(os.cpu_count() or 1))
-    pytester.runpytest("--perf-gate", "--perf-report=report.json")
+    pytester.runpytest("--torchcompile-perf-gate", "--torchcompile-perf-report=report.json")
     report = json.loads((pytester.path / "report.json").read_text())
     (speedup,) = [row for row in report["rows"] if row["metric"] == "speedup"]
     assert speedup["change"] < -0.5, speedup  # the slowdown was measured

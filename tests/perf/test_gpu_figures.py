@@ -76,7 +76,7 @@ def test_gpu_figures_recorded_and_gated_on_the_same_machine(pytester: pytest.Pyt
         "[pytest]\ntorchcompile_perf_max_time = 0.3\ntorchcompile_perf_threshold = 0.5\n"
     )
     pytester.makepyfile(test_gpu=GPU_TEST)
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=3)
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=3)
     (baseline,) = (pytester.path / "perf-baselines").glob("*.json")
     data = json.loads(baseline.read_text())
     assert data["machine"]["device"] != "cpu" and data["machine"]["cuda"]
@@ -86,7 +86,7 @@ def test_gpu_figures_recorded_and_gated_on_the_same_machine(pytester: pytest.Pyt
     assert {"gpu_eager_s", "gpu_compiled_s", "gpu_speedup"} <= set(
         case["settings"]["noise"]
     )  # 5 passes
-    result = pytester.runpytest("--perf-gate")
+    result = pytester.runpytest("--torchcompile-perf-gate")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(
         [

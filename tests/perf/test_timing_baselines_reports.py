@@ -10,7 +10,8 @@ import pytest
 from pytest_torchcompile.perf.baseline import BaselineStore, Machine, dumps
 from pytest_torchcompile.perf.gpu import kernel_sources
 from pytest_torchcompile.perf.record import CaseRecord
-from pytest_torchcompile.perf.report import benchmark_stats, markdown
+from pytest_torchcompile.perf.report.outputs import benchmark_stats
+from pytest_torchcompile.perf.report.table import markdown
 from pytest_torchcompile.perf.stats import Summary
 from pytest_torchcompile.perf.timing import (
     PairedTiming,
@@ -173,6 +174,21 @@ def test_damaged_baseline_file_is_skipped_with_a_message(tmp_path: Path) -> None
     assert len(store.problems) == 2
     assert any("broken.json: not JSON: Expecting property name" in p for p in store.problems)
     assert any("old.json: ValueError: format 0, expected 1" in p for p in store.problems)
+
+
+def test_a_baseline_recorded_with_the_old_counter_names_still_reads(tmp_path: Path) -> None:
+    """Baselines written before the counters had one spelling (`graph_breaks`) gate the same."""
+    counters = {"graphs": 1, "graph_breaks": 0, "recompiles": 0, "kernels": 1}
+    data = {"cases": {"t::a": {"metrics": {}, "counters": counters}}, "format": 1}
+    (tmp_path / HERE.filename()).write_text(json.dumps({**data, "machine": HERE.to_json()}))
+    found = BaselineStore(tmp_path, HERE).lookup("t::a")
+    assert found is not None and found.same_machine
+    assert found.record.counters == {
+        "graph_count": 1,
+        "graph_break_count": 0,
+        "recompile_count": 0,
+        "kernel_count": 1,
+    }
 
 
 def test_machine_filename_is_readable_and_unique() -> None:

@@ -1,7 +1,7 @@
 """Bad input never crashes the plugin: markers, models, outputs, settings, baselines.
 
 Each test drives the plugin as a hostile user would (pytester, a fresh
-process) and holds it to the rules of issue 11: any bad input ends as an
+process) and holds it to one rule: any bad input ends as an
 ordinary test failure or a usage error (exit 4) whose first line names what
 was wrong and how to fix it; never INTERNALERROR, never a traceback through
 the plugin's modules; the plugin's own crash is named as such and the run
@@ -448,7 +448,7 @@ def test_cpp(compile_model):
 
 
 def test_a_warning_turned_error_is_not_blamed_on_the_marker(pytester: pytest.Pytester) -> None:
-    """Issue 9 part 5: under -W error a warning is reported as what it is, with its stage."""
+    """Under -W error a warning is reported as what it is, with its stage."""
     write_tests(
         pytester,
         """
@@ -481,7 +481,7 @@ def test_warns_while_compiling(compile_model):
 def test_torchs_own_import_warning_under_w_error_is_not_a_usage_error(
     pytester: pytest.Pytester,
 ) -> None:
-    """Measured in issue 9: importing Inductor warns (torch.jit.script_method) in torch 2.13."""
+    """Importing Inductor warns (torch.jit.script_method) in torch 2.13: not the user's marker."""
     write_tests(
         pytester,
         """
@@ -596,15 +596,15 @@ def test_typo(compile_benchmark):
     [
         (
             "torchcompile_perf_threads = 100000",
-            "ERROR: pytest-torchcompile ini option: torchcompile_perf_threads=100000 is more than this machine's * CPUs: use at most *",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_threads = '100000' is more than this machine's * CPUs: use at most *",
         ),
         (
             "torchcompile_perf_gate_cpu_times = maybe",
             "ERROR: pytest-torchcompile ini option: torchcompile_perf_gate_cpu_times: invalid truth value 'maybe' (use true or false)",
         ),
         (
-            "torchcompile_perf_baseline =",
-            "ERROR: pytest-torchcompile ini option: torchcompile_perf_baseline is empty: name a folder relative to the rootdir*",
+            "torchcompile_perf_baseline_dir =",
+            "ERROR: pytest-torchcompile ini option: torchcompile_perf_baseline_dir = '' is empty: name a folder relative to the rootdir*",
         ),
     ],
     ids=["threads", "cpu_times", "empty_baseline"],
@@ -660,13 +660,13 @@ def test_{name}(compile_benchmark):
         for name in DAMAGES
     )
     write_tests(pytester, tests)
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=len(DAMAGES))
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=len(DAMAGES))
     (path,) = (pytester.path / "perf-baselines").glob("*.json")
     data = json.loads(path.read_text())
     for name, (damage, _) in DAMAGES.items():
         damage(data["cases"][f"test_hostile.py::test_{name}::case_0"])
     path.write_text(json.dumps(data))
-    for flags in ((), ("--perf-gate",)):
+    for flags in ((), ("--torchcompile-perf-gate",)):
         result = pytester.runpytest(*flags)
         result.assert_outcomes(passed=len(DAMAGES))
         for name, (_, field) in DAMAGES.items():
@@ -698,15 +698,15 @@ def test_a_crash_inside_the_plugin_is_reported_and_the_run_goes_on(
 ) -> None:
     pytester.makeconftest(
         """
-import pytest_torchcompile.snapshot.plugin as snapshot_plugin
-import pytest_torchcompile.perf.plugin as perf_plugin
+import pytest_torchcompile.snapshot.session as snapshot_session
+import pytest_torchcompile.perf.session as perf_session
 import pytest_torchcompile.snapshot.fixture as fixture
 
 def broken(*args, **kwargs):
     raise ZeroDivisionError("planted bug")
 
-snapshot_plugin._row = broken            # pytest_runtest_makereport
-perf_plugin.result_rows = broken         # pytest_terminal_summary
+snapshot_session._row = broken            # pytest_runtest_makereport
+perf_session.result_rows = broken         # pytest_terminal_summary
 fixture.CompileCase._result = broken     # inside the fixture
 fixture.CompileModel.snapshot_texts = broken  # the snapshot check after the test
 """
@@ -755,12 +755,12 @@ def test_a_crash_in_a_report_hook_does_not_end_the_run(
     """Also under xdist: the line travels with the test's report to the controller."""
     pytester.makeconftest(
         """
-import pytest_torchcompile.snapshot.plugin as snapshot_plugin
+import pytest_torchcompile.snapshot.session as snapshot_session
 
 def broken(*args, **kwargs):
     raise ZeroDivisionError("planted bug")
 
-snapshot_plugin._row = broken
+snapshot_session._row = broken
 """
     )
     write_tests(
@@ -779,7 +779,7 @@ def test_second():
         literal(
             [
                 "pytest-torchcompile internal error in pytest_runtest_makereport: ZeroDivisionError: planted bug "
-                "(at pytest_torchcompile/snapshot/plugin.py:* in *); this is a bug in pytest-torchcompile*"
+                "(at pytest_torchcompile/snapshot/session.py:* in *); this is a bug in pytest-torchcompile*"
             ]
         )
     )

@@ -41,6 +41,15 @@ def test_failing_case_shows_its_verdict_and_diffs_in_the_report(
         headline = page.locator(".ptc h2").first
         assert headline.inner_text() == "behaviour changed ops, guards"
         assert headline.locator(".verdict.behaviour").is_visible()
+        # the first screen: the headline sentence and what moved, above any side-by-side
+        said = page.locator(".ptc p.headline").first
+        assert said.inner_text().startswith("ops: relu -> gelu")
+        changes = page.locator(".ptc ul.changes").first
+        assert "ops" in changes.inner_text()
+        first_diff = page.locator(".ptc table.diff").first.bounding_box()
+        assert (
+            first_diff and said.bounding_box()["y"] < changes.bounding_box()["y"] < first_diff["y"]
+        )
         titles = page.locator(".ptc h3").all_inner_texts()
         assert titles[0] == "dynamo_graph.fx.txt" and "guards.guards.txt" in titles
         removed = page.locator(".ptc table.diff").first.locator("td").all_inner_texts()

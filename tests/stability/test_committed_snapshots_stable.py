@@ -1,11 +1,15 @@
-"""The real-model suite and the zoo give byte-identical snapshots whatever ran before them.
+"""The zoo and the real-model suites give byte-identical snapshots whatever ran before them.
 
-The committed snapshots of `fixtures/test_real_models.py` and of
-`fixtures/test_zoo.py` (recorded by `pytest fixtures --update-snapshots` in
-the project's own checkout) are copied, one suite at a time, with the suite
-into another folder, and the suite re-runs there WITHOUT
-`--update-snapshots` under each variation below. A differing artifact fails
-that run, and the snapshot tree must be untouched.
+The committed snapshots of `fixtures/test_real_models.py`,
+`fixtures/test_other_libraries.py` and `fixtures/test_zoo.py` (recorded by
+`pytest fixtures --update-snapshots` in the project's own checkout) are
+copied, one suite at a time, with the suite into another folder, and the
+suite re-runs there WITHOUT `--update-snapshots` under each variation below.
+A differing artifact fails that run, and the snapshot tree must be untouched.
+
+Each run has a hash seed of its own (`PYTHONHASHSEED`, `SEEDS`), one of them
+0 (hash randomisation off): a set's order, and what a library derives from it,
+differs between them as it does between two CI runs.
 
 Economy: the first run (another checkout path, an empty Inductor cache) is the
 only cold one; the others reuse the cache it filled. Each variation is one
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import other_libraries
 from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor
 from tests.conftest import REPO, tree_digest
 from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST as VARIATIONS_CONFTEST
@@ -40,7 +45,18 @@ class Suite:
 SUITES = {
     # BART alone: transformers' registry then holds only BART's classes (after the others, many more)
     "real_models": Suite("test_real_models.py", 10, "bart"),
+    # the einops model alone: the first of its process to parse an einops pattern
+    "other_libraries": Suite("test_other_libraries.py", 13, "einops_mixer"),
     "zoo": Suite("test_zoo.py", 10, "graph_break"),
+}
+#: the hash seed of each run: another one per run, and one run with hash randomisation off
+SEEDS = {
+    "cold": "1",
+    "plain": "0",
+    "xdist": "2",
+    "alone": "3",
+    "reversed": "4",
+    "compile_first": "5",
 }
 
 
@@ -54,8 +70,15 @@ class Checkout:
     cache: str
     first_run: str
 
-    def run(self, *args: str, **env: str) -> str:
-        return run_suite(self.project, self.suite, *args, TORCHINDUCTOR_CACHE_DIR=self.cache, **env)
+    def run(self, variation: str, *args: str, **env: str) -> str:
+        return run_suite(
+            self.project,
+            self.suite,
+            *args,
+            TORCHINDUCTOR_CACHE_DIR=self.cache,
+            PYTHONHASHSEED=SEEDS[variation],
+            **env,
+        )
 
     def assert_identical(self, output: str, passed: int | None = None) -> None:
         passed = self.suite.tests if passed is None else passed
@@ -79,7 +102,7 @@ def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
         *args,
     ]
     done = subprocess.run(
-        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=900
+        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=1800
     )
     return done.stdout[-6000:] + done.stderr[-2000:]
 
@@ -90,7 +113,7 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     suite = SUITES[request.param]
     project = tmp_path_factory.mktemp("elsewhere") / "checkout_b"
     (project / "fixtures").mkdir(parents=True)
-    for name in ("__init__.py", "zoo.py", "real_models.py", suite.module):
+    for name in ("__init__.py", "zoo.py", "real_models.py", "other_libraries.py", suite.module):
         shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
     stem = suite.module.removesuffix(".py")
     committed = REPO / "snapshots" / installed_torch_minor() / "cpu" / "fixtures" / stem
@@ -98,6 +121,9 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         pytest.skip(
             f"no committed snapshots of {suite.module} for this torch ({committed.relative_to(REPO)}): the real-model set is recorded on 2.13"
         )
+    missing = missing_libraries(suite)
+    if missing and not os.environ.get("CI"):
+        pytest.skip(f"{suite.module} needs {', '.join(missing)}: pip install -e '.[models]'")
     shutil.copytree(committed, project / "snapshots/fixtures" / stem)
     (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
     (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
@@ -107,8 +133,13 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         project,
         tree_digest(project / "snapshots"),
         cache,
-        run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache),
+        run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONHASHSEED=SEEDS["cold"]),
     )
+
+
+def missing_libraries(suite: Suite) -> list[str]:
+    """The model libraries a suite imports that are not installed (the `models` extra)."""
+    return other_libraries.missing_libraries() if suite.module == "test_other_libraries.py" else []
 
 
 def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: Checkout) -> None:
@@ -116,21 +147,21 @@ def test_committed_snapshots_match_at_another_path_with_a_cold_cache(checkout: C
     checkout.assert_identical(checkout.first_run)
 
 
-def test_plain_rerun(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run())
+def test_plain_rerun_with_hash_randomisation_off(checkout: Checkout) -> None:
+    checkout.assert_identical(checkout.run("plain"))
 
 
 def test_xdist_two_workers(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run("-n", "2"))
+    checkout.assert_identical(checkout.run("xdist", "-n", "2"))
 
 
 def test_one_test_alone(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run("-k", checkout.suite.alone), passed=1)
+    checkout.assert_identical(checkout.run("alone", "-k", checkout.suite.alone), passed=1)
 
 
 def test_reversed_order(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run(REVERSE_ORDER="1"))
+    checkout.assert_identical(checkout.run("reversed", REVERSE_ORDER="1"))
 
 
 def test_after_a_dozen_unrelated_compiles(checkout: Checkout) -> None:
-    checkout.assert_identical(checkout.run(COMPILE_FIRST="1"))
+    checkout.assert_identical(checkout.run("compile_first", COMPILE_FIRST="1"))

@@ -4,6 +4,7 @@ A representative subset of the zoo (a training model, a graph break, a
 recompile with automatic dynamic shapes, dynamic=True) is recorded once on Inductor; every
 test below re-runs it under one variation WITHOUT --update-snapshots. A
 differing artifact fails that run, and the snapshot tree must be untouched.
+Every run has a hash seed of its own (`PYTHONHASHSEED`), one of them 0 (randomisation off).
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ def pytest_sessionstart(session):
 '''
 
 
-def run_pytest(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, **env}
+def run_pytest(cwd: Path, *args: str, seed: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """pytest in `cwd` with hash seed `seed` (each run another, `PYTHONHASHSEED`)."""
+    environ = {**os.environ, "PYTHONHASHSEED": seed, **env}
     command = [
         sys.executable,
         "-m",
@@ -99,13 +101,15 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     (project / "test_subset.py").write_text(SUBSET)
     (project / "conftest.py").write_text(REVERSE_CONFTEST)
     (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
-    done = run_pytest(project, "--update-snapshots", TORCHINDUCTOR_CACHE_DIR=cache)
+    done = run_pytest(project, "--update-snapshots", seed="1", TORCHINDUCTOR_CACHE_DIR=cache)
     assert done.returncode == 0, done.stdout[-3000:]
     return project, tree_digest(project / "snapshots"), cache
 
 
-def assert_identical(project: Path, digest: dict[str, str], *args: str, **env: str) -> None:
-    done = run_pytest(project, *args, **env)
+def assert_identical(
+    project: Path, digest: dict[str, str], *args: str, seed: str, **env: str
+) -> None:
+    done = run_pytest(project, *args, seed=seed, **env)
     assert done.returncode == 0, done.stdout[-4000:]
     assert "5 passed" in done.stdout
     assert tree_digest(project / "snapshots") == digest
@@ -119,48 +123,52 @@ def test_second_process(recorded) -> None:
         "test_dynamic/guards.guards.txt",
     ):
         assert f"test_subset/{name}" in digest
-    assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache)
+    assert_identical(project, digest, seed="0", TORCHINDUCTOR_CACHE_DIR=cache)
 
 
 def test_other_compiles_earlier_in_the_process(recorded) -> None:
     project, digest, cache = recorded
-    assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache, COMPILE_FIRST="1")
+    assert_identical(project, digest, seed="2", TORCHINDUCTOR_CACHE_DIR=cache, COMPILE_FIRST="1")
 
 
 def test_other_checkout_path(recorded, tmp_path: Path) -> None:
     project, digest, cache = recorded
     other = tmp_path / "somewhere" / "else" / "checkout_b"
     shutil.copytree(project, other)
-    assert_identical(other, digest, TORCHINDUCTOR_CACHE_DIR=cache)
+    assert_identical(other, digest, seed="3", TORCHINDUCTOR_CACHE_DIR=cache)
 
 
 def test_one_test_alone(recorded) -> None:
     project, digest, cache = recorded
-    done = run_pytest(project, "-k", "test_transformer_block", TORCHINDUCTOR_CACHE_DIR=cache)
+    done = run_pytest(
+        project, "-k", "test_transformer_block", seed="4", TORCHINDUCTOR_CACHE_DIR=cache
+    )
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-4000:]
     assert tree_digest(project / "snapshots") == digest
 
 
 def test_reversed_test_order(recorded) -> None:
     project, digest, cache = recorded
-    assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache, REVERSE_ORDER="1")
+    assert_identical(project, digest, seed="5", TORCHINDUCTOR_CACHE_DIR=cache, REVERSE_ORDER="1")
 
 
 def test_cold_inductor_cache(recorded, tmp_path: Path) -> None:
     project, digest, _ = recorded
-    assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cold"))
+    assert_identical(project, digest, seed="6", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cold"))
 
 
 def test_xdist_two_workers(recorded) -> None:
     project, digest, cache = recorded
-    assert_identical(project, digest, "-n", "2", TORCHINDUCTOR_CACHE_DIR=cache)
+    assert_identical(project, digest, "-n", "2", seed="7", TORCHINDUCTOR_CACHE_DIR=cache)
 
 
 def test_one_thread(recorded) -> None:
     project, digest, cache = recorded
-    assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache, OMP_NUM_THREADS="1")
+    assert_identical(project, digest, seed="8", TORCHINDUCTOR_CACHE_DIR=cache, OMP_NUM_THREADS="1")
 
 
 def test_avx2_host(recorded) -> None:
     project, digest, cache = recorded
-    assert_identical(project, digest, TORCHINDUCTOR_CACHE_DIR=cache, ATEN_CPU_CAPABILITY="avx2")
+    assert_identical(
+        project, digest, seed="9", TORCHINDUCTOR_CACHE_DIR=cache, ATEN_CPU_CAPABILITY="avx2"
+    )

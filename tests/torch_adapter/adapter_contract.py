@@ -31,6 +31,7 @@ from pytest_torchcompile._torch import (
     metrics,
     trace,
 )
+from pytest_torchcompile._torch.patterns import dynamo as dynamo_names
 
 
 class Collect(logging.Handler):
@@ -95,9 +96,9 @@ def test_bytecode_hook_sees_both_codes_and_the_compile_id() -> None:
     assert dynamo.current_compile_id() is None
     ((original, transformed, compile_id),) = seen
     assert original is relu_plus_one.__code__ and compile_id == (0, 0)
-    assert [n for n in transformed.co_names if formats.COMPILED_CALL.match(n)]
-    assert formats.COUNTED_NAME.match(
-        next(n for n in transformed.co_names if n.startswith(formats.COMPILED_FN_PREFIX))
+    assert [n for n in transformed.co_names if dynamo_names.COMPILED_CALL.match(n)]
+    assert dynamo_names.COUNTED_NAME.match(
+        next(n for n in transformed.co_names if n.startswith(dynamo_names.COMPILED_FN_PREFIX))
     )
 
 
@@ -155,7 +156,7 @@ def test_errors_are_classified() -> None:
 def test_graph_break_record_matches_the_format() -> None:
     events = compiled_events(branchy, torch.ones(3), backend="eager")
     (reason,) = [e.payload for e in events if e.stream == "graph_break_reason"]
-    assert formats.BREAK_REASON.search(reason) and formats.BREAK_AT.search(reason)
+    assert dynamo_names.BREAK_REASON.search(reason) and dynamo_names.BREAK_AT.search(reason)
 
 
 def test_inductor_output_code_matches_the_formats() -> None:

@@ -40,11 +40,22 @@ RANDOM_OP = re.compile(
 )
 #: `# graph id: 1398...`: a graph module's object id (pre-grad graphs)
 GRAPH_ID = re.compile(r"(# graph id: )\d+")
+#: `<eval_with_key>.97`: the file name FX gives the code of a GraphModule, numbered by a
+#: process-global counter (`# File: <eval_with_key>.97:5 in forward` in a graph that inlined one)
+FX_EVAL_KEY = re.compile(r"(<eval_with_key>\.)\d+")
+#: `torch_geometric.nn.conv.gcn_conv_GCNConv_propagate_0lxvt4o8.py`: a module a library generated
+#: into a `tempfile`, named by a dotted module name, `_`, and 8 random characters of tempfile's
+GENERATED_MODULE_FILE = re.compile(r"\b((?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*_)[a-z0-9_]{8}(\.py)\b")
 
 # --- Inductor's output code --------------------------------------------------------
 
 #: `# AOT ID: ['3_inference']`: a process-global counter and the graph's kind
 AOT_ID = re.compile(r"(# AOT ID: \[')\d+(_\w+'\])")
+#: `_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f2105b08eb0`: a constant
+#: tensor the wrapper is given at load, described by its device, dtype, size, stride and `hash()` (its id)
+TENSOR_CONSTANT_HASH = re.compile(
+    r"^([A-Za-z_]\w* = None  # device\(.*\)) [0-9a-f]+$", re.MULTILINE
+)
 #: `# kernel path: /tmp/torchinductor_x/...`: a file in the cache dir
 KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
 #: `cpp_fused_relu_0 = async_compile.cpp_pybinding(`: a kernel's definition, by name

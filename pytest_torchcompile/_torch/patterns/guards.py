@@ -50,6 +50,13 @@ GLOBAL_DICT_KEY = re.compile(
     r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')"
 )
 
+#: a guard of the tree's root (or of the stored form) relating values by code, `+- LAMBDA_GUARD: G['a'].torch is
+#: G['___unnamed_scope_...']['torch']`: Dynamo's epilogue guards
+ROOT_LAMBDA_GUARD = re.compile(r"^(?:\+- )?LAMBDA_GUARD: ")
+#: a guard that compares with a constant's repr: `EQUALS_MATCH: G['m'].MODES == {'same', 'valid'}`
+#: (in the tree, the stored form, and the program file's `lambda: ...,  # EQUALS_MATCH`)
+EQUALS_MATCH_LINE = re.compile(r"\bEQUALS_MATCH\b")
+
 # --- a leaf guard's comment --------------------------------------------------------
 
 #: `# x = self.lin(x)  # model.py:12 in forward`: the comment after a guard's code

@@ -16,10 +16,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-#: `<OutputType.non_alias: 1>`, `<class 'x.Y'>`, `<function f at 0x..>`: reprs that are not Python.
-_ENUM = re.compile(r"<(\w+)\.(\w+): [^<>]*>")
-_CLASS = re.compile(r"<class '([^']*)'>")
-_OTHER = re.compile(r"<[^<>]*>")
+#: one token of the repr that needs rewriting before `ast` reads it, or a string literal that must
+#: not be (a stack trace quoted in a field holds `File "<eval_with_key>.3"`): tried at each position
+#: left to right, so a string is consumed whole before a `<` inside it is seen. The reprs that are
+#: not Python: `<OutputType.non_alias: 1>`, `<class 'x.Y'>`, `<function f at 0x..>`.
+_TOKEN = re.compile(
+    r"""(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
+    r"|<(?P<enum>\w+)\.(?P<member>\w+): [^<>]*>"
+    r"|<class '(?P<cls>[^']*)'>"
+    r"|(?P<other><[^<>]*>)"
+)
+#: how much of an unexpected expression the error message quotes, and a file path in it
+_QUOTED = 80
+_PATH = re.compile(r"(?:[\w.~-]*/)+[\w.<>-]+")
 
 #: a tangent's layout: (size, stride), a memory format's name (`torch.channels_last`), or None.
 TangentLayout = tuple[tuple[int, ...], tuple[int, ...]] | str | None
@@ -48,14 +57,23 @@ class MetaFormatError(ValueError):
 
 def parse_repr(text: str) -> Any:
     """The repr as plain values: calls become `Node`s, unknown `<...>` reprs strings."""
-    text = _ENUM.sub(lambda m: repr(m.group(2)), text)
-    text = _CLASS.sub(lambda m: repr(m.group(1)), text)
-    text = _OTHER.sub(lambda m: repr(m.group(0)), text)
+    text = _TOKEN.sub(_python_token, text)
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise MetaFormatError(f"AOTAutograd's metadata does not parse: {exc}") from None
     return _value(tree.body)
+
+
+def _python_token(match: re.Match[str]) -> str:
+    """A string literal as it is; a repr that is not Python as a string (an enum as its member's name)."""
+    if match.group("string") is not None:
+        return match.group("string")
+    if match.group("member") is not None:
+        return repr(match.group("member"))
+    if match.group("cls") is not None:
+        return repr(match.group("cls"))
+    return repr(match.group("other"))
 
 
 def _value(node: ast.expr) -> Any:
@@ -83,8 +101,15 @@ def _value(node: ast.expr) -> Any:
         fields.update({f"_{i}": _value(a) for i, a in enumerate(node.args)})
         return Node(name, fields)
     raise MetaFormatError(
-        f"AOTAutograd's metadata holds an unexpected expression: {ast.unparse(node)[:80]}"
+        f"AOTAutograd's metadata holds an expression this reader does not know "
+        f"({type(node).__name__}): {_excerpt(ast.unparse(node))}"
     )
+
+
+def _excerpt(code: str) -> str:
+    """The start of an expression for a message: file paths as their names, cut whole with `...`."""
+    code = _PATH.sub(lambda m: m.group(0).rsplit("/", 1)[-1], " ".join(code.split()))
+    return code if len(code) <= _QUOTED else code[: _QUOTED - 3].rstrip() + "..."
 
 
 @dataclass(frozen=True)

@@ -72,16 +72,21 @@ SKIPPED = _Skipped()
 
 
 def first_failing(*checks):
-    """The source line of the first check that is false or cannot read its value; None when all hold."""
+    """The source line of the first check that is false or cannot read its value; None when all hold.
+
+    A check that raised fails too (Dynamo fails a guard whose value is gone), and the line then says
+    what it raised: a guard whose call broke is told apart from one that found other inputs.
+    """
     for check in checks:
         try:
             if check():
                 continue
-        except ACCESS_ERRORS:
-            pass
+            raised = ""
+        except ACCESS_ERRORS as exc:
+            raised = f"  (raised {type(exc).__name__}: {exc})"
         code = check.__code__
         line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-        return line.removeprefix("lambda: ").rstrip(",") or code.co_name
+        return (line.removeprefix("lambda: ").rstrip(",") or code.co_name) + raised
     return None
 
 
@@ -263,6 +268,12 @@ def check_no_aliasing(*tensors) -> bool:
 
 def ___dict_contains(key, d) -> bool:
     return dict.__contains__(d, key)
+
+
+def ___set_contains(s, item) -> bool:
+    """SET_CONTAINS: Dynamo checks with C's `PySet_Contains`, which takes a set or a frozenset; the
+    `set.__contains__` its guard code prints refuses a frozenset (einops' `keyword.iskeyword.__self__`)."""
+    return (frozenset.__contains__ if isinstance(s, frozenset) else set.__contains__)(s, item)
 
 
 def ___odict_getitem(d, key):

@@ -8,6 +8,7 @@ bottom; `Normalizer.for_paths` puts the checkout's path rule first.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,11 +20,14 @@ from ..._torch.patterns.code import (
     BACKEND_HASH,
     DEVICE_PROPERTIES,
     DEVICE_PROPERTY_NUMBER,
+    FX_EVAL_KEY,
+    GENERATED_MODULE_FILE,
     GRAPH_ID,
     KERNEL_PATH,
     SPACED_PRODUCT,
     SYM_ANNOTATION,
     SYMPY_OPERATOR,
+    TENSOR_CONSTANT_HASH,
     TYPE_ANNOTATION,
 )
 from ..._torch.patterns.dynamo import (
@@ -39,12 +43,14 @@ from ..._torch.patterns.dynamo import (
 from ..._torch.patterns.guards import (
     BARE_PROVENANCE,
     COMMENT_PATH,
+    EQUALS_MATCH_LINE,
     GLOBAL_DICT_KEY,
     GLOBALS_MANAGER,
     GUARD_LATENCY,
     NUM_THREADS,
     OBJ_ID_VALUE,
     PROVENANCE_TAIL,
+    ROOT_LAMBDA_GUARD,
     TREE_PREFIX_OR_KEY,
 )
 from .sections import per_frame_section
@@ -61,6 +67,8 @@ _CODE_OBJECT_ADDRESS = re.compile(
 _ABSOLUTE_PY = re.compile(r"(?<![\w<>.])/+(?:[^\s/\"':,()]+/+)+[^\s/\"':,()]+\.py\b")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _MASK_IN_NAME = re.compile(r"(?<=\w)(?:<N>)+")
+#: a Dynamo global as `renumber_dynamo_globals` writes it: `___unnamed_scope_obj0`, `G['_obj1']`
+_RENUMBERED_GLOBAL = re.compile(r"(?<=[A-Za-z_'])_obj\d+(?![\w/])")
 
 
 # --- numbers the process hands out: object ids, counters ---------------------------
@@ -114,6 +122,19 @@ def mask_bytecode_counters(text: str) -> str:
     return _renumber(TEMP, "__temp_{}", text)
 
 
+def mask_fx_eval_keys(text: str) -> str:
+    """`# File: <eval_with_key>.97:5 in forward` -> `<eval_with_key>.<N>:5`: FX counts the GraphModules
+    it generates code for in the process (e3nn's tensor products are such modules); the line
+    within the generated code stays."""
+    return FX_EVAL_KEY.sub(r"\1<N>", text)
+
+
+def mask_tensor_constant_hashes(text: str) -> str:
+    """`_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f2105b08eb0`:
+    the last field is the tensor's `hash()`, its id; the device, dtype, size and stride stay."""
+    return TENSOR_CONSTANT_HASH.sub(r"\1 <hash>", text)
+
+
 def drop_addresses(text: str) -> str:
     """`<function f at 0x7f38...>` -> `<function f>`."""
     return _ADDRESS.sub("", text)
@@ -135,6 +156,73 @@ def _renumber(pattern: re.Pattern[str], template: str, text: str) -> str:
         return seen.setdefault(match.group(0), template.format(len(seen)))
 
     return pattern.sub(replace, text)
+
+
+# --- orders the process chooses: a set's iteration order ------------------------
+
+
+def sort_guarded_sets(text: str) -> str:
+    """`EQUALS_MATCH: G['m'].MODES == {'valid', 'same'}` -> `... == {'same', 'valid'}`.
+
+    Dynamo prints a set or frozenset constant as Python's repr, in the order
+    the set iterates, which for strings follows the process's
+    `PYTHONHASHSEED`. A set equals any reordering of itself, so the elements
+    are sorted by their text (nested sets first). Only the code of guard lines
+    is touched: the comment after it quotes user source as written, and FX
+    or C++ braces are not sets.
+    """
+    if not EQUALS_MATCH_LINE.search(text):
+        return text
+    return "\n".join(
+        _sorted_sets(line) if EQUALS_MATCH_LINE.search(line) else line for line in text.split("\n")
+    )
+
+
+def _sorted_sets(line: str) -> str:
+    """Each set display in the code of one line, outside strings and the comment, sorted."""
+    parts, done = [], 0
+    for start, end in _brace_spans(line):
+        parts += [line[done:start], _sorted_set(line[start:end])]
+        done = end
+    return "".join(parts) + line[done:]
+
+
+def _sorted_set(display: str) -> str:
+    """`{b, a}` -> `{a, b}`; a dict display or anything else keeps its order (its inner sets sorted)."""
+    try:
+        node = ast.parse(display, mode="eval").body
+    except SyntaxError:
+        return display
+    if not isinstance(node, ast.Set):
+        return display[0] + _sorted_sets(display[1:-1]) + display[-1]
+    elements = [_sorted_sets(ast.get_source_segment(display, e) or "") for e in node.elts]
+    return "{" + ", ".join(sorted(elements)) + "}"
+
+
+def _brace_spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each outermost `{...}` outside string literals, up to a `#` comment."""
+    spans: list[tuple[int, int]] = []
+    quote, depth, start, i = "", 0, 0, 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            break
+        elif char == "{":
+            start = i if depth == 0 else start
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+        i += 1
+    return spans
 
 
 # --- the host, the checkout and the cache -----------------------------------------
@@ -210,6 +298,18 @@ class PathRule:
             if self.is_torch_file(inside):
                 return f"<torch>/{inside}"
         return parts[-1]
+
+
+def mask_generated_module_names(text: str) -> str:
+    """`torch_geometric.nn.conv.gcn_conv_GCNConv_propagate_0lxvt4o8.py` -> `..._propagate_<tmp>.py`.
+
+    A library that generates a module's source writes it to a `tempfile` named
+    by the module's dotted name and 8 random characters, different in every
+    process (torch_geometric's `propagate`); graphs and guard comments quote
+    that file. The dotted stem is what tells it from a file of the project:
+    such a name cannot be imported.
+    """
+    return GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", text)
 
 
 def shorten_guard_comment_paths(text: str) -> str:
@@ -366,8 +466,54 @@ def sort_global_guards(text: str) -> str:
                 blocks.append([])
             blocks[-1].append(lines[i])
             i += 1
-        out.extend(line for block in sorted(blocks, key=lambda b: b[0][child:]) for line in block)
+        blocks.sort(key=lambda block: _block_key(block, child))
+        out.extend(line for block in blocks for line in block)
     return "\n".join(out)
+
+
+def _block_key(block: list[str], child: int) -> tuple[str, ...]:
+    """A global's guard lines with the numbers Dynamo or the renumbering gave its names masked.
+
+    `G['___unnamed_scope_obj1']` is numbered by first use, and first use
+    follows Dynamo's order of these blocks, which is what the sort removes:
+    sorted by the unmasked name, two such globals kept the order of the
+    process that recorded them (the length of an object's id decides it).
+    Two blocks whose first lines are alike then (two unnamed scopes) go by
+    the guards below. The names are numbered again on the sorted text
+    (`STATIC_RULES`).
+    """
+    masked = (GLOBAL_WITH_ID.sub("_obj", _RENUMBERED_GLOBAL.sub("_obj", line)) for line in block)
+    return tuple(BUILTINS_DICT.sub("__builtins_dict___", line)[child:] for line in masked)
+
+
+def sort_epilogue_guards(text: str) -> str:
+    """Consecutive epilogue guards on Dynamo's globals, sorted by their text with its numbers masked.
+
+    Dynamo adds a root `LAMBDA_GUARD` per global it relates to another
+    (`G['m'].torch is G['___unnamed_scope_...']['torch']`, one per unnamed
+    scope) in the order it installed those globals, which is the order
+    `sort_global_guards` removes; sorted, the numbering by first use that
+    follows cannot trade two such globals' numbers.
+    """
+    lines, out = text.split("\n"), []
+    i = 0
+    while i < len(lines):
+        run = i
+        while run < len(lines) and _epilogue_on_global(lines[run]):
+            run += 1
+        if run == i:
+            out.append(lines[i])
+            i += 1
+            continue
+        out.extend(sorted(lines[i:run], key=lambda line: _block_key([line], 0)))
+        i = run
+    return "\n".join(out)
+
+
+def _epilogue_on_global(line: str) -> bool:
+    return bool(ROOT_LAMBDA_GUARD.match(line)) and bool(
+        GLOBAL_WITH_ID.search(line) or _RENUMBERED_GLOBAL.search(line)
+    )
 
 
 def _tree_depth(line: str) -> int:
@@ -402,7 +548,8 @@ def mask_device_properties(text: str) -> str:
 #: Every rule, in the order it runs. Order matters where one rule's output is another's
 #: input: provenance comments go before guard comment paths are shortened (which would
 #: eat a bare provenance's `(`), and the per-frame renumberings run last, on text whose
-#: other counters are already masked.
+#: other counters are already masked and whose guards on globals are already sorted (by
+#: their text with those numbers masked), so first use follows an order no process chose.
 STATIC_RULES: tuple[Rule, ...] = (
     drop_user_traceback,
     mask_object_ids,
@@ -412,8 +559,10 @@ STATIC_RULES: tuple[Rule, ...] = (
     renumber_builtins_dicts,
     mask_aot_ids,
     mask_bytecode_counters,
+    mask_fx_eval_keys,
     mask_num_threads,
     drop_addresses,
+    mask_tensor_constant_hashes,
     mask_kernel_paths,
     drop_guard_provenance,
     drop_code_object_addresses,
@@ -421,15 +570,18 @@ STATIC_RULES: tuple[Rule, ...] = (
     mask_backend_hash,
     mask_device_properties,
     unspace_sym_products,
+    mask_generated_module_names,
     shorten_guard_comment_paths,
     mask_line_numbers,
     strip_trailing_space,
-    per_frame_section(renumber_dynamo_globals),
-    per_frame_section(renumber_builtins_dicts),
     mask_frozen_line_numbers,
     canonical_sympy_spacing,
     stable_global_dict_keys,
+    sort_guarded_sets,
     sort_global_guards,
+    sort_epilogue_guards,
+    per_frame_section(renumber_dynamo_globals),
+    per_frame_section(renumber_builtins_dicts),
 )
 
 

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ...common.counters import COUNTER_LABELS, Counters
-from .sections import GraphKey
+from ...common.capture_log import FrameKey
+from ...common.counters import COUNTER_LABELS, Counters, FrameCounters
 
 _LABELS = "|".join(re.escape(label) for label in COUNTER_LABELS.values())
 _FIELD = re.compile(rf"^(backend|{_LABELS}): *(.*)$")
@@ -52,18 +52,10 @@ def _bullets(items: Iterable[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class FrameSummary:
-    """One `- frame F compile C: NAME: N ops, K kernels` entry and its kernel names."""
-
-    key: GraphKey
-    name: str
-    ops: int
-    kernels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class CaseSummary:
-    """A `summary` text read back; a counter the text lacks is None."""
+    """A `summary` text read back; a counter the text lacks is None. Each frame's line
+    (`- frame F compile C: NAME: N ops, K kernels`) reads back as the `FrameCounters` it was
+    written from."""
 
     backend: str | None = None
     graph_count: int | None = None
@@ -72,7 +64,7 @@ class CaseSummary:
     kernel_count: int | None = None
     break_reasons: tuple[str, ...] = ()
     recompile_reasons: tuple[str, ...] = ()
-    frames: tuple[FrameSummary, ...] = ()
+    frames: tuple[FrameCounters, ...] = ()
 
     def ops_per_graph(self) -> tuple[int, ...] | None:
         return tuple(f.ops for f in self.frames) if self.frames else None
@@ -82,7 +74,7 @@ def read(text: str) -> CaseSummary:
     """Counters, reasons and per-frame ops and kernels from a `summary` text."""
     fields: dict[str, str] = {}
     reasons: dict[str, list[str]] = {label: [] for label in _REASONS}
-    frames: list[FrameSummary] = []
+    frames: list[FrameCounters] = []
     section = ""
     for line in text.splitlines():
         if (match := _FIELD.match(line)) is not None:
@@ -104,13 +96,13 @@ def read(text: str) -> CaseSummary:
     )
 
 
-def _read_frame_line(line: str, frames: list[FrameSummary]) -> None:
+def _read_frame_line(line: str, frames: list[FrameCounters]) -> None:
     if (match := _FRAME.match(line)) is not None:
-        key = GraphKey(int(match[1]), int(match[2]))
-        frames.append(FrameSummary(key, match[3], int(match[4]), ()))
+        key = FrameKey(int(match[1]), int(match[2]))
+        frames.append(FrameCounters(key, match[3], int(match[4]), ()))
     elif frames and (match := _KERNEL_LINE.match(line)) is not None:
         last = frames[-1]
-        frames[-1] = FrameSummary(last.key, last.name, last.ops, (*last.kernels, match[1]))
+        frames[-1] = FrameCounters(last.key, last.name, last.ops, (*last.kernels, match[1]))
 
 
 def _read_reason_line(line: str, reasons: list[str]) -> None:

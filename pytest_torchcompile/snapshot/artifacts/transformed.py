@@ -15,7 +15,7 @@ import functools
 import re
 import types
 
-from ..._torch.formats import COUNTED_NAME
+from ..._torch.patterns.dynamo import COUNTED_NAME
 from ...common.capture_log import BytecodeRecord, CaptureLog
 from ..emit.values import constant_source
 from ..program.translation.bytecode import Untranslatable

@@ -53,6 +53,7 @@ from .readers import (
     parse_guards,
     parse_output_code,
 )
+from .shapes import shape_findings
 
 #: what the upgrade report and other callers take from here (the words live in findings.py).
 __all__ = [
@@ -189,7 +190,8 @@ def _compare_artifact(
     if reading in ("counters", "generated code"):  # read above, with the other side's facts
         return []
     if reading == "graph":
-        return _compare_graphs(name, old, new, same_program)
+        shapes = shape_findings(old, new) if name == "dynamo_graph" else []
+        return shapes + _compare_graphs(name, old, new, same_program)
     if reading == "guards":
         return _compare_guards(old, new)
     return [Finding(False, "unread text", "text differs, not read for behaviour", (name,))]

@@ -16,7 +16,9 @@
 3. the diff of the earliest pipeline stage that changed (Dynamo's graph, its
    guards and bytecode, the AOT graphs, post-grad, output code);
 4. one line naming the other changed artifacts and how to see their diffs
-   (`--torchcompile-full-diff`, or `-vv`), which then follow.
+   (`--torchcompile-full-diff`, or `-vv`), which then follow, with every
+   finding of the verdict (the first line names at most three, in about 200
+   characters).
 
 Pure: text in, text out; nothing here imports torch or pytest.
 """
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from ..artifacts.catalogue import ARTIFACTS
 from ..files.store import Outcome
 from .behaviour import compare_case
-from .findings import COUNTERS, CaseDiff
+from .findings import COUNTERS, HEADLINE_WIDTH, CaseDiff
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
@@ -91,6 +93,12 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
     diffs = case_diffs(changes, outcomes)
     lines = [headline(diffs), f"changed artifacts in {shown_dir}:", *_table(changes)]
     lines += [f"{_prefix(case)}verdict: {diff.line()}" for case, diff in diffs.items()]
+    if full:  # what the headline left out: every finding, whole
+        lines += [
+            f"  {_prefix(case)}{'behaviour' if f.behaviour else 'text'}: {f.render()}"
+            for case, diff in diffs.items()
+            for f in diff.findings
+        ]
     summaries = [c for c in changes if c.artifact == "summary"]
     lines += [line for c in summaries for line in _diff_block(c, shown_dir, None, limit=None)]
     if not summaries:
@@ -124,9 +132,21 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
     return "\n".join([*lines, *(["", *other] if other else []), "", UPDATE_HINT])
 
 
-def headline(diffs: dict[str, CaseDiff]) -> str:
-    """The first line: each changed case's most important facts (`CaseDiff.headline`)."""
-    return "; ".join(f"{_prefix(case)}{diff.headline()}" for case, diff in diffs.items())
+def headline(diffs: dict[str, CaseDiff], width: int = HEADLINE_WIDTH) -> str:
+    """The first line: each changed case's most important facts (`CaseDiff.headline`), in
+    about `width` characters together; `(+N more cases, -vv)` counts the cases left out."""
+    parts: list[str] = []
+    for n, (case, diff) in enumerate(diffs.items()):
+        room = width - len("; ".join(parts)) - (2 if parts else 0)
+        if parts and room < _MIN_CASE_ROOM:
+            parts.append(f"(+{len(diffs) - n} more cases, -vv)")
+            break
+        parts.append(_prefix(case) + diff.headline(max(room - len(_prefix(case)), 40)))
+    return "; ".join(parts)
+
+
+#: a case's headline gets at least this many characters, or waits for `-vv`
+_MIN_CASE_ROOM = 60
 
 
 def _prefix(case: str) -> str:

@@ -28,30 +28,37 @@ OP_COUNT = "op count"
 COUNTERS = (*COUNTER_LABELS.values(), OP_COUNT)
 #: what moved, most important first: the order in which a failure's first line names it.
 #: One word per thing, the same in the headline, the verdict and the upgrade report.
+#: The counters first, then the shapes and dtypes of the model's inputs, parameters and
+#: buffers, then ops and fusion; guards, which follow from all of these, last.
 TOPICS = (
     "graphs",
     "graph breaks",
     "recompiles",
+    "kernels",
+    "shapes",
     "break reasons",
     "recompile reasons",
     "ops",
     "fusion",
-    "kernels",
     "frames",
-    "guards",
     "backend",
     "kernel code",
     "extern calls",
     "call order",
     "graph dataflow",
+    OP_COUNT,
     "generated code",
     "kernel names",
-    OP_COUNT,
+    "guards",
 )
 #: the topics read from the `summary` artifact.
 SUMMARY_TOPICS = (*COUNTERS, "backend", "break reasons", "recompile reasons", "kernel names")
-#: facts a failure's first line names at most (the rest: `(+N more)`).
+#: facts a failure's first line names at most (the rest: `(+N more, -vv)`).
 HEADLINE_FACTS = 3
+#: about how many characters a failure's first line takes (pytest's short summary repeats it).
+HEADLINE_WIDTH = 200
+#: how many characters of a generated kernel's fused ops a headline keeps
+KERNEL_OPS_SHOWN = 24
 #: topics a verdict line names at most (the rest: `N more`).
 _SHOWN = 4
 
@@ -107,25 +114,68 @@ class CaseDiff:
             return UNCHANGED
         wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
         parts = self.moved() if self.verdict == BEHAVIOUR else []
-        topics = list(dict.fromkeys(f.topic for f in _ranked(wanted) if f.topic not in COUNTERS))
+        topics = list(dict.fromkeys(f.topic for f in ranked(wanted) if f.topic not in COUNTERS))
         parts += topics[:_SHOWN] + (
             [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
         )
         return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
 
-    def headline(self) -> str:
+    def headline(self, width: int = HEADLINE_WIDTH) -> str:
         """The most important facts, for a failure's first line: `ops: relu -> silu; kernels fused
-        differently: cpp_fused_relu_0 -> cpp_fused_silu_0`; for text only, what kind of text moved."""
+        differently: cpp_fused_relu_0 -> cpp_fused_silu_0`; for text only, what kind of text moved.
+
+        At most `HEADLINE_FACTS` facts in about `width` characters, kernel names
+        shortened; `(+N more, -vv)` counts the rest, which `-vv` lists whole.
+        """
         if self.verdict != BEHAVIOUR:
-            return "text changed" if self.line() == TEXT else self.line()
-        facts = list(dict.fromkeys(_facts(_ranked(f for f in self.findings if f.behaviour))))
-        shown = "; ".join(facts[:HEADLINE_FACTS])
-        return shown + (
-            f" (+{len(facts) - HEADLINE_FACTS} more)" if len(facts) > HEADLINE_FACTS else ""
-        )
+            return fit("text changed" if self.line() == TEXT else self.line(), width)
+        facts = [
+            short_kernels(f)
+            for f in dict.fromkeys(_facts(ranked(f for f in self.findings if f.behaviour)))
+        ]
+        return fit_facts(facts, width)
 
 
-def _ranked(findings: Iterable[Finding]) -> list[Finding]:
+def fit_facts(facts: list[str], width: int) -> str:
+    """Facts joined by `; ` while they fit `width` (the first always, cut to fit), then `(+N more, -vv)`."""
+    shown: list[str] = []
+    for fact in facts[:HEADLINE_FACTS]:
+        rest = len(facts) - len(shown) - 1
+        more = f" (+{rest} more, -vv)" if rest else ""
+        joined = "; ".join([*shown, fact]) + more
+        if shown and len(joined) > width:
+            break
+        shown.append(fact if shown else fit(fact, width - len(more)))
+    rest = len(facts) - len(shown)
+    return "; ".join(shown) + (f" (+{rest} more, -vv)" if rest else "")
+
+
+def fit(text: str, width: int) -> str:
+    """`text`, cut at a word to about `width` characters with `...` (the full text is one -vv away)."""
+    if len(text) <= width:
+        return text
+    cut = text[: max(width - 3, 20)]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > len(cut) // 2 else cut).rstrip(",;: ") + "..."
+
+
+_KERNEL = re.compile(r"\b((?:cpp|triton_[a-z]+|cuda|halide)_fused_)(\w+?)(_\d+)\b")
+
+
+def short_kernels(fact: str) -> str:
+    """Generated kernels' names with their fused ops cut: `cpp_fused__log_softmax__to_copy_add_embedding_0`
+    -> `cpp_fused__log_softmax__to_copy_..._0` (the verdict and `-vv` keep them whole)."""
+
+    def cut(match: re.Match[str]) -> str:
+        ops = match[2]
+        if len(ops) <= KERNEL_OPS_SHOWN:
+            return match[0]
+        return f"{match[1]}{ops[:KERNEL_OPS_SHOWN]}...{match[3]}"
+
+    return _KERNEL.sub(cut, fact)
+
+
+def ranked(findings: Iterable[Finding]) -> list[Finding]:
     """Findings in the order of `TOPICS` (an unknown topic last), then by pipeline stage."""
     rank = {topic: n for n, topic in enumerate(TOPICS)}
 

@@ -9,13 +9,15 @@ offline and in a CI artifact viewer. Pure: text in, HTML out.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
 from ..artifacts.catalogue import ARTIFACTS
 from ..files.store import Outcome
-from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, compare_case
+from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
+from .findings import ranked
 from .ranking import Folding, SharedCause
 from .upgrade import ONLY_NEW, ONLY_OLD, CaseReport, Report, folding, read_case, tiered
 
@@ -23,6 +25,11 @@ from .upgrade import ONLY_NEW, ONLY_OLD, CaseReport, Report, folding, read_case,
 WRAP = 80
 #: table rows of one artifact's diff before its further hunks are left out.
 MAX_ROWS = 200
+#: characters of a line before the side-by-side breaks it between arguments (a graph's signature
+#: of 2,000 characters would otherwise fill the screen with wrapped rows of one line)
+LONG_LINE = 160
+#: behaviour findings listed above the diffs (the rest are counted)
+MAX_FINDINGS = 12
 VERDICT_CLASS = {
     BEHAVIOUR: "behaviour",
     TEXT: "text",
@@ -39,6 +46,9 @@ STYLE = """
 .ptc table.cases {border-collapse: collapse} .ptc table.cases td, .ptc table.cases th {padding: 2px 10px;
   border-bottom: 1px solid #ddd; text-align: left}
 .ptc ul.findings {font-family: ui-monospace, monospace; font-size: 12px}
+.ptc p.headline {font-family: ui-monospace, monospace; font-size: 13px; font-weight: 600}
+.ptc table.counters {border-collapse: collapse; font-size: 13px}
+.ptc table.counters td, .ptc table.counters th {padding: 1px 10px; border-bottom: 1px solid #ddd}
 .ptc table.diff {font-family: ui-monospace, monospace; font-size: 12px; border-collapse: collapse;
   margin: 6px 0 16px}
 .ptc table.diff td {padding: 0 4px; vertical-align: top; white-space: pre}
@@ -57,12 +67,50 @@ def side_by_side(old: str, new: str, old_label: str, new_label: str, rows: int =
     """
     differ = difflib.HtmlDiff(wrapcolumn=WRAP)
     table = differ.make_table(
-        old.splitlines(), new.splitlines(), old_label, new_label, context=True, numlines=3
+        _broken(old), _broken(new), old_label, new_label, context=True, numlines=3
     )
     table = table.replace(
         "&nbsp;", " "
     )  # the cells keep spaces (white-space: pre): a third smaller
     return _first_hunks(table, rows)
+
+
+#: `, name: ` or `, name = `: where a long line's next argument starts
+_ARGUMENT = re.compile(r", (?=[A-Za-z_][\w.]*\s*[:=])")
+
+
+def _broken(text: str) -> list[str]:
+    """Lines, each longer than `LONG_LINE` broken before each of its arguments (continuations
+    indented with `..`), so that a changed argument of a long signature is one short row."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        parts = _ARGUMENT.split(line) if len(line) > LONG_LINE else [line]
+        lines += [p + "," for p in parts[:-1]] + parts[-1:]
+        lines[len(lines) - len(parts) + 1 :] = [
+            "    .. " + p for p in lines[len(lines) - len(parts) + 1 :]
+        ]
+    return lines
+
+
+def first_screen(diff: CaseDiff, findings: bool = True) -> list[str]:
+    """What a reviewer decides on, above any diff: the headline sentence, the counters that
+    moved (old and new), then the behaviour findings (changed shapes first) whole."""
+    parts = [f'<p class="headline">{escape(diff.headline())}</p>']
+    moved = [(name, old, new) for name, (old, new) in diff.counters.items() if old != new]
+    if moved:
+        rows = "".join(
+            f"<tr><td>{escape(name)}</td><td>{escape(str(old))}</td><td>{escape(str(new))}</td></tr>"
+            for name, old, new in moved
+        )
+        header = "<tr><th>counter</th><th>snapshot</th><th>this run</th></tr>"
+        parts.append(f'<table class="counters">{header}{rows}</table>')
+    found = [f.render() for f in ranked(f for f in diff.findings if f.behaviour and findings)]
+    if found:
+        items = "".join(f"<li>{escape(line)}</li>" for line in found[:MAX_FINDINGS])
+        more = len(found) - MAX_FINDINGS
+        items += f"<li>... and {more} more</li>" if more > 0 else ""
+        parts.append(f'<ul class="findings changes">{items}</ul>')
+    return parts
 
 
 def _first_hunks(table: str, rows: int) -> str:
@@ -100,6 +148,7 @@ def failure_fragment(outcomes: Sequence[Outcome]) -> str:
         title = f"case {case}: " if case else ""
         moved = diff.line().removeprefix(diff.verdict).removeprefix(": ")
         parts.append(f"<h2>{escape(title)}{verdict_badge(diff.verdict)} {escape(moved)}</h2>")
+        parts += first_screen(diff)
         for o in sorted(mine, key=lambda o: _stage(o.artifact)):
             parts.append(f"<h3>{escape(o.path.name)}</h3>")
             parts.append(side_by_side(o.old or "", o.new or "", "snapshot", "this run"))
@@ -159,6 +208,7 @@ def _case_section(report: Report, case: CaseReport, tier: str, folded: Folding) 
     named: set[str] = set()
     if case.diff is not None:
         section.append(f"<p>{escape(tier)}: {escape(case.diff.line())}</p>")
+        section += first_screen(case.diff, findings=False)  # its own findings follow
         own = [*folded.own.get(case.case, ()), *folded.own_text.get(case.case, ())]
         items = "".join(f"<li>{escape(line)}</li>" for line in own)
         section.append(f'<ul class="findings">{items or "<li>nothing of its own</li>"}</ul>')

@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..._torch.patterns.code import (
@@ -87,10 +88,7 @@ def parse_graph(text: str) -> Graph:
     lines = iter(text.splitlines())
     for line in lines:
         if FX_DEF.match(line):
-            header = line
-            while not header.rstrip().endswith(":") and (more := next(lines, None)) is not None:
-                header += " " + _COMMENT.sub("", more)
-            for name, annotation in FX_PARAM.findall(header.split("(", 1)[1]):
+            for name, annotation in _arguments(line, lines).items():
                 prints[name] = _hash(f"input {inputs} {annotation}")
                 inputs += 1
             continue
@@ -114,6 +112,24 @@ def parse_graph(text: str) -> Graph:
         nodes[(local.removeprefix("torch.ops."), annotation)] += 1
         ops[_operator(expr, prints)] += 1
     return Graph(ops, dataflow, nodes)
+
+
+def parse_signature(text: str) -> dict[str, str]:
+    """The arguments of a printed FX graph's `forward`, name -> type annotation, in order
+    (`L_x_` -> `f32[4, 8][8, 1]cpu`); on one line or one argument a line."""
+    lines = iter(text.splitlines())
+    for line in lines:
+        if FX_DEF.match(line):
+            return _arguments(line, lines)
+    return {}
+
+
+def _arguments(first: str, lines: Iterator[str]) -> dict[str, str]:
+    """The `def forward(...)` header that starts at `first`, read to its closing colon."""
+    header = first
+    while not header.rstrip().endswith(":") and (more := next(lines, None)) is not None:
+        header += " " + _COMMENT.sub("", more)
+    return dict(FX_PARAM.findall(header.split("(", 1)[1]))
 
 
 def _with_refs(expr: str, prints: dict[str, str]) -> tuple[str, str]:

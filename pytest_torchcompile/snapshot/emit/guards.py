@@ -38,6 +38,8 @@ from ..._torch.formats import (
     ID_CHECK,
     PRELUDE,
     SAVED_HOOKS_GUARD,
+    SET_CONTAINS_CALL,
+    SET_CONTAINS_HELPER,
     TENSOR_MATCH,
     TENSOR_TYPES,
     TYPE_SUFFIX,
@@ -165,6 +167,7 @@ def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
         lambda m: _id_lookup(m.group(1), m.group(2), int(m.group(3)), table, ids),
         TYPE_SUFFIX.sub("", row.code),
     )
+    code = SET_CONTAINS_CALL.sub(SET_CONTAINS_HELPER, code)
     return [code] if _parses(code) else []
 
 

@@ -3,14 +3,18 @@
 `TextSnapshotExtension` is syrupy's single-file extension in text mode with
 two roles overridden: reading (not UTF-8, or not a regular file, is a clear
 message) and writing (atomic, so an interrupted update leaves each file old
-or new). `SnapshotStore` compares and writes the layout of `paths.py`,
-remembers which files a test used, and writes and deletes only what
-`ownership.py` allows; a file system that refuses gives an `Outcome` with a
-message, never an exception.
+or new). `SnapshotStore.check_test` is a test's one visit: it refuses a
+folder another test claims (`claims.py`), compares and writes the layout of
+`paths.py`, and, once every file matched, reports (on update: deletes) the
+test's unused files; it writes and deletes only what `ownership.py` allows,
+and a file system that refuses gives an `Outcome` with a message, never an
+exception. What it did comes back as data (`TestFiles`: outcomes, counts,
+lines).
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import functools
 import os
@@ -18,11 +22,13 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ...common.files import atomic_write_text, leftover_temps
+from .claims import Claims, TestFolder
 from .ownership import delete_problem, write_problem
 from .paths import artifact_filename, folds_case, is_artifact_file, segment
 
@@ -31,7 +37,7 @@ RECORD_HINT = "run `pytest --update-snapshots` to accept the new output"
 
 
 class FolderClash(ValueError):
-    """Two cases of one test whose snapshot folders would be one folder."""
+    """A test's snapshot folder, or one of its cases', is another test's or case's."""
 
 
 class UnreadableSnapshot(Exception):
@@ -100,6 +106,24 @@ def normalize_newlines(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
+class Status(str, enum.Enum):
+    """What comparing one artifact file found (a `str`, so it reads and prints as its word)."""
+
+    MATCHED = "matched"
+    WRITTEN = "written"
+    UPDATED = "updated"
+    MISSING = "missing"
+    CHANGED = "changed"
+    UNREADABLE = "unreadable"
+    UNWRITABLE = "unwritable"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FAILED = frozenset({Status.MISSING, Status.CHANGED, Status.UNREADABLE, Status.UNWRITABLE})
+
+
 @dataclass
 class Outcome:
     """What comparing one artifact of one case found; `message` is empty when it matched.
@@ -110,26 +134,70 @@ class Outcome:
     """
 
     path: Path
-    status: str  # "matched", "written", "updated", "missing", "changed", "unreadable", "unwritable"
+    status: Status
     message: str = ""
     old: str | None = None
     new: str | None = None
     case: str = ""
     artifact: str = ""
 
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+
     @property
     def failed(self) -> bool:
-        return self.status in ("missing", "changed", "unreadable", "unwritable")
+        return self.status in FAILED
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """Snapshot files a test (or a run) wrote, updated and deleted: the run's last line."""
+
+    written: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    def __add__(self, other: FileCounts) -> FileCounts:
+        return FileCounts(
+            self.written + other.written,
+            self.updated + other.updated,
+            self.deleted + other.deleted,
+        )
+
+    def to_json(self) -> dict[str, int]:
+        return {"written": self.written, "updated": self.updated, "deleted": self.deleted}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FileCounts:
+        return cls(*(int(data.get(name, 0)) for name in ("written", "updated", "deleted")))
+
+    def line(self) -> str:
+        return f"{self.written} written, {self.updated} updated, {self.deleted} deleted"
+
+
+@dataclass(frozen=True)
+class TestFiles:
+    """What one test's visit to the store did: each file's outcome, the counts, and a
+    line for each unused file (`unused: P`, `deleted: P`, or why it was kept)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    folder: Path
+    outcomes: list[Outcome]
+    counts: FileCounts = FileCounts()
+    unused: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(o.failed for o in self.outcomes)
 
 
 @dataclass
 class SnapshotStore:
     """Compare or write snapshot files under `root`, remembering which were used.
 
-    `known` holds the folders of every test this run collected (selected or
-    not): a folder inside another test's folder that is one of them is never
-    treated as a case folder. `started` is when the run began: a temp file
-    older than that and not locked is a leftover of a killed update.
+    `started` is when the run began: a temp file older than that and not
+    locked is a leftover of a killed update.
     """
 
     root: Path
@@ -138,19 +206,58 @@ class SnapshotStore:
     started: float = 0.0
     extension: TextSnapshotExtension = field(default_factory=TextSnapshotExtension)
     used: set[Path] = field(default_factory=set)
-    known: set[Path] = field(default_factory=set)
 
-    def sharing_message(self, test_dir: Path, first: str, second: str) -> str:
-        """Two tests whose snapshot folders are one folder (here)."""
-        where = (
-            " on this file system, which does not tell upper from lower case"
-            if folds_case(self.root)
-            else ""
+    def check_test(
+        self, folder: TestFolder, cases: Sequence[tuple[str, Mapping[str, str]]], claims: Claims
+    ) -> TestFiles:
+        """A test's visit: compare (on update: write) every case's artifact texts (case
+        name -> artifact -> text) with its files, then, when all matched, judge its unused files.
+
+        A test with one case keeps its files in its folder, several cases each
+        in a folder of their own. `FolderClash` where the folder, or a case's,
+        is another test's, or where two cases would share one.
+        """
+        test_dir = folder.under(self.root)
+        clash = claims.clash(folder, [name for name, _ in cases], self.show(test_dir))
+        if clash is not None:
+            raise FolderClash(clash)
+        outcomes = self._compare(test_dir, cases)
+        counts = FileCounts(
+            written=sum(o.status is Status.WRITTEN for o in outcomes),
+            updated=sum(o.status is Status.UPDATED for o in outcomes),
         )
-        return (
-            f"snapshot folder {self.show(test_dir)} would be shared by {first} and {second}{where}; "
-            "rename one of them (two tests never share snapshot files)"
-        )
+        checked = TestFiles(test_dir, outcomes, counts)
+        return checked if checked.failed else self._unused(checked, folder, claims)
+
+    def _compare(
+        self, test_dir: Path, cases: Sequence[tuple[str, Mapping[str, str]]]
+    ) -> list[Outcome]:
+        if len(cases) == 1:
+            folders = {cases[0][0]: ("", test_dir)}
+        else:
+            paths = self.case_folders(test_dir, [name for name, _ in cases])
+            folders = {name: (path.name, path) for (name, _), path in zip(cases, paths)}
+        return [
+            self.check(folder / artifact_filename(artifact), text, label, artifact)
+            for name, texts in cases
+            for label, folder in [folders[name]]
+            for artifact, text in texts.items()
+        ]
+
+    def _unused(self, checked: TestFiles, folder: TestFolder, claims: Claims) -> TestFiles:
+        """Report (on update: delete) the test's unused files; silently remove leftover temp files."""
+        own = self._own_folders(folder, claims)
+        unused = sorted(p for f in own for p in self.unused_in(f))
+        failed: dict[Path, str] = {}
+        if self.update:
+            failed = self.delete(unused + [p for f in own for p in self.leftover_temps(f)])
+        lines = [
+            failed.get(p) or f"{'deleted' if self.update else 'unused'}: {self.show(p)}"
+            for p in unused
+        ]
+        deleted = sum(p not in failed for p in unused) if self.update else 0
+        counts = checked.counts + FileCounts(deleted=deleted)
+        return TestFiles(checked.folder, checked.outcomes, counts, lines)
 
     def case_folders(self, test_dir: Path, names: list[str]) -> list[Path]:
         """Each case's folder; `FolderClash` naming both where two would be one folder."""
@@ -166,26 +273,6 @@ class SnapshotStore:
             seen[key] = name
         return [test_dir / segment(name) for name in names]
 
-    def check_test(
-        self, test_dir: Path, cases: Sequence[tuple[str, Mapping[str, str]]]
-    ) -> list[Outcome]:
-        """Compare every case's artifact texts (case name -> artifact -> text) with its files.
-
-        A test with one case keeps its files in `test_dir`, several cases each
-        in a folder of their own; `FolderClash` where two cases would share one.
-        """
-        if len(cases) == 1:
-            folders = {cases[0][0]: ("", test_dir)}
-        else:
-            paths = self.case_folders(test_dir, [name for name, _ in cases])
-            folders = {name: (path.name, path) for (name, _), path in zip(cases, paths)}
-        return [
-            self.check(folder / artifact_filename(artifact), text, label, artifact)
-            for name, texts in cases
-            for label, folder in [folders[name]]
-            for artifact, text in texts.items()
-        ]
-
     def check(self, path: Path, text: str, case: str = "", artifact: str = "") -> Outcome:
         """Compare `text` with the file at `path`; write it only on update."""
         self.used.add(path)
@@ -196,35 +283,35 @@ class SnapshotStore:
             )
         except NotAFile as exc:  # not the plugin's: neither compared nor replaced
             return outcome(
-                "unreadable",
+                Status.UNREADABLE,
                 f"snapshot {self.show(path)} is {exc.kind}, not a file pytest-torchcompile wrote: "
                 "it neither reads nor replaces it; delete it, then run `pytest --update-snapshots`",
             )
         except (UnreadableSnapshot, OSError) as exc:
             if self.update:
-                return self._write(outcome, text, "updated")
+                return self._write(outcome, text, Status.UPDATED)
             message = str(exc) if isinstance(exc, UnreadableSnapshot) else None
-            return outcome("unreadable", message or self._trouble(path, exc, "read"))
+            return outcome(Status.UNREADABLE, message or self._trouble(path, exc, "read"))
         if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
-            return outcome("matched", new=normalize_newlines(text))
+            return outcome(Status.MATCHED, new=normalize_newlines(text))
         if self.update:
-            return self._write(outcome, text, "written" if stored is None else "updated")
+            return self._write(outcome, text, Status.WRITTEN if stored is None else Status.UPDATED)
         if stored is None:
             message = f"snapshot {self.show(path)} does not exist yet: {RECORD_HINT}"
-            return outcome("missing", message, new=text)
-        return outcome("changed", old=normalize_newlines(stored), new=normalize_newlines(text))
+            return outcome(Status.MISSING, message, new=text)
+        return outcome(Status.CHANGED, old=normalize_newlines(stored), new=normalize_newlines(text))
 
-    def _write(self, outcome: functools.partial[Outcome], text: str, status: str) -> Outcome:
+    def _write(self, outcome: functools.partial[Outcome], text: str, status: Status) -> Outcome:
         path: Path = outcome.args[0]
         refused = write_problem(path, self.root, self.show)
         if refused is not None:
-            return outcome("unwritable", f"snapshot {self.show(path)} not written: {refused}")
+            return outcome(Status.UNWRITABLE, f"snapshot {self.show(path)} not written: {refused}")
         collection = SnapshotCollection(location=str(path))
         collection.add(Snapshot(name=path.name, data=text.replace("\r\n", "\n")))
         try:
             self.extension.write_snapshot_collection(snapshot_collection=collection)
         except OSError as exc:
-            return outcome("unwritable", self._trouble(path, exc, "write"))
+            return outcome(Status.UNWRITABLE, self._trouble(path, exc, "write"))
         return outcome(status)
 
     def _trouble(self, path: Path, exc: OSError, doing: str) -> str:
@@ -265,46 +352,25 @@ class SnapshotStore:
 
     # --- unused files ----------------------------------------------------------
 
-    def unused_in(self, test_dir: Path) -> list[Path]:
-        """The plugin's files in a test's folder and its case folders that this run did not use.
+    def unused_in(self, folder: Path) -> list[Path]:
+        """The plugin's files in `folder` that this run did not use.
 
-        Only artifact file names count (a README.txt stays), and a subfolder that
-        may be another test's is left alone (see `_maybe_other_test`).
+        Only artifact file names count (a README.txt stays).
         """
-        found = [
-            p
-            for folder in self._own_folders(test_dir)
-            for p in _files(folder)
-            if is_artifact_file(p.name)
-        ]
-        return sorted(p for p in found if p not in self.used)
+        return sorted(p for p in _files(folder) if is_artifact_file(p.name) and p not in self.used)
 
-    def leftover_temps(self, test_dir: Path) -> list[Path]:
-        """Temp files of killed updates: older than this run and locked by no live writer."""
-        return [
-            p
-            for folder in self._own_folders(test_dir)
-            for p in leftover_temps(folder, self.started, is_artifact_file)
-        ]
+    def leftover_temps(self, folder: Path) -> list[Path]:
+        """Temp files of killed updates in `folder`: older than this run and locked by no live writer."""
+        return leftover_temps(folder, self.started, is_artifact_file)
 
-    def _own_folders(self, test_dir: Path) -> list[Path]:
+    def _own_folders(self, folder: TestFolder, claims: Claims) -> list[Path]:
+        """The test's folder and its subfolders, less those that may be another test's."""
+        test_dir = folder.under(self.root)
         return [test_dir] + [
-            sub for sub in _folders(test_dir) if not self._maybe_other_test(test_dir, sub)
+            sub
+            for sub in _folders(test_dir)
+            if not claims.maybe_other_test(folder.relative, sub.relative_to(self.root))
         ]
-
-    def _maybe_other_test(self, test_dir: Path, sub: Path) -> bool:
-        """`sub` is a collected test's folder, or `test_dir` doubles as a test file's folder.
-
-        `tests/test_a.py::test_x` and `tests/test_a/test_x.py::test_foo` map to
-        `<root>/tests/test_a/test_x` and `<root>/tests/test_a/test_x/test_foo`.
-        """
-        if sub in self.known:
-            return True
-        try:
-            source = self.rootdir / test_dir.relative_to(self.root)
-        except ValueError:
-            return True
-        return Path(f"{source}.py").exists()
 
     def stale_files(self, folder: Path) -> list[Path]:
         """What removing a stale folder deletes: artifact files and leftover temp files, nothing else."""

@@ -8,7 +8,7 @@ through mappings, sequences, NamedTuples, dataclasses and plain objects.
 `compare` checks tensors with `torch.testing.assert_close`'s dtype-aware
 defaults (or the marker's), other leaves by equality, and describes each
 mismatch instead of raising; a leaf that cannot be compared is said to be
-so, never reported as a divergence. For low-precision results an fp64
+so, never reported as a divergence. For results outside tolerance an fp64
 reference decides (`tolerate_with_fp64`: the rule of Dynamo's `same()`).
 """
 
@@ -27,7 +27,6 @@ import torch
 
 from ..._torch.tensors import default_tolerances, map_tensors
 
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 #: Python floats out of a model almost always come from float32 tensors.
 PYTHON_FLOAT_TOLERANCE = (1.3e-6, 1e-5)
 MAX_DEPTH = 32
@@ -37,8 +36,13 @@ MAX_DEPTH = 32
 class Tolerance:
     """How close is close enough: the marker's settings, resolved per leaf.
 
-    `fp64` None means "for float16/bfloat16 results only"; True for every
-    floating result; False never. `check_stride` as in `assert_close`: off
+    `fp64` None (the default) and True judge every floating result below
+    float64 that is outside tolerance against a float64 run, as PyTorch's own
+    accuracy checks do (Dynamo's `same` with an fp64 reference): a
+    correct compile reassociates reductions and fuses ops, so float32 results
+    differ from eager by rounding noise that grows with the reduction depth,
+    and only the error against float64 tells noise from a bug. False: the
+    plain tolerances alone. `check_stride` as in `assert_close`: off
     by default, since compiled code may lay out a result differently (a KV
     cache from a decomposed `cat`) with the same values.
     """
@@ -57,10 +61,10 @@ class Tolerance:
         return default_tolerances(compiled, eager)
 
     def uses_fp64(self, dtype: torch.dtype) -> bool:
-        if self.fp64 is None:
-            return dtype in LOW_PRECISION
         return (
-            self.fp64 and (dtype.is_floating_point or dtype.is_complex) and dtype != torch.float64
+            self.fp64 is not False
+            and (dtype.is_floating_point or dtype.is_complex)
+            and dtype not in (torch.float64, torch.complex128)
         )
 
 

@@ -5,7 +5,7 @@ the model as it was before the first call (`pristine`) and a copy of every
 call's inputs, the case is re-run with the backend of each earlier pipeline
 stage (`attribution.py`), with `fallback_random` when the graph draws random
 numbers, under torch's compiler bisector, and in eager float64 for the
-reference that excuses low-precision rounding. Eager's references depend
+reference that excuses rounding noise. Eager's references depend
 only on the calls so far, so all of those runs share one.
 """
 

@@ -367,6 +367,18 @@ FRAGMENTS = [
     "\n",
     "  \n",
     "\t",
+    "| | +- EQUALS_MATCH: G['m']._VALID == {'valid', 'same'}  # if p in {'b', 'a'}:",
+    "EQUALS_MATCH: L['k'] == frozenset({'while', ('in', {2, 1}), 'True'})",
+    "{'y', 'x'}",
+    "# File: <eval_with_key>.97:5 in forward",
+    "# File: /tmp/torch_geometric.nn.conv.gcn_conv_GCNConv_propagate_0lxvt4o8.py:64 in collect",
+    "_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f2105b08eb0\n",
+    "| +- GuardManager: source=G, accessed_by=GlobalsGuardAccessor\n",
+    "| | +- GuardManager: source=G['___unnamed_scope_140483496852992_c0'], accessed_by=D\n",
+    "| | | +- TYPE_MATCH: ___check_type_id(G['___unnamed_scope_140483496852992_c0'], 1) # z\n",
+    "| | +- GuardManager: source=G['___unnamed_scope_obj1'], accessed_by=D\n",
+    "+- LAMBDA_GUARD: G['m'].torch is G['___unnamed_scope_140483497535936_c0']['torch']  # b\n",
+    "LAMBDA_GUARD: G['m'].torch is G['___unnamed_scope_obj0']['torch']  # a\n",
 ]
 FILLER = st.text(alphabet="abfx_019 .:()<>'\"=\n\t", max_size=20)
 PATTERNED = st.lists(st.one_of(st.sampled_from(FRAGMENTS), FILLER), max_size=12).map("".join)

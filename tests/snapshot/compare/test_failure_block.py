@@ -54,8 +54,8 @@ def test_headline_says_what_moved() -> None:
         ),
     ]
     text = compose(outcomes, "snapshots/test_m/test_m", full=False)
-    # the most important fact first: which op was swapped, then the counters that moved
-    assert text.splitlines()[0] == "ops: relu -> sigmoid; kernels 5 -> 7; op count 59 -> 105"
+    # the counters a reviewer decides on first, then which op was swapped
+    assert text.splitlines()[0] == "kernels 5 -> 7; ops: relu -> sigmoid; op count 59 -> 105"
     assert "verdict: behaviour changed: kernels 5 -> 7, op count 59 -> 105, ops" in text
 
 
@@ -304,7 +304,7 @@ def test_a_planted_change_in_each_artifact_fails_with_a_diff_naming_it(
         (
             "test_nested_outputs",
             "plant_lost_fusion",
-            "kernels fused differently: cpp_fused_mean_silu_0 -> cpp_fused_silu_0; kernels added: cpp_fused_mean_1; kernels 2 -> 3",
+            "kernels 2 -> 3; kernels fused differently: cpp_fused_mean_silu_0 -> cpp_fused_silu_0; kernels added: cpp_fused_mean_1",
         ),
         ("test_buffer_mutation", "plant_new_guard", "guards added: EQUALS_MATCH on G['SCALE']"),
         ("test_convbn_inference_no_grad", "plant_op_swap", "ops: relu -> gelu"),
@@ -328,3 +328,92 @@ def test_first_line_names_what_moved(case: str, plant: str, first_line: str) -> 
         for name in sorted(old)
     ]
     assert compose(outcomes, "d", full=False).splitlines()[0].startswith(first_line)
+
+
+# --- the headline ranks what a reviewer decides on, in about 200 characters ----------
+
+DECODER = """\
+# ===== frame 0 compile 0: forward =====
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[2, 8, 32][256, 32, 1]cpu", {params}):
+        linear: "f32[2, 8, {h}][{s}, {h}, 1]cpu" = torch._C._nn.linear(L_x_, L_self_modules_layers_modules_0_modules_1_modules_to_q_parameters_weight_)
+        linear_1: "f32[2, 8, {h}][{s}, {h}, 1]cpu" = torch._C._nn.linear(L_x_, L_self_modules_layers_modules_2_modules_1_modules_to_q_parameters_weight_)
+        add: "f32[2, 8, {h}][{s}, {h}, 1]cpu" = linear + linear_1
+        return (add,)
+"""
+
+
+def decoder(heads: int) -> str:
+    h = 64 * heads
+    params = ", ".join(
+        f'L_self_modules_layers_modules_{i}_modules_1_modules_to_q_parameters_weight_: "f32[{h}, 32][32, 1]cpu"'
+        for i in (0, 2)
+    )
+    return DECODER.format(params=params, h=h, s=8 * h)
+
+
+def test_changed_parameter_shapes_are_said_by_name_folded_over_layers() -> None:
+    outcomes = [changed("dynamo_graph.fx.txt", decoder(2), decoder(4))]
+    first = compose(outcomes, "d", full=False).splitlines()[0]
+    assert first.startswith("shapes: layers.*.*.to_q.weight [128, 32] -> [256, 32] (x2)")
+
+
+def test_a_headline_stays_short_and_the_rest_is_one_vv_away() -> None:
+    kernel = "cpp_fused__log_softmax__to_copy_add_embedding_mean_mul_pow_rsqrt_{}"
+    wrapper = "{k} = async_compile.cpp_pybinding(['float*'], '''\n{body}\n''')\n\ndef call(args):\n    {k}(buf0)\n"
+    outcomes = [
+        changed(
+            "summary.txt", SUMMARY.format(kernels=21, ops=59), SUMMARY.format(kernels=18, ops=60)
+        ),
+        changed("dynamo_graph.fx.txt", decoder(2), decoder(4)),
+        changed(
+            "output_code.code.txt",
+            wrapper.format(k=kernel.format(0), body="a"),
+            wrapper.format(k=kernel.format(0).replace("add", "sub"), body="b"),
+        ),
+    ]
+    short = compose(outcomes, "d", full=False)
+    first = short.splitlines()[0]
+    assert len(first) <= 200 and first.startswith("kernels 21 -> 18; shapes: ")
+    assert first.endswith(" more, -vv)")
+    full = compose(outcomes, "d", full=True)
+    assert "  behaviour: op count: 59 -> 60" in full.splitlines()
+    assert kernel.format(0) in full  # whole in the verdict's findings
+
+
+def test_the_html_first_screen_leads_with_the_headline_and_breaks_long_lines() -> None:
+    from pytest_torchcompile.snapshot.compare.html import failure_fragment
+
+    outcomes = [
+        changed(
+            "summary.txt", SUMMARY.format(kernels=21, ops=59), SUMMARY.format(kernels=18, ops=59)
+        ),
+        changed("dynamo_graph.fx.txt", decoder(2) * 8, decoder(4) * 8),
+    ]
+    page = failure_fragment(outcomes)
+    headline, counters = page.index('class="headline"'), page.index('class="counters"')
+    shapes = page.index("dynamo_graph arguments: layers.*.*.to_q.weight [128, 32] -&gt; [256, 32]")
+    assert headline < counters < shapes < page.index('class="diff"')
+    assert "<td>kernels</td><td>21</td><td>18</td>" in page
+
+
+def test_a_changed_argument_of_a_long_signature_is_a_few_rows() -> None:
+    import difflib
+
+    from pytest_torchcompile.snapshot.compare.html import side_by_side
+
+    def signature(changed_layer: int) -> str:
+        return (
+            "    def forward(self, "
+            + ", ".join(
+                f'L_self_modules_layers_modules_{i}_parameters_weight_: "f32[{256 if i == changed_layer else 128}, 32][32, 1]cpu"'
+                for i in range(96)
+            )
+            + "):\n"
+        )
+
+    old, new = signature(-1), signature(90)
+    wrapped = difflib.HtmlDiff(wrapcolumn=80).make_table(
+        old.splitlines(), new.splitlines(), context=True
+    )
+    assert side_by_side(old, new, "a", "b").count("<tr>") * 4 < wrapped.count("<tr>")

@@ -785,9 +785,10 @@ def test_a_failing_snapshot_test_says_behaviour_changed_or_text_only(
         "torch.relu(self.lin(x))", "torch.relu(self.lin( x ))"
     )
     pytester.makepyfile(test_m=reformatted)
-    text_only = pytester.runpytest()
-    text_only.assert_outcomes(
-        failed=1
-    )  # the graphs' and guards' comments quote the line: the snapshot did change
+    passed = pytester.runpytest()  # the graphs' and guards' comments quote the line: text moved
+    passed.assert_outcomes(passed=1)
+    passed.stdout.fnmatch_lines(["  test_m.py::test_m: text only: FX renumbering, guards text"])
+    text_only = pytester.runpytest("--torchcompile-strict-text")
+    text_only.assert_outcomes(failed=1)
     said = {line.strip() for line in text_only.outlines if "verdict:" in line}
     assert said == {"verdict: text only: FX renumbering, guards text"}, text_only.outlines

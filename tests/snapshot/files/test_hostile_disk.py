@@ -1,6 +1,6 @@
 """Snapshot files on a hostile disk: odd names, damaged folders, concurrent runs, stale folders.
 
-Each test is a case where the plugin used to crash, lose a file it did not
+Each test is a case where the plugin could crash, lose a file it does not
 own, or let two tests share a file. Models are `torch.sin`-like functions on
 the eager backend with one or two artifacts, so the runs stay cheap; the
 stale-folder tests need no torch at all (folders written by hand, plain
@@ -669,12 +669,12 @@ def test_a_damaged_baseline_is_reported_once(pytester: pytest.Pytester) -> None:
         "[pytest]\ntorchcompile_perf_max_time = 0.1\ntorchcompile_perf_threshold = 0.9\n"
     )
     pytester.makepyfile(test_m=BENCH)
-    pytester.runpytest("--perf-update-baseline").assert_outcomes(passed=1)
+    pytester.runpytest("--torchcompile-perf-update-baseline").assert_outcomes(passed=1)
     (path,) = (pytester.path / "perf-baselines").glob("*.json")
     data = json.loads(path.read_text())
     del data["cases"]["test_m.py::test_m::case_0"]["metrics"]
     path.write_text(json.dumps(data))
-    result = pytester.runpytest("--perf-gate")
+    result = pytester.runpytest("--torchcompile-perf-gate")
     damaged = [line for line in result.outlines if "skipped the damaged baseline" in line]
     assert len(damaged) == 1, result.outlines
 

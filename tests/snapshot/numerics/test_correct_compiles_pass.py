@@ -70,7 +70,7 @@ def test_training(compile_model):
     model, ids = tiny_gpt2()
     result = compile_model(model.train(), input_ids=ids, labels=ids)
     assert result.output.loss.requires_grad
-    assert model.transformer.h[0].attn.c_attn.weight.grad is not None
+    assert model.transformer.h[0].attn.c_attn.weight.grad is None  # gradients stay on the plugin's copies
 
 @pytest.mark.compile_snapshot(backend=__import__("tests_backends").scale_grads, artifacts=())
 def test_wrong_gradient_is_found_by_parameter_name(compile_model):
@@ -108,3 +108,64 @@ def test_tiny_gpt2_from_transformers(pytester: pytest.Pytester) -> None:
     )
     summary = (pytester.path / "snapshots/test_m/test_inference/summary.txt").read_text()
     assert "graph breaks: 0" in summary
+
+
+USER_MODEL_UNTOUCHED = """
+import pytest, torch
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return self.lin(x).relu()
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=())
+def test_used_twice_and_holding_grad(compile_model):
+    torch.manual_seed(0)
+    model = Counting()
+    x = torch.randn(2, 4, requires_grad=True)
+    compile_model(model, x)
+    assert model.lin.weight.grad is None and x.grad is None
+    assert model.calls.item() == 0
+    compile_model(model, torch.randn(5, 4))  # the same model again: judged as a fresh one
+    model(x).sum().backward()  # a training step of the user's own: .grad everywhere
+    weight_grad = model.lin.weight.grad.clone()
+    compile_model(model, x)
+    assert torch.equal(model.lin.weight.grad, weight_grad)
+"""
+
+
+def test_the_users_model_and_inputs_are_never_changed(pytester: pytest.Pytester) -> None:
+    """No `.grad` or buffer update left behind; a model used twice or holding `.grad` passes."""
+    pytester.makepyfile(test_m=USER_MODEL_UNTOUCHED)
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+X_TRANSFORMERS = """
+import pytest, torch
+from x_transformers import AutoregressiveWrapper, Decoder, TransformerWrapper
+
+@pytest.mark.compile_snapshot
+def test_training(compile_model):
+    torch.manual_seed(0)
+    decoder = Decoder(dim=32, depth=2, heads=2)
+    model = AutoregressiveWrapper(TransformerWrapper(num_tokens=64, max_seq_len=16, attn_layers=decoder))
+    ids = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
+    compile_model(model.train(), ids)
+    compile_model(model, ids)  # the same model again: judged as a fresh one
+"""
+
+
+def test_a_library_never_tuned_on_trains_without_a_false_alarm(pytester: pytest.Pytester) -> None:
+    """x-transformers' 2-layer decoder in training, with the bare marker (Inductor, fp32)."""
+    pytest.importorskip(
+        "x_transformers",
+        reason="x-transformers is not installed (pip install x-transformers): "
+        "a model library the plugin was never tuned on",
+    )
+    pytester.makepyfile(test_m=X_TRANSFORMERS)
+    pytester.runpytest("--update-snapshots", "-p", "no:randomly").assert_outcomes(passed=1)

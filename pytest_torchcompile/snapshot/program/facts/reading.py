@@ -26,8 +26,9 @@ from ...._torch.formats import (
     GUARD_GLOBAL,
     ID_CHECK,
     INSTALLED_GLOBAL,
-    OUTPUT_CODE_CONSTANT,
+    OUTPUT_CONSTANT,
     RESUME_PREFIX,
+    UNNAMED_SCOPE_PREFIX,
 )
 from ...._torch.guard_tree import GuardRow
 from ...._torch.program import constants
@@ -144,7 +145,7 @@ def graph_constants(
     where a kernel the file runs reads it (Inductor folds some into its kernels): the layout decides."""
     texts = [t for kind in _GRAPH_RECORDS for t in log.payloads(kind, key)]
     names = {n for t in texts for n in FX_CONSTANT_READ.findall(t)}
-    names |= {n for t in log.payloads("output_code", key) for n in OUTPUT_CODE_CONSTANT.findall(t)}
+    names |= {n for t in log.payloads("output_code", key) for n in OUTPUT_CONSTANT.findall(t)}
     if not names:
         return (), ""
     if len(graphs) != 1:
@@ -206,6 +207,14 @@ def installed_global(name: str, value: object) -> Installed:
         entries = _dict_entries(value)
         if entries is not None:
             return Installed(name, "dict", repr(entries))
+    if name.startswith(UNNAMED_SCOPE_PREFIX):
+        return Installed(
+            name,
+            "refused",
+            "the globals of a function no module holds (an FX GraphModule's generated forward, code a "
+            "library ran with exec), which the file cannot find again: only globals that are literals or "
+            "import by name (a namedtuple's `__new__`) are written",
+        )
     path = import_path(value) if value is not _MISSING else None
     if path is not None:
         return Installed(name, "object", path)

@@ -21,7 +21,7 @@ from ...._torch.formats import (
     FX_CLASS_LINE,
     FX_CONSTANT_READ,
     FX_SELF_READ,
-    OUTPUT_CODE_CONSTANT,
+    OUTPUT_CONSTANT,
 )
 from ...._torch.program.aot_meta import AotMeta, MetaFormatError, parse_meta
 from ....common.capture_log import CaptureLog, FrameKey
@@ -111,7 +111,7 @@ def _aot_kernels(
         for code in log.payloads("output_code", key):
             match = AOT_KIND.search(code)
             kind = match.group(1) if match else "inference"
-            reads = _provided(OUTPUT_CODE_CONSTANT.findall(code), constants, where)
+            reads = _provided(OUTPUT_CONSTANT.findall(code), constants, where)
             kernels[kind] = Kernel(
                 f"{label}_{kind}", OUTPUT_CODE, code, f"Inductor's output code ({kind})", reads
             )

@@ -1,37 +1,21 @@
-"""Benchmark and gate output: terminal tables, Markdown for CI, JSON files.
+"""The perf wing's tables: one set of cells per table, as aligned text or Markdown.
 
-One set of cells per table, rendered three ways: aligned text for the
-terminal, a Markdown table for `$GITHUB_STEP_SUMMARY`, and JSON (this
-plugin's report, and pytest-benchmark's schema so `pytest-benchmark compare`
-reads the same results). Pure functions over plain data.
+The terminal shows aligned text, `$GITHUB_STEP_SUMMARY` gets Markdown, and a
+gated case's own test shows its verdict line. Pure functions over plain data.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
-import os
-import platform
-import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+import shlex
+from collections.abc import Sequence
 
-from .gate import CaseVerdict, Row, Verdict
-from .record import CaseRecord
-from .stats import quantile
+from ...common.terminal import align
+from ..gate import CaseVerdict, GateSettings, Row, Verdict, run_fails, worst
+from ..record import MeasuredCase
 
 GATE_HEADER = ("case", "metric", "baseline", "now", "change", "confidence", "verdict")
 RESULT_HEADER = ("case", "eager", "compiled", "speedup", "95% CI", "compile s", "first call s")
-
-
-@dataclass(frozen=True)
-class MeasuredCase:
-    """A case as the session collected it: where it ran and what it measured."""
-
-    key: str
-    nodeid: str
-    record: CaseRecord
 
 
 def fmt_value(value: float | str | None, unit: str) -> str:
@@ -162,105 +146,42 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [line(header), line(["---"] * len(header)), *(line(r) for r in rows)]
 
 
-def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) -> dict[str, Any]:
-    """pytest-benchmark's JSON layout: one benchmark per side (eager, compiled) per case.
-
-    Each round's seconds per call is one datum, so `stats` are computed as
-    pytest-benchmark computes them and `pytest-benchmark compare` reads them.
-    """
-    benchmarks = []
-    for case in sorted(cases, key=lambda c: c.key):
-        for side in ("eager", "compiled"):
-            data = case.record.samples.get(f"{side}_s")
-            if not data:
-                continue
-            benchmarks.append(
-                {
-                    "group": case.key,
-                    "name": f"{case.key.rsplit('::', 2)[-2]}[{case.key.rsplit('::', 1)[-1]}-{side}]",
-                    "fullname": f"{case.key}[{side}]",
-                    "params": {"side": side},
-                    "param": side,
-                    "extra_info": {
-                        "speedup": case.record.metrics["speedup"].median,
-                        **case.record.settings,
-                    },
-                    "options": {
-                        "timer": "perf_counter",
-                        "disable_gc": True,
-                        "warmup": True,
-                        "min_rounds": len(data),
-                    },
-                    "stats": benchmark_stats(data),
-                }
-            )
-    return {
-        # pytest-benchmark writes `cpu` as py-cpuinfo's dict; the fingerprint's fields sit beside it
-        "machine_info": {
-            **{k: v for k, v in machine.items() if k != "cpu"},
-            "node": machine.get("device", ""),
-            "machine": platform.machine(),
-            "cpu": {
-                "brand_raw": machine.get("cpu", ""),
-                "arch_string_raw": platform.machine(),
-                "count": os.cpu_count(),
-            },
-        },
-        "commit_info": {},
-        "benchmarks": benchmarks,
-        "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "version": "5.1.0",
-    }
+def run_verdict(verdicts: Sequence[CaseVerdict], gate: GateSettings | None) -> Verdict | None:
+    """The worst case verdict; None without the gate or without cases."""
+    if gate is None or not verdicts:
+        return None
+    return worst(v.verdict for v in verdicts)
 
 
-def benchmark_stats(data: Sequence[float]) -> dict[str, Any]:
-    """pytest-benchmark's `stats` block (Tukey fences at 1.5 IQR, stddev outliers)."""
-    ordered = sorted(data)
-    mean = statistics.fmean(ordered)
-    stddev = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
-    q1, q3 = quantile(ordered, 0.25), quantile(ordered, 0.75)
-    iqr = q3 - q1
-    inside = [x for x in ordered if q1 - 1.5 * iqr <= x <= q3 + 1.5 * iqr] or ordered
-    iqr_outliers = len(ordered) - len(inside)
-    stddev_outliers = sum(1 for x in ordered if abs(x - mean) > stddev)
-    return {
-        "min": ordered[0],
-        "max": ordered[-1],
-        "mean": mean,
-        "stddev": stddev,
-        "rounds": len(ordered),
-        "median": statistics.median(ordered),
-        "iqr": iqr,
-        "q1": q1,
-        "q3": q3,
-        "iqr_outliers": iqr_outliers,
-        "stddev_outliers": stddev_outliers,
-        "outliers": f"{stddev_outliers};{iqr_outliers}",
-        "ld15iqr": inside[0],
-        "hd15iqr": inside[-1],
-        "ops": 1.0 / mean if mean else 0.0,
-        "total": sum(ordered),
-        "iterations": 1,
-        "data": list(data),
-    }
+def refresh_command(verdicts: Sequence[CaseVerdict]) -> str:
+    """The one command that re-records the baselines of the cases that did not pass."""
+    nodeids = sorted({c.case.rsplit("::", 1)[0] for c in verdicts if c.verdict is not Verdict.PASS})
+    return " ".join(["pytest --torchcompile-perf-update-baseline", *map(shlex.quote, nodeids)])
 
 
-def json_report(
-    verdict: str | None,
-    verdicts: Sequence[CaseVerdict],
+def summary_lines(
     cases: Sequence[MeasuredCase],
-    machine: Mapping[str, Any],
-    notes: Sequence[str],
-) -> dict[str, Any]:
-    """This plugin's report: the run's verdict, every gate row and every case's record."""
-    return {
-        "format": 1,
-        "verdict": verdict,
-        "machine": dict(machine),
-        "rows": [row.to_json() for v in verdicts for row in v.rows],
-        "verdicts": {
-            v.case: {"verdict": v.verdict.value, "remeasured": v.remeasured} for v in verdicts
-        },
-        "cases": {c.key: {"nodeid": c.nodeid, **c.record.to_json()} for c in cases},
-        "notes": list(notes),
-    }
+    verdicts: Sequence[CaseVerdict],
+    gate: GateSettings | None,
+    markdown_tables: bool,
+) -> list[str]:
+    """The gate's verdict, its table (or the results table) and what to do next."""
+    render = markdown if markdown_tables else align
+    verdict = run_verdict(verdicts, gate)
+    if gate is None:
+        title, table = "torch.compile benchmarks", render(RESULT_HEADER, result_rows(cases))
+    else:
+        title = f"perf gate: {verdict.value if verdict else 'nothing to gate'}"
+        if verdict is Verdict.INCONCLUSIVE:
+            title += (
+                ": the run fails (--torchcompile-perf-gate=strict)"
+                if run_fails(verdicts, gate)
+                else ": the run does not fail (it would under --torchcompile-perf-gate=strict)"
+            )
+        table = render(GATE_HEADER, gate_rows(verdicts))
+    lines = [f"### {title}", "", *table, ""] if markdown_tables else [title, *table]
+    if verdict not in (None, Verdict.PASS):
+        lines.append(
+            f"if the new numbers are intended, update the baseline: {refresh_command(verdicts)}"
+        )
+    return lines

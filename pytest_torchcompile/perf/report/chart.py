@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from .gate import CaseVerdict, Row, Verdict
+from ..gate import CaseVerdict, Row, Verdict
 
 COLOURS = {Verdict.PASS: "#198754", Verdict.FAIL: "#dc3545", Verdict.INCONCLUSIVE: "#d39e00"}
 METRIC = "speedup"

@@ -1,0 +1,400 @@
+"""The snapshot wing's per-run session: snapshot stores, the snapshot check, the tables.
+
+Made in `pytest_configure` (`plugin.py`) from the snapshot folder template;
+per-test state lives in `item.stash`. Once a marked test's body has
+returned, its cases' artifact texts go to the store of their folder in one
+call (`SnapshotStore.check_test`), and what came back (a failure, counts,
+unused files) travels on the test's report. No hook raises (`WingSession`);
+this module does not import torch until a test's folder needs its version.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pytest
+
+from ..common.files import unwritable
+from ..common.hooks.crashes import internal_error
+from ..common.hooks.flags import Given
+from ..common.hooks.report_data import attach, attached, keep
+from ..common.hooks.session import WingSession
+from ..common.options import SpecError
+from .artifacts.normalize import Normalizer
+from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .compare.failure import compose
+from .compare.html import failure_fragment
+from .compare.text_only import TextOnly, split
+from .files.housekeeping import UNUSED_PROPERTY, Housekeeping
+from .files.ownership import root_problem
+from .files.placeholders import (
+    PlaceholderError,
+    case_device,
+    installed_torch_minor,
+    placeholders,
+    resolve,
+    resolve_some,
+    sets_glob,
+    torch_minor,
+)
+from .files.store import FileCounts, FolderClash, Outcome, SnapshotStore, Status
+from .spec import MARKER, CompileSpec
+
+if TYPE_CHECKING:
+    from .case import CompileCase
+    from .fixture import CompileModel
+
+ROWS_PROPERTY = "torchcompile_cases"
+PRECOMPILE_PROPERTY = "torchcompile_precompile"
+COUNTS_PROPERTY = "torchcompile_file_counts"
+TEXT_ONLY_PROPERTY = "torchcompile_text_only"
+
+model_key = pytest.StashKey["CompileModel"]()
+#: a failing test's verdicts and side-by-side diffs, for pytest-html
+html_key = pytest.StashKey[str]()
+
+
+def parse_marker(marker: pytest.Mark | None) -> tuple[CompileSpec | None, str | None]:
+    """The marker's spec, or what is wrong with it; unmarked tests compile and capture but
+    assert nothing (numerics off)."""
+    if marker is None:
+        return CompileSpec(numerics=False), None
+    try:
+        return CompileSpec.from_marker(marker.args, marker.kwargs), None
+    except SpecError as exc:
+        return None, str(exc)
+
+
+@dataclass(frozen=True)
+class TextOnlyMode:
+    """What a case whose snapshots changed in text only does, and the flags that say so."""
+
+    update_flag: str  # writes them
+    strict_flag: str  # fails on them
+    action: Literal["pass", "fail", "update"] = "pass"
+
+
+class TorchCompileSession(WingSession):
+    """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
+    counts of files written, updated and deleted; `housekeeping.py` collects each test's
+    folder and judges stale folders."""
+
+    marker = MARKER
+    fixture = "compile_model"
+    internal_property = "torchcompile_internal_error"
+
+    def __init__(
+        self,
+        folder: str,
+        store: SnapshotStore,
+        rootdir: Path,
+        worker: bool,
+        housekeeping: Housekeeping,
+        full_diff: bool = False,
+        text_only: TextOnlyMode | None = None,
+    ) -> None:
+        self.folder = folder  # the template, `{torch}` resolved when torch's version was known without importing it
+        self.uses = placeholders(folder)
+        self.store = (
+            store  # the `cpu` set (or the only one): the set housekeeping judges stale folders in
+        )
+        super().__init__(worker)
+        self.rootdir = rootdir
+        self.update = store.update
+        self.housekeeping = housekeeping
+        self.stores: dict[Path, SnapshotStore] = {store.root: store}
+        self.full_diff = full_diff
+        self.text_only = text_only or TextOnlyMode("", "")
+        self.text_only_rows: list[tuple[str, dict[str, Any]]] = []
+        self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
+        self.rows: list[CaseRow] = []
+        self.precompile_rows: list[PrecompileRow] = []
+
+    @classmethod
+    def from_config(
+        cls, config: pytest.Config, folder: Given, full_diff: bool, text_only: TextOnlyMode
+    ) -> TorchCompileSession:
+        """The run's session, for the snapshot folder template `folder` (a flag or ini option)."""
+        rootdir = Path(config.rootpath)
+        update = bool(config.getoption("update_snapshots"))
+        template = _checked_template(folder)
+        version = installed_torch_minor()
+        if version is not None:
+            template = resolve_some(template, torch=version)
+        root = _snapshot_root(
+            folder.source,
+            rootdir / resolve(template, torch=version or "{torch}", device="cpu"),
+            rootdir,
+            update,
+        )
+        store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
+        housekeeping = Housekeeping.from_config(config, store)
+        housekeeping.sets = sets_glob(rootdir, template, version) if version else None
+        worker = hasattr(config, "workerinput")
+        return cls(template, store, rootdir, worker, housekeeping, full_diff, text_only)
+
+    def store_for(self, nodeid: str, cases: list[CompileCase]) -> SnapshotStore:
+        """The store of the folder these cases resolve to (one per torch version and device).
+
+        `{device}` comes from the cases themselves (`case_device`): a CPU case on
+        a GPU machine shares the `cpu` set. Only here is torch needed.
+        """
+        if not self.uses:
+            return self.store
+        import torch
+
+        folder = resolve(
+            self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases)
+        )
+        root = self.rootdir / folder
+        if root not in self.stores:
+            problem = root_problem(root, self.rootdir)
+            if problem is not None:
+                pytest.fail(
+                    f"usage error: the snapshot folder {root} of {nodeid} {problem}", pytrace=False
+                )
+            self.stores[root] = SnapshotStore(
+                root=root,
+                rootdir=self.rootdir,
+                update=self.store.update,
+                started=self.store.started,
+            )
+        return self.stores[root]
+
+    def _device(self, nodeid: str, cases: list[CompileCase]) -> str:
+        if "device" not in self.uses:
+            return "cpu"
+        devices = sorted({case_device(c.model, c.calls[:1]) for c in cases})
+        if len(devices) > 1:
+            pytest.fail(
+                f"usage error: the cases of {nodeid} ran on {' and '.join(devices)}, but the snapshot folder "
+                f"{self.folder!r} has one {{device}} per test: put the cases of each device in a test of their own",
+                pytrace=False,
+            )
+        return devices[0] if devices else "cpu"
+
+    def normalizer(self) -> Normalizer:
+        import torch  # only called from the fixture, where torch is needed anyway
+
+        return Normalizer.for_paths(str(self.rootdir), str(Path(torch.__file__).parent))
+
+    def marker_error(self, marker: pytest.Mark) -> str | None:
+        return parse_marker(marker)[1]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        """Compare snapshots once the test function has returned without error."""
+        result = yield
+        model = pyfuncitem.stash.get(model_key, None)
+        if model is None or pyfuncitem.get_closest_marker(MARKER) is None:
+            return result
+        crash = failure = ""
+        try:
+            texts = model.snapshot_texts()
+            store = self.store_for(pyfuncitem.nodeid, model.finished())
+            folder = self.housekeeping.folder(pyfuncitem)
+            checked = store.check_test(folder, texts, self.housekeeping.claims)
+            outcomes, refreshed = self._pass_text_only(pyfuncitem, store, checked.outcomes)
+            counts = checked.counts + refreshed
+            keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(counts.to_json()))
+            if checked.unused:
+                keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
+            if any(o.failed for o in outcomes):
+                failure = compose(outcomes, store.show(checked.folder), self.full_diff)
+                if _html_report_wanted(pyfuncitem.config):
+                    pyfuncitem.stash[html_key] = failure_fragment(outcomes)
+        except FolderClash as exc:
+            failure = f"usage error: {exc}"
+        except OSError:
+            raise  # the file system's own error, with its path (the store's to word)
+        except Exception as exc:  # the plugin's bug: fail this test with a line that says so
+            crash = internal_error(exc, "the snapshot check")
+        if crash or failure:
+            pytest.fail(crash or failure, pytrace=False)  # outside `except`: no chained traceback
+        return result
+
+    def _pass_text_only(
+        self, item: pytest.Item, store: SnapshotStore, outcomes: list[Outcome]
+    ) -> tuple[list[Outcome], FileCounts]:
+        """Cases that changed in text only pass (kept for the summary) or, with the update
+        flag, are written; the outcomes left to judge, and the files written."""
+        if self.text_only.action == "fail" or not any(o.failed for o in outcomes):
+            return outcomes, FileCounts()
+        passing, rest = split(outcomes)
+        written = FileCounts()
+        for case in passing:
+            refreshed = self._refresh(store, case) if self.text_only.action == "update" else []
+            rest += [o for o in refreshed if o.failed]
+            written += FileCounts(updated=sum(o.status == Status.UPDATED for o in refreshed))
+            done = bool(refreshed) and not any(o.failed for o in refreshed)
+            row = {"case": case.case, "reason": case.reason, "refreshed": done}
+            keep(item, TEXT_ONLY_PROPERTY, json.dumps(row))
+        return rest, written
+
+    def _refresh(self, store: SnapshotStore, case: TextOnly) -> list[Outcome]:
+        """Write a text-only case's changed files, as `--update-snapshots` would write them."""
+        writer = SnapshotStore(
+            root=store.root, rootdir=store.rootdir, update=True, started=store.started
+        )
+        return [writer.check(o.path, o.new or "", o.case, o.artifact) for o in case.outcomes]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A test that passed with text-only snapshot differences says so on its line."""
+        if report.when == "call" and report.passed and attached(report, TEXT_ONLY_PROPERTY):
+            return "passed", "t", ("PASSED (snapshot text only)", {"yellow": True})
+        return None
+
+    def attach(self, report: pytest.TestReport, item: pytest.Item) -> None:
+        """The test's case rows (and its verdicts and diffs for pytest-html) on its call report."""
+        model = item.stash.get(model_key, None)
+        if model is None:
+            return
+        self._attach_rows(report, item, model)
+        if html_key in item.stash:
+            _attach_html(report, item.stash[html_key])
+
+    def _attach_rows(
+        self, report: pytest.TestReport, item: pytest.Item, model: CompileModel
+    ) -> None:
+        rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
+        attach(report, ROWS_PROPERTY, json.dumps([r.to_json() for r in rows]))
+        trips = [
+            _precompile_row(item.nodeid, case)
+            for case in model.cases
+            if case.round_trip is not None
+        ]
+        if trips:
+            attach(report, PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
+
+    def collect(self, report: pytest.TestReport) -> None:
+        """Rows and counts from every report: the xdist controller sees its workers' cases too."""
+        for value in attached(report, ROWS_PROPERTY):
+            self.rows.extend(CaseRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, PRECOMPILE_PROPERTY):
+            self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
+        for value in attached(report, COUNTS_PROPERTY):
+            self.counts += FileCounts.from_json(json.loads(value))
+        for value in attached(report, TEXT_ONLY_PROPERTY):
+            self.text_only_rows.append((report.nodeid, json.loads(value)))
+
+    def summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.rows:
+            self._write_tables(terminalreporter)
+        for line in self._text_only_summary():
+            terminalreporter.write_line(line, yellow=True)
+        if self.store.update:
+            counts = self.counts + self.housekeeping.removed
+            terminalreporter.write_line(f"torch.compile snapshots: {counts.line()}")
+
+    def _write_tables(self, terminalreporter: pytest.TerminalReporter) -> None:
+        terminalreporter.write_sep("-", "torch.compile cases")
+        for line in format_table(self.rows):
+            terminalreporter.write_line(line)
+        if self.precompile_rows:
+            terminalreporter.write_sep(
+                "-",
+                "torch.compile precompile round trips (aot_compile, save, load in a fresh process)",
+            )
+            for line in format_precompile_table(self.precompile_rows):
+                terminalreporter.write_line(line)
+
+    def _text_only_summary(self) -> list[str]:
+        """How many cases passed with text-only differences, which, and why (their verdicts)."""
+        rows = self.text_only_rows
+        if not rows:
+            return []
+        mode = self.text_only
+        kept = [row for row in rows if not row[1]["refreshed"]]
+        what = (
+            f"the stored files are kept: {mode.update_flag} writes them, {mode.strict_flag} fails on them"
+            if kept
+            else "their snapshots were rewritten"
+        )
+        cases = f"{len(rows)} case{'s' if len(rows) > 1 else ''}"
+        lines = [f"torch.compile snapshots: {cases} changed in text only and passed ({what}):"]
+        for nodeid, row in rows:
+            case = f"[{row['case']}]" if row["case"] else ""
+            lines.append(f"  {nodeid}{case}: {row['reason']}")
+        return lines
+
+
+def _html_report_wanted(config: pytest.Config) -> bool:
+    """pytest-html is loaded and this run writes its report (`--html PATH`); it stays optional."""
+    return config.pluginmanager.hasplugin("html") and bool(config.getoption("htmlpath", None))
+
+
+def _attach_html(report: pytest.TestReport, fragment: str) -> None:
+    """Show `fragment` under the test's row of pytest-html's report."""
+    from pytest_html import extras  # only when its report is written
+
+    report.extras = [*getattr(report, "extras", []), extras.html(fragment)]  # type: ignore[attr-defined]
+
+
+def _checked_template(folder: Given) -> str:
+    """The folder template as given; a usage error when it is empty or its placeholders are wrong."""
+    template = str(folder.value)
+    if not template.strip():
+        raise pytest.UsageError(
+            f"{folder.source} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)"
+        )
+    try:
+        placeholders(template)
+    except PlaceholderError as exc:
+        raise pytest.UsageError(f"torchcompile_snapshot_dir: {exc}") from None
+    return template
+
+
+def _snapshot_root(setting: str, root: Path, rootdir: Path, update: bool) -> Path:
+    """The snapshot folder; a usage error when it (or a folder above it) is a file, when
+    `ownership.root_problem` refuses it, or when an update could not write there."""
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise pytest.UsageError(
+                    f"{setting} names {path}, which is a file, not a folder: name a folder (e.g. snapshots, the default) or move the file"
+                )
+            break
+    problem = root_problem(root, rootdir)
+    if problem is not None:
+        raise pytest.UsageError(f"{setting}: the snapshot folder {root} {problem}")
+    problem = unwritable(root) if update else None
+    if problem is not None:
+        raise pytest.UsageError(
+            f"{setting}: --update-snapshots cannot write the snapshot folder {root}: {problem}; nothing was written"
+        )
+    return root
+
+
+def _row(nodeid: str, case: CompileCase) -> CaseRow:
+    r = case.result
+    assert r is not None
+    return CaseRow(
+        nodeid,
+        case.name,
+        r.graph_count,
+        r.graph_break_count,
+        r.recompile_count,
+        r.kernel_count,
+        round(case.compile_seconds, 2),
+    )
+
+
+def _precompile_row(nodeid: str, case: CompileCase) -> PrecompileRow:
+    assert case.round_trip is not None
+    r = case.round_trip.report
+    first_load = r.load_seconds[0] if r.load_seconds else 0.0
+    return PrecompileRow(
+        nodeid,
+        case.name,
+        r.artifact_bytes,
+        round(r.compile_seconds, 2),
+        round(r.save_seconds, 3),
+        round(first_load, 2),
+        len(r.load_seconds),
+    )

@@ -1,0 +1,158 @@
+"""Behaviour fails, text is reported: a text-only difference passes, says so, and is accepted alone.
+
+Unit tests on the split (no torch), then the plugin as a user drives it: a
+stored graph renumbered by hand is the text-only difference a torch upgrade
+brings; an op swapped beside it is the behaviour change that must still
+fail, whatever the flags.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_torchcompile.snapshot.compare.text_only import split
+from pytest_torchcompile.snapshot.files.store import Outcome
+
+GRAPH = """\
+class GraphModule(torch.nn.Module):
+    def forward(self, arg0_1: "f32[4][1]cpu"):
+        {name}: "f32[4][1]cpu" = torch.ops.aten.{op}.default(arg0_1);  arg0_1 = None
+        return ({name},)
+"""
+
+
+def changed(name: str, old: str, new: str, case: str = "") -> Outcome:
+    artifact = name.split(".", 1)[0]
+    return Outcome(Path("/r") / case / name, "changed", "", old, new, case=case, artifact=artifact)
+
+
+def test_renumbering_passes_an_op_swap_does_not() -> None:
+    renumbered = changed(
+        "aot_inference.fx.txt",
+        GRAPH.format(name="relu_3", op="relu"),
+        GRAPH.format(name="relu_7", op="relu"),
+        case="a",
+    )
+    swapped = changed(
+        "aot_inference.fx.txt",
+        GRAPH.format(name="relu", op="relu"),
+        GRAPH.format(name="relu", op="gelu"),
+        case="b",
+    )
+    passing, rest = split([renumbered, swapped])
+    assert [p.case for p in passing] == ["a"] and passing[0].reason.startswith("text only: ")
+    assert rest == [swapped]
+
+
+def test_an_artifact_the_verdict_cannot_read_keeps_its_case_failing() -> None:
+    """`transformed_code` has no reading: its change is text to the verdict, but nobody read it."""
+    outcomes = [changed("transformed_code.py.txt", "x = f(a)\n", "x = g(a)\n")]
+    passing, rest = split(outcomes)
+    assert passing == [] and rest == outcomes
+
+
+def test_a_summary_cut_short_keeps_its_case_failing() -> None:
+    """The counters it no longer states were not compared: nothing says they stayed."""
+    summary = "backend: inductor\ngraphs: 1\ngraph breaks: 0\nrecompiles: 0\nkernels: 2\n"
+    outcomes = [changed("summary.txt", summary, summary.split("recompiles")[0])]
+    passing, rest = split(outcomes)
+    assert passing == [] and rest == outcomes
+
+
+def test_a_missing_file_fails_its_case_whole() -> None:
+    renumbered = changed(
+        "aot_inference.fx.txt",
+        GRAPH.format(name="relu_3", op="relu"),
+        GRAPH.format(name="relu_7", op="relu"),
+    )
+    missing = Outcome(Path("/r/summary.txt"), "missing", "does not exist yet", artifact="summary")
+    passing, rest = split([renumbered, missing])
+    assert passing == [] and rest == [renumbered, missing]
+
+
+MODEL = """
+import pytest, torch
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.{op}(self.lin(x))
+
+@pytest.mark.compile_snapshot(backend="aot_eager")
+def test_renumbered(compile_model):
+    with torch.no_grad():
+        compile_model(M(), torch.randn(4, 8))
+
+@pytest.mark.compile_snapshot(backend="aot_eager")
+def test_swapped(compile_model):
+    with torch.no_grad():
+        compile_model(M(), torch.randn(2, 8))
+"""
+
+
+def renumber(folder: Path) -> str:
+    """The stored Dynamo graph with its FX names numbered otherwise: text a torch upgrade changes."""
+    path = folder / "dynamo_graph.fx.txt"
+    text = path.read_text()
+    renamed = re.sub(r"\b(linear|relu)\b(?= *[:=,)])", r"\1_7", text)
+    assert renamed != text
+    path.write_text(renamed)
+    return renamed
+
+
+def test_text_only_passes_is_reported_and_accepted_alone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_m=MODEL.format(op="relu"))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=2)
+    root = pytester.path / "snapshots/test_m"
+    stored = renumber(root / "test_renumbered")
+    swapped_before = (root / "test_swapped/dynamo_graph.fx.txt").read_text()
+
+    plain = pytester.runpytest("-v")
+    plain.assert_outcomes(passed=2)
+    plain.stdout.fnmatch_lines(
+        [
+            "test_m.py::test_renumbered PASSED (snapshot text only)*",
+            "torch.compile snapshots: 1 case changed in text only and passed (the stored files are kept: "
+            "--torchcompile-update-text-only writes them, --torchcompile-strict-text fails on them):",
+            "  test_m.py::test_renumbered: text only: *",
+        ]
+    )
+    assert (root / "test_renumbered/dynamo_graph.fx.txt").read_text() == stored
+    workers = pytester.runpytest("-n", "2")  # the note travels from the worker to the summary
+    workers.assert_outcomes(passed=2)
+    workers.stdout.fnmatch_lines(["  test_m.py::test_renumbered: text only: *"])
+
+    strict = pytester.runpytest("--torchcompile-strict-text")
+    strict.assert_outcomes(passed=1, failed=1)
+    strict.stdout.fnmatch_lines(["FAILED test_m.py::test_renumbered - Failed: text only: *"])
+    ini = pytester.makeini("[pytest]\ntorchcompile_strict_text = true\n")
+    pytester.runpytest().assert_outcomes(passed=1, failed=1)
+
+    # one command accepts the text-only case and leaves the behaviour change failing, unwritten
+    ini.unlink()
+    pytester.makepyfile(
+        test_m=MODEL.format(op="relu").replace(
+            "compile_model(M(), torch.randn(2, 8))",
+            "compile_model(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()), torch.randn(2, 8))",
+        )
+    )
+    accepted = pytester.runpytest("--torchcompile-update-text-only")
+    accepted.assert_outcomes(passed=1, failed=1)
+    accepted.stdout.fnmatch_lines(
+        [
+            "torch.compile snapshots: 1 case changed in text only and passed (their snapshots were rewritten):",
+            "FAILED test_m.py::test_swapped - Failed: *",
+        ]
+    )
+    assert (root / "test_renumbered/dynamo_graph.fx.txt").read_text() != stored
+    assert (root / "test_swapped/dynamo_graph.fx.txt").read_text() == swapped_before
+    again = pytester.runpytest("-k", "renumbered")
+    again.assert_outcomes(passed=1)
+    again.stdout.no_fnmatch_line("*text only*")
