@@ -48,7 +48,9 @@ def load_kernels() -> dict[str, Any]:
 
         with inductor_config.patch({**KERNEL_BUILD, "compile_threads": 1}):
             for key, (kind, source) in KERNEL_SOURCES.items():
-                constants = KERNEL_CONSTANTS.get(key, {})
+                constants = (
+                    globals().get("KERNEL_CONSTANTS", {}).get(key, {})
+                )  # a file without any has no table
                 if kind == "output code":
                     module = load_output_code(key, source)
                     for name, value in constants.items():  # as Inductor's loader sets them

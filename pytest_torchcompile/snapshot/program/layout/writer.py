@@ -233,12 +233,13 @@ def _kernel_section(frames: list[FramePlan]) -> str:
         for kernel in _kernels(frames)
         if kernel.constants
     ]
-    parts.append(
-        "#: the tensor constants a kernel reads (built in the function, folded into the graph), by value\n"
-        + "KERNEL_CONSTANTS = {"
-        + ("\n" + "\n".join(constants) + "\n" if constants else "")
-        + "}"
-    )
+    if constants:  # none: the template's empty table stands
+        parts.append(
+            "#: the tensor constants a kernel reads (built in the function, folded into the graph), by value\n"
+            + "KERNEL_CONSTANTS = {\n"
+            + "\n".join(constants)
+            + "\n}"
+        )
     return "\n\n".join(parts) + "\n"
 
 
@@ -263,7 +264,7 @@ def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
     ]
     lines = [
         _title("wiring: what `load` binds together"),
-        "#: globals Dynamo installed in the frame's module: (name, kind, module or object path or a dict's entries)",
+        "#: globals Dynamo installed in the frame's module: (name, kind, module)",
         f"INSTALLED = {modules!r}",
         "CONSTANTS = {"
         + ", ".join(f"{n!r}: {n}" for n in constants + _fallback_constants(frames))
