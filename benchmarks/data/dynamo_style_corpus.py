@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 GLOBAL_T = torch.ones(10, 10)
 GLOBAL_FLAG = True
+torch.manual_seed(0)  # the same weights in the fresh process that imports this module again
 GLOBAL_LINEAR = torch.nn.Linear(10, 10)
 Point = collections.namedtuple("Point", ["x", "y"])
 clamp01 = functools.partial(torch.clamp, min=0.0, max=1.0)
