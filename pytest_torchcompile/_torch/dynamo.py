@@ -66,3 +66,20 @@ def bytecode_hook(callback: BytecodeCallback) -> Iterator[None]:
         yield
     finally:
         handle.remove()
+
+
+def module_call_frame(model: object, code: types.CodeType) -> types.FunctionType | None:
+    """The function whose frame Dynamo compiled when it is its wrap of a module's call, else None.
+
+    For a module whose `forward` Dynamo would skip (torch.nn's own layers), `torch.compile(module)`
+    compiles `external_utils.wrap_inline(module)`: a frame `inner(*args, **kwargs)` that calls the
+    module, its one free variable `fn` the module. That wrap, around `model`, is returned.
+    """
+    from torch._dynamo import external_utils
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    wrapper = external_utils.wrap_inline(model)
+    if wrapper.__code__ is not code or wrapper.__code__.co_freevars != ("fn",):
+        return None
+    return wrapper

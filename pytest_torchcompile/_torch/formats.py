@@ -73,6 +73,10 @@ FX_BODY_START = "def forward"
 FX_CLASS_LINE = re.compile(r"^class (.+?)\(torch\.nn\.Module\):$", re.MULTILINE)
 #: code in a printed FX graph that reads its GraphModule (constants, submodules of higher-order ops).
 FX_SELF_READ = re.compile(r"^(?![ \t]*#).*\bself\.", re.MULTILINE)
+#: a printed FX graph's read of a tensor constant from its GraphModule, `... = self._tensor_constant0`.
+FX_CONSTANT_READ = re.compile(
+    r"^[ \t]*\w+(?:: \"[^\"]*\")? = self\.(_tensor_constant\d+)$", re.MULTILINE
+)
 
 #: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
 OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")

@@ -49,7 +49,8 @@ COUNTED_NAME = re.compile(
 #: names in transformed code that call a compiled graph or a resume function.
 COMPILED_CALL = re.compile(rf"^({COMPILED_FN_PREFIX}_\w+|{RESUME_PREFIX}_\w+)$")
 #: globals Dynamo installs in a compiled frame's module (graphs, resume functions, module and builtins aliases).
-#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter)
+#: (`_140256443150752_c2`: an object Dynamo refers to by id, suffixed with the compile counter;
+#: `___unnamed_scope_140256443150752_c0`: the globals of code made at run time, a namedtuple's `__new__`)
 INSTALLED_GLOBAL = re.compile(
     rf"^(?:(?:{COMPILED_FN_PREFIX}_|{RESUME_PREFIX}_|{IMPORT_PREFIX}|{MODULE_PREFIX}|{UNNAMED_SCOPE_PREFIX}|{BUILTINS_DICT_PREFIX})\w*|_\d+_c\d+)$"
 )
@@ -67,6 +68,8 @@ DYNAMO_UTILS_HELPERS = frozenset(
         "record_pregraph_bytecode_enter",
         "record_pregraph_bytecode_exit",
         "object_setattr_ignore_descriptor",
+        "to_numpy_helper",
+        "numpy_to_tensor",
     }
 )
 

@@ -160,6 +160,16 @@ def frame_locals(function, args, kwargs) -> dict:
     return scope
 
 
+def module_call(fn):
+    """The frame Dynamo compiles for a module whose forward it skips (torch.nn's own layers): a call
+    of the module (`torch._dynamo.external_utils.wrap_inline`, the same code), `fn` the module."""
+
+    def inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return inner
+
+
 def rebind(template, globals_: dict, original=None):
     """The template function's code, run in `globals_`, with the original's defaults and closure cells."""
     defaults = original.__defaults__ if original is not None else None
@@ -357,6 +367,26 @@ class DynamoUtils:
     def object_setattr_ignore_descriptor(obj, name, value):
         object.__getattribute__(obj, "__dict__")[name] = value
 
+    @staticmethod
+    def to_numpy_helper(value):
+        """A graph's tensors back as the numpy arrays the function returns (numpy code under Dynamo)."""
+        if isinstance(value, torch.Tensor):
+            return value.numpy(force=True)
+        if isinstance(value, (tuple, list)):
+            return type(value)(DynamoUtils.to_numpy_helper(v) for v in value)
+        return value
+
+    @staticmethod
+    def numpy_to_tensor(value):
+        """numpy arrays given to a graph as the tensors it takes."""
+        import numpy
+
+        if isinstance(value, numpy.ndarray):
+            return torch.as_tensor(value)
+        if isinstance(value, (tuple, list)):
+            return type(value)(DynamoUtils.numpy_to_tensor(v) for v in value)
+        return value
+
 
 # --- kernels and graphs -----------------------------------------------------
 
@@ -375,11 +405,14 @@ def load_output_code(name: str, source: str) -> types.ModuleType:
     return module
 
 
-def load_fx_graph(name: str, source: str):
-    """A printed FX GraphModule (`class GraphModule(torch.nn.Module): def forward(...)`) as a boxed callable."""
+def load_fx_graph(name: str, source: str, constants=None):
+    """A printed FX GraphModule (`class GraphModule(torch.nn.Module): def forward(...)`) as a boxed
+    callable; `constants` are the tensors it reads from itself (`self._tensor_constant0`)."""
     scope = {"torch": torch, "device": torch.device, "inf": inf, "nan": nan}
     exec(compile(source, f"<{name}>", "exec"), scope)
     graph = scope["GraphModule"]()
+    for attribute, value in (constants or {}).items():
+        setattr(graph, attribute, value)
 
     def call(args):
         values = list(args)
@@ -387,6 +420,13 @@ def load_fx_graph(name: str, source: str):
         return graph.forward(*values)
 
     return call
+
+
+def constant_tensor(values: list, dtype: str, shape: list, stride: list, device_name: str):
+    """A tensor constant of a graph, rebuilt from its values (every element as its Python number)."""
+    dense = torch.tensor(values, dtype=getattr(torch, dtype.removeprefix("torch."))).reshape(shape)
+    out = torch.empty_strided(shape, stride, dtype=dense.dtype, device=device_name)
+    return out.copy_(dense)
 
 
 def coerce_tangent(t, layout):
@@ -424,6 +464,47 @@ def view_replay():
         yield
     finally:
         torch._C._set_view_replay_enabled(before)
+
+
+class TensorAlias:
+    """An aliased output autograd.Function must not track (AOTAutograd's own box of that name)."""
+
+    def __init__(self, alias) -> None:
+        self.alias = alias
+
+
+def unalias(value):
+    return value.alias if isinstance(value, TensorAlias) else value
+
+
+def alias_from_base(base, target, requires_grad: bool):
+    """The graph's output `target`, made again as a view of `base` (AOTAutograd's gen_alias_from_base):
+    by autograd's record of the view where it kept one, else by size, stride and offset."""
+    out = None
+    if target._base is not None:
+        b = target._base
+        same = base is b or (
+            base.size() == b.size()
+            and base.stride() == b.stride()
+            and base.storage_offset() == b.storage_offset()
+        )
+        reshaped = base if same else base.as_strided(b.size(), b.stride(), b.storage_offset())
+        out = target._view_func(reshaped)  # no public API replays a view on another base
+        if out is not None and out.shape != target.shape:
+            out = None
+    if out is None:
+        size, stride, offset = target.size(), target.stride(), target.storage_offset()
+        if base.is_complex() and not target.is_complex():
+            out = torch.view_as_real(base).as_strided(size, stride, offset)
+        elif not base.is_complex() and target.is_complex():
+            out = torch.view_as_complex(base).as_strided(size, stride, offset)
+        else:
+            out = base.as_strided(size, stride, offset)
+    if base.requires_grad and not requires_grad:
+        out = out.detach()
+    elif not base.requires_grad and requires_grad:
+        out.requires_grad_(True)
+    return out.view(target.dtype) if out.dtype != target.dtype else out
 
 
 def mark_dynamic_dims(t, dims) -> None:

@@ -23,8 +23,9 @@ ENTRY: dict[str, Any] = {}
 MODULE_LAYOUT: list[Any] = []
 INPUTS: tuple[list[Any], list[Any]] = ([], [])
 KERNEL_SOURCES: dict[str, tuple[str, str]] = {}
+KERNEL_CONSTANTS: dict[str, dict[str, Any]] = {}
 KERNEL_BUILD: dict[str, Any] = {}
-INSTALLED: list[tuple[str, str, str]] = []
+INSTALLED: list[tuple[str, str, Any]] = []
 CONSTANTS: dict[str, Any] = {}
 GRAPHS: dict[str, Any] = {}
 FRAMES: list[dict[str, Any]] = []
@@ -32,7 +33,7 @@ RAN: list[str] = []
 DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = (
     None  # type: ignore[assignment]
 )
-bind_ids = rebind = import_object = rebuild_module = random_tensor = None  # type: ignore[assignment]
+bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
 recorded_global_state = apply_global_state = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
@@ -48,10 +49,16 @@ def load_kernels() -> dict[str, Any]:
 
         with inductor_config.patch({**KERNEL_BUILD, "compile_threads": 1}):
             for key, (kind, source) in KERNEL_SOURCES.items():
+                constants = (
+                    globals().get("KERNEL_CONSTANTS", {}).get(key, {})
+                )  # a file without any has no table
                 if kind == "output code":
-                    _KERNELS[key] = load_output_code(key, source).call
+                    module = load_output_code(key, source)
+                    for name, value in constants.items():  # as Inductor's loader sets them
+                        setattr(module, name, value)
+                    _KERNELS[key] = module.call
                 else:
-                    graph = load_fx_graph(key, source)
+                    graph = load_fx_graph(key, source, constants)
                     _KERNELS[key] = (
                         graph
                         if kind == "fx graph"
@@ -99,6 +106,14 @@ def _entry(module: Any, state_dict: Any) -> tuple[tuple[Any, ...], Any, bool]:
         return (), function, False
     if module is not None and state_dict is not None:
         raise TypeError("load(module) or load(state_dict=...), not both")
+    if ENTRY.get("wrapped"):
+        if module is None:
+            raise TypeError(
+                f"load(module): Dynamo compiled a call of the {ENTRY['path']} (not its forward), which "
+                "only the module itself can make; a module rebuilt from a state_dict cannot"
+            )
+        _check_code(type(module).forward)
+        return (), module_call(module), False
     if module is None:
         if state_dict is None:
             raise TypeError(
@@ -172,6 +187,11 @@ def load(module: Any = None, *, state_dict: Any = None) -> Program:
             G[name] = import_object(target)
         elif kind == "builtins":
             G[name] = builtins.__dict__
+        elif kind == "dict":  # the globals of code made at run time (a namedtuple's __new__)
+            G[name] = {
+                key: import_object(text) if how == "import" else eval(text)
+                for key, how, text in target
+            }
     G.update(CONSTANTS)
     G.update({name: factory(kernels) for name, factory in GRAPHS.items()})
     skipped: list[str] = []
@@ -192,7 +212,12 @@ def _frame(
     skipped: list[str],
 ) -> Any:
     is_entry = spec["role"] == "entry"
-    L = {"self": self_args[0]} if is_entry and self_args else {}
+    cells = zip(function.__code__.co_freevars, function.__closure__ or ())
+    L = (
+        ({"self": self_args[0]} if self_args else {k: c.cell_contents for k, c in cells})
+        if is_entry
+        else {}
+    )
     compiles = []
     for label, guards, ids, code, not_checked in spec["compiles"]:
         skipped.extend(f"{label}: {guard} (no Python form)" for guard in not_checked)
@@ -234,6 +259,10 @@ def _tensors(value: Any) -> list[Any]:
 def main() -> None:
     """Run the file on random inputs of the recorded shapes and say what ran."""
     torch.manual_seed(0)
+    if ENTRY.get("wrapped"):
+        raise SystemExit(
+            f"this file runs a call of a {ENTRY['path']}: call load(module) from Python with the module"
+        )
     if ENTRY["method"]:
         state = {
             (f"{path}." if path else "") + spec[0]: random_tensor(spec)

@@ -1,4 +1,12 @@
-"""The `transformed_code` artifact: Dynamo's rewritten bytecode, as Python where depyf can."""
+"""The `transformed_code` artifact: Dynamo's rewritten bytecode, as Python.
+
+The project's own translator writes it first (`program/translation`, the
+one the program file uses): it proves each translation against the bytecode,
+follows a graph break's stack shuffles, and writes the same text on every
+Python for the same code, so a suite recorded on 3.11 reads the same on 3.13.
+Where it refuses (a try block, a while loop), depyf decompiles the frame
+(Python up to 3.12); where neither can, a `dis` listing follows a note.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,8 @@ import types
 from ..._torch.patterns.dynamo import COUNTED_NAME
 from ...common.capture_log import BytecodeRecord, CaptureLog
 from ..emit.values import constant_source
+from ..program.translation.bytecode import Untranslatable
+from ..program.translation.checked import NotEquivalent, checked
 from .sections import frame_header
 
 #: depyf's errors name the instruction it could not decompile.
@@ -29,12 +39,34 @@ def transformed_code(log: CaptureLog) -> str:
 
 
 def decompile(record: BytecodeRecord) -> str:
-    """depyf's Python for the transformed code, or a `dis` listing with a note."""
-    source, why = depyf_source(record.transformed)
+    """The transformed code as Python: ours, else depyf's, else a `dis` listing with a note."""
+    source, refused = translated_source(record.transformed)
     if source is not None:
         return source
-    note = f"# depyf could not decompile this frame ({why}); bytecode listing follows"
+    source, why = depyf_source(record.transformed)
+    if source is not None:
+        return f"# depyf's decompilation: {refused}\n{source}"
+    note = f"# neither could write this frame as Python ({refused}; depyf: {why}); bytecode listing follows"
     return note + "\n" + bytecode_listing(record.transformed)
+
+
+@functools.lru_cache(maxsize=256)
+def translated_source(code: types.CodeType) -> tuple[str | None, str]:
+    """(Python source, "") from the project's translator, proved against the bytecode, or (None, why not).
+
+    Constants without a literal form are bound above the function, as the program file binds them.
+    """
+    try:
+        translation = checked(code)
+    except NotEquivalent as exc:
+        return None, f"the translation did not do what the bytecode does: {exc}"
+    except Untranslatable as exc:
+        return None, f"the translator refused it: {exc}"
+    bound = []
+    for name, value in translation.constants.items():
+        text = constant_source(value)
+        bound.append(f"{name} = {text if text is not None else f'<a {type(value).__name__}>'}")
+    return "\n".join([*bound, translation.source.strip("\n")]), ""
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,9 +1,13 @@
-"""`{torch}` and `{device}` in the snapshot folder: one snapshot set per torch and device.
+"""`{torch}`, `{device}` and `{python}` in the snapshot folder: one snapshot set per torch and device.
 
 Compiler output depends on the torch version (every release changes graphs,
 guards and generated code) and, on a GPU, on the device's compute capability
 (Triton kernels are tuned and compiled for it). A suite tested on several
 keeps one set per pair: `torchcompile_snapshot_dir = snapshots/{torch}/{device}`.
+Dynamo's bytecode differs between Python versions too; the plugin writes the
+same text for it on every Python where it can, and a suite whose snapshots
+still differ (depyf's decompilation, the Python named in a `program`) keeps
+one set per Python with `{python}` (`3.13`, the running interpreter's).
 
 The template is checked when pytest starts (an unknown placeholder is a usage
 error naming it) but resolved only when a test's snapshots are compared: the
@@ -16,6 +20,7 @@ from __future__ import annotations
 import glob
 import re
 import string
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,7 @@ from typing import Any
 PLACEHOLDERS: dict[str, str] = {
     "torch": "torch's major.minor version, e.g. 2.13",
     "device": "where the test's cases ran: cpu, or cuda-sm<major><minor> from the GPU's compute capability, e.g. cuda-sm90",
+    "python": "the running Python's major.minor version, e.g. 3.13",
 }
 
 
@@ -60,15 +66,16 @@ def placeholders(template: str) -> frozenset[str]:
 
 
 def resolve(template: str, torch: str, device: str) -> str:
-    """The folder for one torch version and device (`{{` and `}}` become braces)."""
-    return template.format(torch=torch, device=device)
+    """The folder for one torch version and device, on this Python (`{{` and `}}` become braces)."""
+    return template.format(torch=torch, device=device, python=python_minor())
 
 
 def resolve_some(template: str, **values: str) -> str:
-    """Fill the given placeholders, keep the others (`{device}` stays until a case ran).
+    """Fill the given placeholders and `{python}`, keep the others (`{device}` stays until a case ran).
 
     The result is a template again: literal braces stay written `{{` and `}}`.
     """
+    values.setdefault("python", python_minor())
     parts = []
     for literal, name, _, _ in string.Formatter().parse(template):
         parts.append(literal.replace("{", "{{").replace("}", "}}"))
@@ -116,6 +123,11 @@ def installed_torch_minor() -> str | None:
         return torch_minor(version("torch"))
     except PackageNotFoundError:
         return None
+
+
+def python_minor() -> str:
+    """The running Python's major.minor: `3.13`."""
+    return "{}.{}".format(*sys.version_info[:2])
 
 
 def torch_minor(version: str) -> str:

@@ -1,8 +1,10 @@
-"""`{torch}` and `{device}` in the snapshot folder: one snapshot set per torch version and device."""
+"""`{torch}`, `{device}` and `{python}` in the snapshot folder: one snapshot set per torch version and device
+(and per Python, where a suite asks for it)."""
 
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 import torch
@@ -17,6 +19,7 @@ from pytest_torchcompile.snapshot.files.placeholders import (
 from tests.conftest import model_test
 
 TORCH = torch_minor(torch.__version__)
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 # --- the template, without torch ---------------------------------------------------
 
@@ -28,6 +31,7 @@ TORCH = torch_minor(torch.__version__)
         ("snapshots/{torch}/{device}", {"torch", "device"}),
         ("golden-{torch}", {"torch"}),
         ("snap{{x}}/{device}", {"device"}),
+        ("snapshots/{torch}/py{python}", {"torch", "python"}),
     ],
 )
 def test_placeholders_of_a_template(template: str, names: set[str]) -> None:
@@ -92,6 +96,23 @@ def test_ini_placeholders_pick_a_folder_per_torch_and_device(pytester: pytest.Py
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [f"*snapshot golden/{TORCH}/cpu/test_m/test_m/dynamo_graph.fx.txt does not exist yet*"]
+    )
+
+
+def test_python_placeholder_keeps_a_set_per_python(pytester: pytest.Pytester) -> None:
+    """`{python}` is the running interpreter's major.minor: a set recorded here is not another Python's."""
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden/{torch}/py{python}\n")
+    pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
+    assert (pytester.path / f"golden/{TORCH}/py{PYTHON}/test_m/test_m/summary.txt").is_file()
+    other = "3.10" if PYTHON != "3.10" else "3.11"
+    (pytester.path / f"golden/{TORCH}/py{PYTHON}").rename(
+        pytester.path / f"golden/{TORCH}/py{other}"
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*snapshot golden/{TORCH}/py{PYTHON}/test_m/test_m/summary.txt does not exist yet*"]
     )
 
 

@@ -48,6 +48,10 @@ class FrameFacts:
     resumes: tuple[
         tuple[str, types.CodeType], ...
     ]  # resume functions its code calls: (installed name, code)
+    #: the tensor constants its graphs read: (name, the expression that rebuilds the value)
+    constants: tuple[tuple[str, str], ...] = ()
+    #: why a constant its graphs read cannot go into the file ("" when none)
+    constants_problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,12 +103,15 @@ class CaseFacts:
 
     entry_name: str
     entry_path: str | None  # module:qualname of the function, or of the module's class
-    method: bool
-    entry_code: types.CodeType
+    method: bool  # a module's case (its forward, or its call when `wrapped`)
+    entry_code: types.CodeType  # the function's or the forward's code (`load` checks it)
     module: tuple[SubmoduleLayout, ...]
     args: tuple[ArgSpec, ...]
     kwargs: tuple[ArgSpec, ...]
     settings: CompileSettings
+    #: Dynamo compiled a call of the module (its wrap of a module whose forward it skips, such as
+    #: torch.nn's own layers), not the forward: the file's entry frame calls the module
+    wrapped: bool = False
 
 
 @dataclass

@@ -20,15 +20,18 @@ from typing import Any
 
 import torch
 
-from ...._torch import config
+from ...._torch import config, dynamo
 from ...._torch.formats import (
+    FX_CONSTANT_READ,
     GUARD_GLOBAL,
     ID_CHECK,
     INSTALLED_GLOBAL,
+    OUTPUT_CONSTANT,
     RESUME_PREFIX,
     UNNAMED_SCOPE_PREFIX,
 )
 from ...._torch.guard_tree import GuardRow
+from ...._torch.program import constants
 from ...._torch.program.runtime import NO_MODULE
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
@@ -78,7 +81,10 @@ def collect(
     try:
         function, self_arg = frame_function(model, entry)
     except ValueError:
-        return  # the first compiled frame is not the model's: the writer refuses, naming it
+        wrapped = dynamo.module_call_frame(model, entry)
+        if wrapped is None:
+            return  # the first compiled frame is not the model's: the writer refuses, naming it
+        function, self_arg = wrapped, ()
     if program.case is None:
         program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings)
     resumes = program.resumes()
@@ -127,7 +133,48 @@ def frame_facts(
     installed = tuple(sorted(found, key=lambda i: (i.kind, i.target, i.name)))
     resumes = tuple((i.name, scope[i.name].__code__) for i in installed if i.kind == "resume")
     ids = tuple(id_finders(rows, scope, local_scope))
-    return FrameFacts(key, name, role, installed, ids, resumes)
+    graphs = [scope.get(i.name) for i in installed if i.kind == "compiled_fn"]
+    values, problem = graph_constants(log, key, graphs)
+    return FrameFacts(key, name, role, installed, ids, resumes, values, problem)
+
+
+def graph_constants(
+    log: CaptureLog, key: FrameKey, graphs: list[object]
+) -> tuple[tuple[tuple[str, str], ...], str]:
+    """The tensor constants the graphs of frame compile `key` read, as the file's expressions, and why
+    any of them cannot be written ("" when all can). A name no constant is found for is only a problem
+    where a kernel the file runs reads it (Inductor folds some into its kernels): the layout decides."""
+    texts = [t for kind in _GRAPH_RECORDS for t in log.payloads(kind, key)]
+    names = {n for t in texts for n in FX_CONSTANT_READ.findall(t)}
+    names |= {n for t in log.payloads("output_code", key) for n in OUTPUT_CONSTANT.findall(t)}
+    if not names:
+        return (), ""
+    if len(graphs) != 1:
+        return (
+            (),
+            "its graph reads tensor constants and its frame holds more than one compiled graph",
+        )
+    sources, problems = [], []
+    try:
+        found = constants.find(graphs[0], names)
+    except constants.ConstantProblem as exc:
+        return (), str(exc)
+    for name in sorted(found):
+        try:
+            sources.append((name, constants.tensor_source(name, found[name])))
+        except constants.ConstantProblem as exc:
+            problems.append(str(exc))
+    missing = sorted(names - set(found))
+    if missing:
+        problems.append(
+            f"its graph reads tensor constant(s) {', '.join(missing)} that were not found behind the "
+            "compiled function"
+        )
+    return tuple(sources), "; ".join(problems)
+
+
+#: AOTAutograd's captured FX graphs (the kernels of `aot_eager`, and of a backward Inductor did not compile).
+_GRAPH_RECORDS = ("aot_forward", "aot_backward", "aot_inference")
 
 
 _MISSING = object()
@@ -157,12 +204,17 @@ def installed_global(name: str, value: object) -> Installed:
         return Installed(name, "module", value.__name__)
     if value is builtins.__dict__:
         return Installed(name, "builtins", "")
+    if type(value) is dict:
+        entries = _dict_entries(value)
+        if entries is not None:
+            return Installed(name, "dict", repr(entries))
     if name.startswith(UNNAMED_SCOPE_PREFIX):
         return Installed(
             name,
             "refused",
             "the globals of a function no module holds (an FX GraphModule's generated forward, code a "
-            "library ran with exec), which the file cannot find again",
+            "library ran with exec), which the file cannot find again: only globals that are literals or "
+            "import by name (a namedtuple's `__new__`) are written",
         )
     path = import_path(value) if value is not _MISSING else None
     if path is not None:
@@ -173,6 +225,21 @@ def installed_global(name: str, value: object) -> Installed:
         else f"a {type(value).__name__}"
     )
     return Installed(name, "refused", what)
+
+
+def _dict_entries(value: dict[Any, Any]) -> list[tuple[str, str, str]] | None:
+    """A dict Dynamo installed (the globals of code made at run time, e.g. a namedtuple's `__new__`)
+    as (key, "import" or "literal", text) per entry, when every value imports by name or is a literal."""
+    entries = []
+    for key, item in value.items():
+        if not isinstance(key, str):
+            return None
+        text = literal(item) if item != {} else "{}"
+        path = None if text is not None else import_path(item)
+        if text is None and path is None:
+            return None
+        entries.append((key, "literal", text) if text is not None else (key, "import", path))
+    return entries
 
 
 def id_finders(
@@ -221,6 +288,9 @@ def import_path(value: object) -> str | None:
         getattr(value, "__module__", None),
         getattr(value, "__qualname__", None),
     )
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, type):  # a method of a class: `tuple.__new__`, a namedtuple's `P._make`
+        module = owner.__module__
     if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
     try:
@@ -229,7 +299,8 @@ def import_path(value: object) -> str | None:
             found = getattr(found, part)
     except (ImportError, AttributeError):
         return None
-    return f"{module}:{qualname}" if found is value else None
+    same = found is value or (isinstance(value, types.MethodType) and found == value)
+    return f"{module}:{qualname}" if same else None
 
 
 def case_facts(
@@ -240,19 +311,24 @@ def case_facts(
     kwargs: dict[str, Any],
     settings: CompileSettings,
 ) -> CaseFacts:
-    path = import_path(type(model)) if method else import_path(function)
-    layout = module_layout(model) if method else ()
+    wrapped = not method and isinstance(
+        model, torch.nn.Module
+    )  # Dynamo's wrap of the module's call
+    module = method or wrapped
+    path = import_path(type(model)) if module else import_path(function)
+    layout = module_layout(model) if module else ()
     specs = tuple(arg_spec(str(i), a) for i, a in enumerate(args))
     keywords = tuple(arg_spec(k, v) for k, v in kwargs.items())
     return CaseFacts(
-        function.__name__,
+        type(model).forward.__name__ if wrapped else function.__name__,
         path,
-        method,
-        function.__code__,
+        module,
+        type(model).forward.__code__ if wrapped else function.__code__,
         layout,
         specs,
         keywords,
         settings,
+        wrapped,
     )
 
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
-from ...emit.values import constant_source
+from ...emit.values import constant_source, literal
 from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
-from ..translation.bytecode import Translation, Untranslatable, translate
-from ..translation.equivalence import difference
+from ..facts.reading import import_path
+from ..translation.bytecode import Translation, Untranslatable
+from ..translation.checked import NotEquivalent, checked, with_closure
 from .graphs import GraphCode, graph_code
 from .refusals import ProgramRefused, frame_name
 
@@ -127,26 +128,32 @@ def compile_plan(
     )
     _check_helpers(translation, where)
     constants = {}
-    for name, value in translation.constants.items():
-        source = constant_source(value)
+    for constant, value in translation.constants.items():
+        source = constant_source(value) or object_source(value)
         if source is None:
             raise ProgramRefused(
                 where,
                 f"its code holds a constant of type {type(value).__name__} the file cannot write as Python",
             )
-        constants[name] = source
+        constants[constant] = source
     graphs = [n for n in translation.globals_read if n.startswith("__compiled_fn")]
     if len(graphs) > 1:
         raise ProgramRefused(
             where,
             f"its code calls {len(graphs)} compiled graphs; the file pairs one graph with each compile",
         )
-    graph = graph_code(log, record.key, label, backend, where) if graphs else None
+    graph = (
+        graph_code(
+            log, record.key, label, backend, where, dict(facts.constants), facts.constants_problem
+        )
+        if graphs
+        else None
+    )
     guards, guards_name, not_checked = guard_source(
         record.key, python_name(record.original.co_name), log.guards.get(record.key, ())
     )
     ids = [(f.source, f.how, f.target) for f in facts.ids]
-    code = _with_closure(translation.source, record.transformed, name)
+    code = with_closure(translation.source, record.transformed, name)
     return CompilePlan(
         record.key,
         label,
@@ -168,45 +175,35 @@ def python_name(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
+def object_source(value: object) -> str | None:
+    """A constant of Dynamo's code that is an object, not a value: imported by name where it can be, a
+    namedtuple class made at run time built again alike (its instances compare as tuples), else None."""
+    path = import_path(value)
+    if path is not None:
+        return f"import_object({path!r})"
+    if isinstance(value, type) and issubclass(value, tuple) and value.__bases__ == (tuple,):
+        fields = getattr(value, "_fields", None)
+        defaults = getattr(value, "_field_defaults", {})
+        if isinstance(fields, tuple) and all(literal(d) is not None for d in defaults.values()):
+            given = [defaults[f] for f in fields if f in defaults]
+            extra = f", defaults={given!r}" if given else ""
+            return (
+                f"collections.namedtuple({value.__name__!r}, {list(fields)!r}{extra}, "
+                f"module={value.__module__!r})"
+            )
+    return None
+
+
 def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:
     """The code as Python, proved to do what the bytecode does; refused otherwise."""
     try:
-        translation = translate(code, name, prefix)
+        return checked(code, name, prefix)
+    except NotEquivalent as exc:
+        raise ProgramRefused(
+            where, f"its code written as Python does not do what the bytecode does ({exc})"
+        ) from None
     except Untranslatable as exc:
         raise ProgramRefused(where, f"its code cannot be written as Python: {exc}") from None
-    compiled = compile(_with_closure(translation.source, code, name), f"<{name}>", "exec")
-    function = _find_code(compiled, name)
-    why = difference(code, function)
-    if why is not None:
-        raise ProgramRefused(
-            where,
-            f"its code written as Python does not do what the bytecode does ({why})",
-        )
-    return translation
-
-
-def _find_code(module: types.CodeType, name: str) -> types.CodeType:
-    for const in module.co_consts:
-        if isinstance(const, types.CodeType):
-            if const.co_name == name:
-                return const
-            try:
-                return _find_code(const, name)
-            except LookupError:
-                continue
-    raise LookupError(name)
-
-
-def _with_closure(source: str, code: types.CodeType, name: str) -> str:
-    """A function with free variables is written inside a maker that holds them (bound at load)."""
-    if not code.co_freevars:
-        return source
-    cells = "\n".join(
-        f"    {v} = None  # a free variable of the frame, bound from its function's closure at load"
-        for v in code.co_freevars
-    )
-    body = "\n".join("    " + line if line else line for line in source.rstrip("\n").splitlines())
-    return f"def _make_{name}():\n{cells}\n\n{body}\n\n    return {name}\n\n\n{name} = _make_{name}()\n"
 
 
 def _check_helpers(translation: Translation, where: str) -> None:
@@ -226,13 +223,20 @@ def case_facts(log: CaptureLog, program: ProgramFacts) -> CaseFacts:
             f"reading what the file needs failed right after the compile: {program.error}",
         )
     facts = program.case
-    if facts is None:
-        first = log.bytecode[0].original.co_name if log.bytecode else "?"
+    if facts is None and not log.bytecode:
         raise ProgramRefused(
             "the case",
-            f"its first compiled frame ({first}) is neither the model's forward nor the compiled "
-            "function (a builtin such as torch.sin has no Python code, so torch.compile compiles "
-            "a wrapper of its own): compile a Python function that calls it instead, "
-            "e.g. `def f(x): return torch.sin(x)` at module level",
+            "nothing was compiled: Dynamo compiled no frame of it (it ran eagerly, e.g. after a graph break "
+            "in a loop, or every call went to code Dynamo skips); there is nothing torch.compile ran to write",
+        )
+    if facts is None:
+        first = log.bytecode[0].original
+        raise ProgramRefused(
+            "the case",
+            f"its first compiled frame ({first.co_name}, {first.co_filename}:{first.co_firstlineno}) is neither "
+            "the model's forward nor the compiled function, so the file cannot call it with the case's "
+            "arguments; compile the function or module that frame belongs to instead (a builtin such as "
+            "torch.sin has no Python code, so torch.compile compiles a wrapper of its own: compile a Python "
+            "function that calls it instead, e.g. `def f(x): return torch.sin(x)` at module level)",
         )
     return facts

@@ -19,6 +19,7 @@ from ...._torch.formats import (
     AOT_KIND,
     FX_BODY_START,
     FX_CLASS_LINE,
+    FX_CONSTANT_READ,
     FX_SELF_READ,
     OUTPUT_CONSTANT,
 )
@@ -40,6 +41,8 @@ class Kernel:
     kind: str
     source: str
     note: str
+    #: the tensor constants it reads: (name, the expression that rebuilds the value)
+    constants: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,11 +54,20 @@ class GraphCode:
     kernels: tuple[Kernel, ...]
 
 
-def graph_code(log: CaptureLog, key: FrameKey, label: str, backend: str, where: str) -> GraphCode:
-    """The wrapper and kernels of the graph compiled for frame compile `key`."""
+def graph_code(
+    log: CaptureLog,
+    key: FrameKey,
+    label: str,
+    backend: str,
+    where: str,
+    constants: dict[str, str] | None = None,
+    constants_problem: str = "",
+) -> GraphCode:
+    """The wrapper and kernels of the graph compiled for frame compile `key` (`constants`: the tensor
+    constants its graphs read, as expressions; `constants_problem`: why some could not be read)."""
     if backend == "eager":
         return _dynamo_graph(log, key, label, where)
-    kernels = _aot_kernels(log, key, label, backend, where)
+    kernels = _aot_kernels(log, key, label, backend, where, (constants or {}, constants_problem))
     meta = _meta(log, key, where)
     training = any(k.key.endswith("_forward") for k in kernels)
     _check_meta(meta, training, where)
@@ -87,28 +99,28 @@ def _dynamo_graph(log: CaptureLog, key: FrameKey, label: str, where: str) -> Gra
 
 
 def _aot_kernels(
-    log: CaptureLog, key: FrameKey, label: str, backend: str, where: str
+    log: CaptureLog,
+    key: FrameKey,
+    label: str,
+    backend: str,
+    where: str,
+    constants: tuple[dict[str, str], str],
 ) -> list[Kernel]:
     kernels: dict[str, Kernel] = {}
     if backend == "inductor":
         for code in log.payloads("output_code", key):
-            constants = OUTPUT_CONSTANT.findall(code)
-            if constants:
-                raise ProgramRefused(
-                    where,
-                    f"Inductor's code is given constant tensors of the graph when it is loaded ({', '.join(constants)}), "
-                    "whose values the file does not hold",
-                )
             match = AOT_KIND.search(code)
             kind = match.group(1) if match else "inference"
+            reads = _provided(OUTPUT_CONSTANT.findall(code), constants, where)
             kernels[kind] = Kernel(
-                f"{label}_{kind}", OUTPUT_CODE, code, f"Inductor's output code ({kind})"
+                f"{label}_{kind}", OUTPUT_CODE, code, f"Inductor's output code ({kind})", reads
             )
     for kind in ("forward", "backward", "inference"):
         graphs = log.payloads(f"aot_{kind}", key)
         if kind in kernels or not graphs:
             continue
-        _check_fx(graphs[-1], where)
+        reads = _provided(FX_CONSTANT_READ.findall(graphs[-1]), constants, where)
+        _check_fx(graphs[-1], where, {name for name, _ in reads})
         note = (
             "AOTAutograd's graph, which aot_eager runs as is"
             if backend == "aot_eager"
@@ -116,7 +128,7 @@ def _aot_kernels(
                 "AOTAutograd's backward graph: Inductor compiled no backward during the capture, so its eager ops run"
             )
         )
-        kernels[kind] = Kernel(f"{label}_{kind}", FX_BOXED, fx_source(graphs[-1]), note)
+        kernels[kind] = Kernel(f"{label}_{kind}", FX_BOXED, fx_source(graphs[-1]), note, reads)
     if not kernels:
         raise ProgramRefused(
             where,
@@ -130,9 +142,35 @@ def _aot_kernels(
     return [kernels[k] for k in ("forward", "backward", "inference") if k in kernels]
 
 
-def _check_fx(text: str, where: str) -> None:
+def _provided(
+    names: list[str], constants: tuple[dict[str, str], str], where: str
+) -> tuple[tuple[str, str], ...]:
+    """The constants a kernel reads, each with the expression the file rebuilds it by; refused, saying
+    why, when one of them could not be read."""
+    sources, problem = constants
+    missing = sorted(set(names) - set(sources))
+    if missing:
+        raise ProgramRefused(
+            where,
+            (
+                problem
+                or f"its graph reads tensor constant(s) {', '.join(missing)} whose values were not read"
+            )
+            + "; build such a tensor outside the compiled code and pass it in (or make it a buffer of the model)",
+        )
+    return tuple((name, sources[name]) for name in sorted(set(names)))
+
+
+def _check_fx(text: str, where: str, constants: frozenset[str] | set[str] = frozenset()) -> None:
+    """Refuse a graph that reads its GraphModule for anything but the tensor constants the file sets."""
     body = text.split(FX_BODY_START, 1)[-1]
-    if FX_SELF_READ.search(body) or len(FX_CLASS_LINE.findall(text)) > 1:
+    reads = [line for line in body.splitlines() if FX_SELF_READ.match(line)]
+    other = [
+        line
+        for line in reads
+        if (found := FX_CONSTANT_READ.fullmatch(line)) is None or found.group(1) not in constants
+    ]
+    if other or len(FX_CLASS_LINE.findall(text)) > 1:
         raise ProgramRefused(
             where,
             "its FX graph reads attributes or submodules of its GraphModule (constants, higher-order op bodies) "
@@ -170,11 +208,13 @@ def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
             where,
             "it threads effect tokens, random-number states or opaque objects through the graph",
         )
-    if meta.aliased_outputs:
-        kinds = sorted({meta.outputs[i].output_type for i in meta.aliased_outputs})
+    unknown = sorted(
+        {meta.outputs[i].output_type for i in meta.aliased_outputs} - set(_ALIAS_BASES)
+    )
+    if unknown:
         raise ProgramRefused(
             where,
-            f"outputs alias inputs or intermediates ({', '.join(kinds)}); AOTAutograd regenerates those views after the graph",
+            f"outputs alias their inputs or intermediates in a way this file does not regenerate ({', '.join(unknown)})",
         )
     for index in meta.mutated_runtime_indices:
         info = meta.inputs[index]
@@ -199,8 +239,41 @@ def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
         )
 
 
+#: an aliased output's kind -> where its base is: an input, an intermediate base the graph returns
+#: after the user outputs, or another user output (AOTAutograd's output handlers)
+_ALIAS_BASES = {
+    "is_input": "args[{base}]",
+    "alias_of_input": "args[{base}]",
+    "alias_of_intermediate": "outs[{intermediate}]",
+    "alias_of_intermediate_save_as_output": "outs[{intermediate}]",
+    "alias_of_intermediate_base_is_user_output": "outs[{output}]",
+}
+
+
+def _aliases(meta: AotMeta, pad: str) -> list[str]:
+    """Outputs that alias an input or an intermediate, made again as views of it (AOTAutograd's epilogue)."""
+    lines = []
+    n_mut, n_out = len(meta.mutated_runtime_indices), len(meta.outputs)
+    for index in meta.aliased_outputs:
+        output = meta.outputs[index]
+        base = _ALIAS_BASES[output.output_type].format(
+            base=output.base_idx,
+            intermediate=n_mut + n_out + (output.base_idx or 0),
+            output=n_mut + (output.base_idx or 0),
+        )
+        if output.output_type == "is_input":
+            lines.append(f"{pad}ret[{index}] = {base}  # output {index} is input {output.base_idx}")
+        else:
+            lines.append(
+                f"{pad}ret[{index}] = alias_from_base({base}, ret[{index}], {output.requires_grad!r})"
+                f"  # output {index} is a view of {base.replace('outs', 'graph output')}"
+            )
+    return lines
+
+
 def _epilogue(meta: AotMeta, pad: str) -> list[str]:
-    """Lines after the graph: copy updated values into mutated inputs, mark dynamic sizes, return outputs."""
+    """Lines after the graph: copy updated values into mutated inputs, make aliased outputs views again,
+    mark dynamic sizes, return outputs."""
     lines = []
     mutated = meta.mutated_runtime_indices
     for position, index in enumerate(mutated):
@@ -212,16 +285,20 @@ def _epilogue(meta: AotMeta, pad: str) -> list[str]:
             f"{pad}{target}.copy_(outs[{position}])  # input {index} is mutated: the graph returned its new value"
         )
     n_mut, n_out = len(mutated), len(meta.outputs)
+    returned = f"outs[{n_mut}:{n_mut + n_out}]"
+    if meta.aliased_outputs:
+        lines.append(f"{pad}ret = {returned}")
+        lines += _aliases(meta, pad)
+        returned = "ret"
     for index, output in enumerate(meta.outputs):
         if output.dynamic_dims:
-            lines.append(
-                f"{pad}mark_dynamic_dims(outs[{n_mut + index}], {set(output.dynamic_dims)!r})"
-            )
+            place = f"ret[{index}]" if returned == "ret" else f"outs[{n_mut + index}]"
+            lines.append(f"{pad}mark_dynamic_dims({place}, {set(output.dynamic_dims)!r})")
     if meta.grad_enabled_mutation is not None:
         lines.append(
             f"{pad}torch.set_grad_enabled({meta.grad_enabled_mutation!r})  # the graph changed grad mode"
         )
-    lines.append(f"{pad}return outs[{n_mut}:{n_mut + n_out}]")
+    lines.append(f"{pad}return {returned}")
     return lines
 
 
@@ -240,6 +317,31 @@ def _count_check(meta: AotMeta, pad: str) -> list[str]:
     return [
         f"{pad}if len(outs) != {expected}:",
         f'{pad}    raise AssertionError(f"expected {expected} outputs, got {{len(outs)}}")',
+    ]
+
+
+def _forward_returns(meta: AotMeta, returns: int, pad: str) -> list[str]:
+    """The forward's returns as autograd.Function hands them on: AOTAutograd makes a view of an
+    intermediate a tensor of its own (`_unsafe_view`) and boxes an aliased output in a `TensorAlias`
+    (autograd must not track it; the wrapper makes it a view again after)."""
+    hidden = [
+        (i, f"torch.ops.aten._unsafe_view(returned[{i}], returned[{i}].shape)")
+        for i in (len(meta.mutated_runtime_indices) + o for o in meta.unsafe_view_outputs)
+    ] + [
+        (i, f"TensorAlias(returned[{i}])")
+        for i in (len(meta.mutated_runtime_indices) + o for o in meta.aliased_outputs)
+    ]
+    marked = meta.non_differentiable_returns()
+    if not hidden:
+        return [
+            f"{pad}ctx.mark_non_differentiable(*(outs[i] for i in {marked!r} if isinstance(outs[i], torch.Tensor)))",
+            f"{pad}return tuple(outs[:{returns}])",
+        ]
+    return [
+        f"{pad}returned = outs[:{returns}]",
+        *(f"{pad}returned[{i}] = {value}" for i, value in hidden),
+        f"{pad}ctx.mark_non_differentiable(*(returned[i] for i in {marked!r} if isinstance(returned[i], torch.Tensor)))",
+        f"{pad}return tuple(returned)",
     ]
 
 
@@ -280,8 +382,7 @@ def _training(meta: AotMeta, label: str, kernels: list[Kernel]) -> str:
         "            outs = list(forward(list(args)))",
         f"            saved = outs[{returns}:]  # the activations the backward reads",
         "            ctx.save_for_backward(*(t.detach() if t._base is not None else t for t in saved))",
-        f"            ctx.mark_non_differentiable(*(outs[i] for i in {meta.non_differentiable_returns()!r} if isinstance(outs[i], torch.Tensor)))",
-        f"            return tuple(outs[:{returns}])",
+        *_forward_returns(meta, returns, "            "),
         "",
         "        @staticmethod",
         "        def backward(ctx, *grads):",
@@ -293,7 +394,11 @@ def _training(meta: AotMeta, label: str, kernels: list[Kernel]) -> str:
         "    def run(*args):",
         *_prologue(meta, "        "),
         "        with view_replay(), torch.enable_grad():  # as AOTAutograd's wrapper: the graph's outputs carry grad_fn",
-        "            outs = list(CompiledFunction.apply(*args))",
+        (
+            "            outs = [unalias(o) for o in CompiledFunction.apply(*args)]"
+            if meta.aliased_outputs
+            else "            outs = list(CompiledFunction.apply(*args))"
+        ),
         *_count_check(meta, "        "),
         *_epilogue(meta, "        "),
         "",

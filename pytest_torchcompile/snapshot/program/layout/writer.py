@@ -12,6 +12,7 @@ run differently from the compiled model.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from ....common.capture_log import CaptureLog
 from ....common.files import atomic_write_text
 from ...emit.values import constant_source, text_literal
 from ..facts.data import ArgSpec, CaseFacts, CompileSettings, Installed, ProgramFacts, TensorSpec
-from .frames import FramePlan, case_facts, plan_frames
+from .frames import FramePlan, case_facts, object_source, plan_frames
 from .graphs import Kernel
 from .refusals import ProgramRefused, check_case
 
@@ -136,6 +137,8 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "method": case.method,
         "code": template_load.code_digest(case.entry_code),
     }
+    if case.wrapped:
+        entry["wrapped"] = True
     layout = [
         (
             m.path,
@@ -201,7 +204,7 @@ def _frame_section(frame: FramePlan) -> str:
             f"# ----- {frame.name}: never compiled during the capture; its own code, run as plain Python"
         )
         for name, value in frame.fallback.constants.items():
-            source = constant_source(value)
+            source = constant_source(value) or object_source(value)
             if source is None:
                 raise ProgramRefused(
                     frame.name,
@@ -226,15 +229,37 @@ def _kernel_section(frames: list[FramePlan]) -> str:
         )
         table.append(f"    {kernel.key!r}: ({kernel.kind!r}, {name}),")
     parts.append("KERNEL_SOURCES = {\n" + "\n".join(table) + "\n}")
+    constants = [
+        f"    {kernel.key!r}: {{"
+        + ", ".join(f"{name!r}: {source}" for name, source in kernel.constants)
+        + "},"
+        for kernel in _kernels(frames)
+        if kernel.constants
+    ]
+    if constants:  # none: the template's empty table stands
+        parts.append(
+            "#: the tensor constants a kernel reads (built in the function, folded into the graph), by value\n"
+            + "KERNEL_CONSTANTS = {\n"
+            + "\n".join(constants)
+            + "\n}"
+        )
     return "\n\n".join(parts) + "\n"
 
 
 def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
     """The tables `load` reads: installed globals, constants, graphs, and each frame's compiles."""
     modules = [
-        (i.name, i.kind, DYNAMO_UTILS_MODULE if i.name == DYNAMO_UTILS_ALIAS else i.target)
+        (
+            i.name,
+            i.kind,
+            DYNAMO_UTILS_MODULE
+            if i.name == DYNAMO_UTILS_ALIAS
+            else ast.literal_eval(i.target)
+            if i.kind == "dict"
+            else i.target,
+        )
         for i in installed
-        if i.kind in ("module", "object", "builtins")
+        if i.kind in ("module", "object", "builtins", "dict")
     ]
     constants = [name for f in frames for p in f.compiles for name in p.constants]
     graphs = [

@@ -15,8 +15,9 @@ tables, `while` loops, closures made at run time, unknown instructions)
 raises `Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
-names `__const_<i>` whose values the caller binds. Tested on CPython 3.11;
-the 3.12/3.13 instructions it knows are handled the same way.
+names `__const_<i>` whose values the caller binds. Each Python from 3.10 to
+3.13 has instructions of its own (`instructions.py` says which); the same
+source reads the same from 3.11 on.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ _COND_JUMPS = {
     "POP_JUMP_FORWARD_IF_NOT_NONE": "{} is None",
     "POP_JUMP_IF_NOT_NONE": "{} is None",
 }
+
+#: jumps that go forward (3.10 writes JUMP_ABSOLUTE either way; dis gives its target as an offset).
+_FORWARD_JUMPS = ("JUMP_FORWARD", "JUMP", "JUMP_ABSOLUTE")
+
+#: up to 3.11, `a and b` / `a or b` as a value: jump keeping the value, or drop it and go on.
+_OR_POP = {"JUMP_IF_FALSE_OR_POP": "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP": "POP_JUMP_IF_TRUE"}
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
@@ -86,10 +93,13 @@ class _Translator(Instructions):
             op = ins.opname
             if op in _COND_JUMPS:
                 return self._conditional(i, stop, stack)
+            if op in _OR_POP:
+                self.copy(stack, 1)  # `a and b` up to 3.11: the value stays where the jump goes
+                return self._conditional(i, stop, stack, pop_then=True)
             if op == "FOR_ITER":
                 i = self._loop(i, stack)
                 continue
-            if op in ("JUMP_FORWARD", "JUMP") and ins.argval > ins.offset:
+            if op in _FORWARD_JUMPS and ins.argval > ins.offset:
                 i = self._skip(i, stop)
                 continue
             if op in (
@@ -130,7 +140,11 @@ class _Translator(Instructions):
             )
         return target
 
-    def _conditional(self, i: int, stop: int, stack: list[Val]) -> list[Val] | None:
+    def _conditional(
+        self, i: int, stop: int, stack: list[Val], pop_then: bool = False
+    ) -> list[Val] | None:
+        """`if`/`else` from a forward conditional jump (`pop_then`: the branch that does not jump
+        starts by dropping the value tested, as JUMP_IF_FALSE_OR_POP does)."""
         ins = self.ins[i]
         (cond,) = self.take(stack, 1)
         self.flush(stack)
@@ -141,14 +155,17 @@ class _Translator(Instructions):
             )
         last = self.ins[target - 1] if target - 1 > i else None
         merge, then_stop = target, target
-        if last is not None and last.opname in ("JUMP_FORWARD", "JUMP"):
+        if last is not None and last.opname in _FORWARD_JUMPS and last.argval > last.offset:
             merge, then_stop = self._target(last), target - 1
             if merge > stop:
                 raise Untranslatable(
                     f"an else branch that jumps out of its block (offset {last.offset})"
                 )
-        self.emit(f"if {_COND_JUMPS[ins.opname].format(cond.expr)}:")
-        then_out, then_lines = self._branch(i + 1, then_stop, list(stack))
+        test = _COND_JUMPS[_OR_POP.get(ins.opname, ins.opname)]
+        self.emit(f"if {test.format(cond.expr)}:")
+        then_out, then_lines = self._branch(
+            i + 1, then_stop, list(stack[:-1] if pop_then else stack)
+        )
         else_out, else_lines = (
             self._branch(target, merge, list(stack)) if merge != target else (list(stack), [])
         )
@@ -221,12 +238,21 @@ class _Translator(Instructions):
         if out is not None and [v.expr for v in out] != before:
             raise Untranslatable(f"a loop body that changes the stack (offset {ins.offset})")
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
-        if sys.version_info < (
-            3,
-            13,
-        ):  # 3.13 pops the iterator with an instruction of its own
-            stack.pop()
-        return exit_index
+        stack.pop()  # the iterator, gone after the loop
+        return self._loop_end(exit_index)
+
+    def _loop_end(self, index: int) -> int:
+        """The index after a loop's own ending: 3.12's END_FOR, 3.13's END_FOR and POP_TOP (which an
+        exhausted FOR_ITER jumps over; up to 3.11 it pops the iterator itself)."""
+        ending = ["END_FOR", "POP_TOP"] if sys.version_info >= (3, 13) else ["END_FOR"]
+        names = [ins.opname for ins in self.ins[index : index + len(ending)]]
+        if sys.version_info >= (3, 12) and names == ending:
+            return index + len(ending)
+        if sys.version_info >= (3, 12):
+            raise Untranslatable(
+                f"a loop that does not end with {' '.join(ending)} (offset {self.ins[index].offset})"
+            )
+        return index
 
 
 def _parameters(code: types.CodeType) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,8 +187,11 @@ class _Recorder:
     )  # noqa: E731
 
 
-def _run(code: types.CodeType, script: list[bool]) -> _Run:
-    """Run `code` on recorders for its arguments, free variables, globals and builtins."""
+def _run(
+    code: types.CodeType, script: list[bool], constants: Mapping[str, object] | None = None
+) -> _Run:
+    """Run `code` on recorders for its arguments, free variables, globals and builtins;
+    `constants` are globals bound to their values (a translation's named constants)."""
     run = _Run(script)
     names = set(code.co_names) | {
         "iter",
@@ -206,11 +210,15 @@ def _run(code: types.CodeType, script: list[bool]) -> _Run:
         AssertionError=AssertionError,
         StopIteration=StopIteration,
     )
+    fake_builtins.setdefault(
+        "bool", bool
+    )  # the translation's `bool(x)` for 3.13's TO_BOOL: a truth test
     scope: dict[str, Any] = {
         name: _Recorder(run, f"global {name}")
         for name in code.co_names
         if not hasattr(builtins, name)
     }
+    scope.update(constants or {})
     scope["__builtins__"] = fake_builtins
     run.others[id(scope)] = "<the frame's globals>"
     closure = tuple(types.CellType(_Recorder(run, f"free {name}")) for name in code.co_freevars)
@@ -227,14 +235,22 @@ def _run(code: types.CodeType, script: list[bool]) -> _Run:
     return run
 
 
-def difference(original: types.CodeType, translated: types.CodeType) -> str | None:
-    """None when both codes behave alike on every explored path, else the first difference."""
+def difference(
+    original: types.CodeType,
+    translated: types.CodeType,
+    constants: Mapping[str, object] | None = None,
+) -> str | None:
+    """None when both codes behave alike on every explored path, else the first difference.
+
+    `constants`: the values of the names the translation writes for constants without a literal
+    form (a `torch.Size`), as the file binds them; the bytecode holds the values themselves.
+    """
     pending: list[list[bool]] = [[]]
     seen = 0
     while pending and seen < MAX_PATHS:
         script = pending.pop()
         seen += 1
-        a, b = _run(original, script), _run(translated, script)
+        a, b = _run(original, script), _run(translated, script, constants)
         if a.log != b.log:
             return _describe(a.log, b.log)
         for depth in range(len(script), a.asked):  # branch on every truth test this path asked

@@ -32,8 +32,20 @@ _UNARY = {
     "UNARY_POSITIVE": "+{}",
     "UNARY_NOT": "not {}",
     "UNARY_INVERT": "~{}",
-    "TO_BOOL": "bool({})",
 }
+
+#: Python 3.10's operator opcodes (3.11 folded them into BINARY_OP, whose argrepr is the symbol).
+_BINARY_310 = {
+    "ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
+    "MODULO": "%", "POWER": "**", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
+    "AND": "&", "OR": "|", "XOR": "^",
+}  # fmt: skip
+
+#: 3.12+'s one-operand intrinsics this translator writes (CALL_INTRINSIC_1's argrepr -> template).
+_INTRINSIC_1 = {"INTRINSIC_LIST_TO_TUPLE": "(*{},)", "INTRINSIC_UNARY_POSITIVE": "+{}"}
+
+#: where the NULL of a call goes: below the callable up to 3.12, above it from 3.13 on.
+_NULL_BELOW = sys.version_info < (3, 13)
 
 
 class Instructions(SymbolicStack):
@@ -53,6 +65,9 @@ class Instructions(SymbolicStack):
         elif op in _UNARY:
             (value,) = self.take(stack, 1)
             self.statement(stack, _UNARY[op].format(value.expr))
+        elif op.startswith(("BINARY_", "INPLACE_")) and op.split("_", 1)[1] in _BINARY_310:
+            symbol = _BINARY_310[op.split("_", 1)[1]]
+            self.binary(stack, symbol + "=" if op.startswith("INPLACE_") else symbol)
         elif op.startswith("BUILD_"):
             self.build(ins, stack)
         else:
@@ -121,9 +136,9 @@ class Instructions(SymbolicStack):
         self.emit(f"del {ins.argval}")
 
     def op_LOAD_GLOBAL(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        null_first = sys.version_info < (3, 12)
-        with_null = bool(ins.arg and ins.arg & 1)
-        if with_null and null_first:
+        """3.11+: the low bit of the argument pushes a NULL for the call that follows (3.10: never)."""
+        with_null = sys.version_info >= (3, 11) and bool(ins.arg and ins.arg & 1)
+        if with_null and _NULL_BELOW:
             stack.append(NULL)
         name = ins.argval
         self.globals_read.add(name)
@@ -131,17 +146,36 @@ class Instructions(SymbolicStack):
             stack.append(Val(name, "pure"))
         else:
             self.lazy(stack, name)
-        if with_null and not null_first:
+        if with_null and not _NULL_BELOW:
             stack.append(NULL)
 
     def op_LOAD_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.12+: the low bit of the argument loads a method for a call, as LOAD_METHOD did (its NULL
+        stands for the self argument CPython may pass; the attribute is read either way)."""
         (obj,) = self.take(stack, 1)
         method = sys.version_info >= (3, 12) and bool(ins.arg and ins.arg & 1)
+        if method and _NULL_BELOW:
+            stack.append(NULL)
         self.lazy(stack, f"{_operand(obj)}.{_attr(ins.argval)}")
-        if method:
+        if method and not _NULL_BELOW:
+            stack.append(NULL)
+
+    def op_LOAD_SUPER_ATTR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """`super().name` (3.12+): the global `super` called, then the attribute read."""
+        function, cls, obj = self.take(stack, 3)
+        if ins.arg and ins.arg & 1 and _NULL_BELOW:
+            stack.append(NULL)
+        # CPython calls `super` with the class and self only for the two-argument form (arg bit 2);
+        # the zero-argument form finds them in the frame, as the translation's `super()` does
+        arguments = f"{cls.expr}, {obj.expr}" if ins.arg and ins.arg & 2 else ""
+        self.statement(stack, f"{_operand(function)}({arguments})")
+        (proxy,) = self.take(stack, 1)
+        self.lazy(stack, f"{proxy.expr}.{_attr(ins.argval)}")
+        if ins.arg and ins.arg & 1 and not _NULL_BELOW:
             stack.append(NULL)
 
     def op_LOAD_METHOD(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10 and 3.11: a method for CALL_METHOD / CALL (a NULL below it)."""
         (obj,) = self.take(stack, 1)
         stack.append(NULL)
         self.lazy(stack, f"{_operand(obj)}.{_attr(ins.argval)}")
@@ -160,7 +194,14 @@ class Instructions(SymbolicStack):
 
     def op_BINARY_SLICE(self, ins: dis.Instruction, stack: list[Val]) -> None:
         obj, lo, hi = self.take(stack, 3)
-        self.lazy(stack, f"{_operand(obj)}[{lo.expr}:{hi.expr}]")
+        self.lazy(stack, f"{_operand(obj)}[{_bound(lo)}:{_bound(hi)}]")
+
+    def op_STORE_SLICE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """`obj[lo:hi] = value` (3.12+; Dynamo writes it to rebuild the stack after a graph break)."""
+        value, obj, lo, hi = self.take(stack, 4)
+        self.statement(
+            stack, f"{_operand(obj)}[{_bound(lo)}:{_bound(hi)}] = {value.expr}", push=False
+        )
 
     def op_STORE_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         value, obj, key = self.take(stack, 3)
@@ -171,8 +212,11 @@ class Instructions(SymbolicStack):
         self.statement(stack, f"del {_operand(obj)}[{_key(key)}]", push=False)
 
     def op_BINARY_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        self.binary(stack, ins.argrepr)
+
+    def binary(self, stack: list[Val], symbol: str) -> None:
+        """`left <symbol> right`; an augmented one (`+=`) on a temporary, as CPython's in-place operator."""
         left, right = self.take(stack, 2)
-        symbol = ins.argrepr
         if symbol.endswith("=") and symbol not in ("==", "!=", "<=", ">="):
             self.flush(stack)
             name = self.temp()
@@ -266,11 +310,13 @@ class Instructions(SymbolicStack):
         self.statement(stack, f"(*{_operand(value)},)")
 
     def op_CALL_INTRINSIC_1(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        if ins.argrepr != "INTRINSIC_LIST_TO_TUPLE":
+        template = _INTRINSIC_1.get(ins.argrepr)
+        if template is None:
             raise Untranslatable(
                 f"instruction CALL_INTRINSIC_1 {ins.argrepr} (offset {ins.offset})"
             )
-        self.op_LIST_TO_TUPLE(ins, stack)
+        (value,) = self.take(stack, 1)
+        self.statement(stack, template.format(_operand(value)))
 
     def op_UNPACK_SEQUENCE(self, ins: dis.Instruction, stack: list[Val]) -> None:
         (value,) = self.take(stack, 1)
@@ -296,16 +342,41 @@ class Instructions(SymbolicStack):
         )
 
     def op_CALL(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        argc, names = ins.arg or 0, self.kw_names
-        self.kw_names = ()
-        operands = self.take(stack, argc + 2)
-        first, second, args = operands[0], operands[1], operands[2:]
-        if first is NULL:
-            function, positional = second, []
-        elif second is NULL:
-            function, positional = first, []
+        """3.11+: a callable and a NULL (either order) or a method and self, then the arguments;
+        3.11 and 3.12 name the keyword arguments in KW_NAMES first."""
+        names, self.kw_names = self.kw_names, ()
+        self.call(stack, ins.arg or 0, names, with_null=True)
+
+    def op_CALL_KW(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.13+: as CALL, the keyword arguments' names a tuple on top of the stack."""
+        (names,) = self.take(stack, 1)
+        self.call(stack, ins.arg or 0, _names(names, ins), with_null=True)
+
+    def op_CALL_FUNCTION(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10: the callable, then the arguments (no NULL)."""
+        self.call(stack, ins.arg or 0, (), with_null=False)
+
+    def op_CALL_FUNCTION_KW(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10: as CALL_FUNCTION, the keyword arguments' names a tuple on top of the stack."""
+        (names,) = self.take(stack, 1)
+        self.call(stack, ins.arg or 0, _names(names, ins), with_null=False)
+
+    def op_CALL_METHOD(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10: LOAD_METHOD's two values, then the arguments."""
+        self.call(stack, ins.arg or 0, (), with_null=True)
+
+    def call(self, stack: list[Val], argc: int, names: tuple[str, ...], with_null: bool) -> None:
+        operands = self.take(stack, argc + (2 if with_null else 1))
+        if not with_null:
+            function, positional, args = operands[0], [], operands[1:]
         else:
-            function, positional = first, [second]
+            first, second, args = operands[0], operands[1], operands[2:]
+            if first is NULL:
+                function, positional = second, []
+            elif second is NULL:
+                function, positional = first, []
+            else:
+                function, positional = first, [second]
         split = len(args) - len(names)
         parts = [v.expr for v in positional + args[:split]] + [
             f"{k}={v.expr}" for k, v in zip(names, args[split:])
@@ -313,13 +384,21 @@ class Instructions(SymbolicStack):
         self.statement(stack, f"{_operand(function)}({', '.join(parts)})")
 
     def op_CALL_FUNCTION_EX(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """`f(*args, **kwargs)`: a NULL beside the callable from 3.11 on (below it up to 3.12, above from 3.13)."""
         with_kwargs = bool(ins.arg and ins.arg & 1)
-        operands = self.take(stack, 4 if with_kwargs else 3)
-        first, second, args = operands[0], operands[1], operands[2]
-        function = second if first is NULL else first
-        if first is not NULL and second is not NULL:
-            raise Untranslatable(f"CALL_FUNCTION_EX on a method with self (offset {ins.offset})")
-        star = f", **{operands[3].expr}" if with_kwargs else ""
+        with_null = sys.version_info >= (3, 11)
+        operands = self.take(stack, 2 + with_null + with_kwargs)
+        if with_null:
+            first, second = operands[0], operands[1]
+            if first is not NULL and second is not NULL:
+                raise Untranslatable(
+                    f"CALL_FUNCTION_EX on a method with self (offset {ins.offset})"
+                )
+            function = second if first is NULL else first
+        else:
+            function = operands[0]
+        args = operands[1 + with_null]
+        star = f", **{operands[-1].expr}" if with_kwargs else ""
         self.statement(stack, f"{_operand(function)}(*{_operand(args)}{star})")
 
     def op_RETURN_VALUE(self, ins: dis.Instruction, stack: list[Val]) -> None:
@@ -345,13 +424,47 @@ class Instructions(SymbolicStack):
             self.statement(stack, value.expr, push=False)
 
     def op_COPY(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        index = len(stack) - ins.arg
+        self.copy(stack, ins.arg or 0)
+
+    def copy(self, stack: list[Val], depth: int) -> None:
+        index = len(stack) - depth
         if stack[index].kind == "lazy":
             self.materialize(stack, [index])
         stack.append(stack[index])
 
     def op_SWAP(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack[-1], stack[-ins.arg] = stack[-ins.arg], stack[-1]
+
+    def op_ROT_N(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10: the top of the stack moves down to position n (ROT_TWO, ROT_THREE, ROT_FOUR: n = 2, 3, 4)."""
+        count = {"ROT_TWO": 2, "ROT_THREE": 3, "ROT_FOUR": 4}.get(ins.opname, ins.arg or 0)
+        top = stack.pop()
+        stack.insert(len(stack) - count + 1, top)
+
+    op_ROT_TWO = op_ROT_THREE = op_ROT_FOUR = op_ROT_N
+
+    def op_DUP_TOP(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10's COPY 1."""
+        self.copy(stack, 1)
+
+    def op_DUP_TOP_TWO(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.10: the two top values, again, in the same order."""
+        self.copy(stack, 2)
+        self.copy(stack, 2)
+
+    def op_STORE_FAST_LOAD_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.13+: STORE_FAST then LOAD_FAST, one instruction."""
+        stored, loaded = ins.argval
+        self.store(stack, stored)
+        stack.append(Val(loaded, "local", local=loaded))
+
+    def op_TO_BOOL(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.13+: the truth value, before a conditional jump or `not` (which test the value itself)."""
+        following = self.ins[self.at[ins.offset] + 1].opname
+        if following == "UNARY_NOT" or following.startswith("POP_JUMP_IF_"):
+            return  # `if x` and `not x` test the truth of x themselves, once
+        (value,) = self.take(stack, 1)
+        self.statement(stack, f"bool({value.expr})")
 
     def op_IMPORT_NAME(self, ins: dis.Instruction, stack: list[Val]) -> None:
         level, fromlist = self.take(stack, 2)
@@ -379,6 +492,24 @@ def _operand(val: Val) -> str:
     parentheses (`(1).real`, not `1.real`).
     """
     return f"({val.expr})" if val.expr[:1].isdigit() else val.expr
+
+
+def _bound(val: Val) -> str:
+    """A slice bound as written between brackets (`a[:2]`, not `a[None:2]`)."""
+    return "" if val.expr == "None" else val.expr
+
+
+def _names(names: Val, ins: dis.Instruction) -> tuple[str, ...]:
+    """The keyword names of a call: a tuple constant on the stack."""
+    try:
+        value = ast.literal_eval(names.expr)
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, tuple) or not all(isinstance(n, str) for n in value):
+        raise Untranslatable(
+            f"{ins.opname} with keyword names that are not a constant (offset {ins.offset})"
+        )
+    return value
 
 
 def _key(val: Val) -> str:

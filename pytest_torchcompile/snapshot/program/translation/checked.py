@@ -1,0 +1,53 @@
+"""A translation proved against its bytecode: what the program file and `transformed_code` both use.
+
+`translate` writes the code as Python; `checked` also runs both on
+recording stand-ins (`equivalence.py`) and raises `Untranslatable` naming
+the first difference, so no caller can take a translation that does
+something else than the bytecode.
+"""
+
+from __future__ import annotations
+
+import types
+
+from .bytecode import Translation, Untranslatable, translate
+from .equivalence import difference
+
+
+class NotEquivalent(Untranslatable):
+    """The translation was written but does not do what the bytecode does; the message says where."""
+
+
+def checked(code: types.CodeType, name: str | None = None, prefix: str = "__const_") -> Translation:
+    """The code as Python (`def <name>`), proved to do what the bytecode does; Untranslatable otherwise."""
+    name = name or code.co_name
+    translation = translate(code, name, prefix)
+    compiled = compile(with_closure(translation.source, code, name), f"<{name}>", "exec")
+    why = difference(code, _find_code(compiled, name), translation.constants)
+    if why is not None:
+        raise NotEquivalent(why)
+    return translation
+
+
+def with_closure(source: str, code: types.CodeType, name: str) -> str:
+    """A function with free variables is written inside a maker that holds them (bound at load)."""
+    if not code.co_freevars:
+        return source
+    cells = "\n".join(
+        f"    {v} = None  # a free variable of the frame, bound from its function's closure at load"
+        for v in code.co_freevars
+    )
+    body = "\n".join("    " + line if line else line for line in source.rstrip("\n").splitlines())
+    return f"def _make_{name}():\n{cells}\n\n{body}\n\n    return {name}\n\n\n{name} = _make_{name}()\n"
+
+
+def _find_code(module: types.CodeType, name: str) -> types.CodeType:
+    for const in module.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name:
+                return const
+            try:
+                return _find_code(const, name)
+            except LookupError:
+                continue
+    raise LookupError(name)

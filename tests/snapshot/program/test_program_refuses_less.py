@@ -1,0 +1,128 @@
+"""`run_program=True` on the code people write that the file once refused: it now runs bitwise.
+
+Each case is everyday tensor code whose compile used to be refused when
+the file was written: outputs that are views of an input or of an
+intermediate (slicing, transposes: AOTAutograd makes them views again after
+the graph, and so does the file), a tensor built inside the compiled
+function (a constant of the graph, written into the file by value, on
+aot_eager and on Inductor), numpy code, a namedtuple built or made inside
+the function, `print(y.shape)` (a graph break with a `torch.Size`
+constant), dropout on aot_eager (its random ops run eagerly on the
+generator the file seeds alike) and `nn.TransformerEncoderLayer` in eval
+under `no_grad` (its first compiled frame is a function it calls). Driven
+as a user drives it: pytester, the program run in a fresh process.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+CASES = """
+import collections
+import numpy as np
+import pytest, torch
+
+RUN = pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+
+
+def ran(result):
+    print("RAN", result.program_report.ran)
+
+
+def views_of_the_input(x):
+    return x[1:], x.t(), x * 2
+
+
+def views_of_an_intermediate(x):
+    y = x + 1
+    return y.view(-1), y[0]
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y.t(), y[0]
+
+
+def a_constant(x):
+    return x + torch.tensor(range(4))
+
+
+def numpy_code(x):
+    return np.sin(x.numpy()) * 2
+
+
+Pair = collections.namedtuple("Pair", ["a", "b"])
+
+
+def a_namedtuple_built(x):
+    return Pair(x, x + 1)
+
+
+def a_namedtuple_made(x):
+    Local = collections.namedtuple("Local", ["a", "b"])
+    q = Local(x, x + 1)
+    return q.a * q.b
+
+
+def prints_a_shape(x):
+    y = x * 2
+    print(y.shape)
+    return y + 1
+
+
+def dropout(x):
+    return torch.nn.functional.dropout(x * 2, 0.5, training=True)
+
+
+@pytest.mark.parametrize(
+    "fn, shape",
+    [
+        (views_of_the_input, (4, 4)),
+        (views_of_an_intermediate, (4, 4)),
+        (Linear, (4, 4)),
+        (a_constant, (4,)),
+        (numpy_code, (4,)),
+        (a_namedtuple_built, (4,)),
+        (a_namedtuple_made, (4,)),
+        (prints_a_shape, (4,)),
+        (dropout, (4, 8)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+@RUN
+def test_case(compile_model, fn, shape):
+    torch.manual_seed(0)
+    ran(compile_model(fn() if isinstance(fn, type) else fn, torch.randn(*shape)))
+
+
+@pytest.mark.compile_snapshot(backend="inductor", artifacts=("summary",), run_program=True)
+def test_a_constant_on_inductor(compile_model):
+    ran(compile_model(a_constant, torch.randn(4)))
+
+
+@RUN
+def test_an_encoder_layer_in_eval(compile_model):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True).eval()
+    with torch.no_grad():
+        ran(compile_model(layer, torch.randn(2, 5, 16)))
+"""
+
+
+def test_everyday_code_the_file_once_refused_runs_bitwise(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_cases=CASES)
+    result = pytester.runpytest("--update-snapshots", "-s", "-p", "no:randomly")
+    result.assert_outcomes(passed=11)
+    result.stdout.fnmatch_lines(
+        [
+            "*RAN*'frame 0 compile 0 (views_of_the_input)'*",
+            "*RAN*'frame 0 compile 0 (prints_a_shape)', 'frame 1 compile 0 (torch_dynamo_resume_in_prints_a_shape*",
+            "*RAN*'frame 0 compile 0 (a_constant)'*",
+        ]
+    )
