@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from ...._torch.program.trap import trap_compilation
+from ...._torch.tensors import tree_leaves
 from ....common.diagnose import first_line
 
 
@@ -63,7 +64,7 @@ def _fill_einops_registry(args: Any, kwargs: Any) -> None:
     registry's first key: where the model uses einops, fill it here as the compiling process had
     it (torch's backend first), so that the guards see the same registry, not an empty one."""
     backends = sys.modules.get("einops._backends")
-    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    leaves = tree_leaves((args, kwargs))
     tensor = next((t for t in leaves if isinstance(t, torch.Tensor)), None)
     if backends is not None and tensor is not None and not backends._type2backend:
         backends.get_backend(tensor)

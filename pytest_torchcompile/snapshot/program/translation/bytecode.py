@@ -109,7 +109,9 @@ class _Translator(Instructions):
                 "JUMP",
                 "JUMP_BACKWARD_NO_INTERRUPT",
             ):
-                raise Untranslatable(f"an unstructured jump ({op} at offset {ins.offset})")
+                raise Untranslatable(
+                    f"a jump this translator cannot structure, such as a while loop ({op} at offset {ins.offset})"
+                )
             self.step(ins, stack)
             if op in _TERMINATORS:
                 return None
