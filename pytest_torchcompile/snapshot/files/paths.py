@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from functools import cache
 from pathlib import Path
 
@@ -159,8 +160,9 @@ def reads_as_written(path: Path) -> bool:
     if not is_artifact_file(path.name):
         return is_temp_file(path.name)
     start = _SUMMARY_START if path.name == artifact_filename("summary") else _COMMENT_START
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(start)) == start
+    try:  # non-blocking: a FIFO of that name must not hang the run (and is no file of ours)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
+    with os.fdopen(fd, "rb") as handle:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and handle.read(len(start)) == start

@@ -334,7 +334,7 @@ def test_updates_keep_modes_line_endings_and_other_files(
     summary.write_bytes(summary.read_bytes().replace(b"\n", b"\r\n"))  # a Windows checkout
     graph.write_bytes(graph.read_bytes().rstrip(b"\n"))  # an editor that drops the final newline
     (folder / "README.txt").write_text("why this test exists\n")
-    (folder / "guards.guards.txt").write_text("from an earlier marker\n")
+    (folder / "guards.guards.txt").write_text("# from an earlier marker\n")
     leftover = folder / ".summary.txt.1a2b3c4d.tmp"  # a kill during fsync
     leftover.write_text("half")
     os.utime(leftover, (time.time() - 3600, time.time() - 3600))
