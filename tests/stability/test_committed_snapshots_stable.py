@@ -47,7 +47,8 @@ class Suite:
     tests: int
     alone: str
     programs: bool = False
-    #: the Python the set was recorded on, where its guards differ on another: CPython 3.12
+    #: the Python the set was recorded on, where its guards may differ on another (the real
+    #: models' do; the other libraries' are not installed on CI's 3.13 leg): CPython 3.12
     #: inlines comprehensions (PEP 709), so Dynamo traces a library's comprehension in its
     #: caller's frame and guards other globals (transformers' `_get_frameworks_and_test_func`);
     #: None where one set serves every Python
@@ -136,9 +137,9 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"
     if suite.python not in (None, running):
         pytest.skip(
-            f"{suite.module}'s committed set is recorded on Python {suite.python}, whose guards differ "
-            f"on {running} (comprehensions inlined since 3.12): a suite on both keeps a set per "
-            "Python (docs/reference.md, {python})"
+            f"{suite.module}'s committed set is recorded on Python {suite.python} only: its guards may "
+            f"differ on {running} (comprehensions inlined since 3.12; the real models' do), and a suite "
+            "on both keeps a set per Python (docs/reference.md, {python})"
         )
     missing = missing_libraries(suite)
     if missing and not os.environ.get("CI"):
