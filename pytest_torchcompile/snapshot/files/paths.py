@@ -162,7 +162,7 @@ def reads_as_written(path: Path) -> bool:
     start = _SUMMARY_START if path.name == artifact_filename("summary") else _COMMENT_START
     try:  # non-blocking: a FIFO of that name must not hang the run (and is no file of ours)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            return stat.S_ISREG(os.fstat(fd).st_mode) and handle.read(len(start)) == start
     except OSError:
         return False
-    with os.fdopen(fd, "rb") as handle:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and handle.read(len(start)) == start
