@@ -49,6 +49,9 @@ FX_EVAL_KEY = re.compile(r"(<eval_with_key>\.)(?:\d+|<N>)(?: from [^\n]+?:\d+ in
 #: `torch_geometric.nn.conv.gcn_conv_GCNConv_propagate_0lxvt4o8.py`: a module a library generated
 #: into a `tempfile`, named by a dotted module name, `_`, and 8 random characters of tempfile's
 GENERATED_MODULE_FILE = re.compile(r"\b((?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*_)[a-z0-9_]{8}(\.py)\b")
+#: what every `GENERATED_MODULE_FILE` match holds: a line without it is not searched (that
+#: pattern tries each word boundary, and backtracks through every dotted name it meets)
+GENERATED_MODULE_TAIL = re.compile(r"_[a-z0-9_]{8}\.py\b")
 
 # --- Inductor's output code --------------------------------------------------------
 

@@ -66,9 +66,13 @@ def compact_guards(section: str) -> str:
     out: list[str] = []
     marks: list[str] | None = None  # [source, comment, name, name, ...]
     last_comment = ""
-    kinds_with_code = {
-        line.split(":", 1)[0] for line in map(_leaf, section.splitlines()) if line and ":" in line
-    }
+    # each line read once: (the line, whether it is a tree line, its content: None for a manager)
+    lines = [
+        (raw, tree, _leaf(raw))
+        for raw in section.splitlines()
+        for tree in (TREE_LINE_START.match(raw),)
+    ]
+    kinds_with_code = {leaf.split(":", 1)[0] for _, _, leaf in lines if leaf and ":" in leaf}
 
     def flush() -> None:
         nonlocal marks
@@ -80,15 +84,12 @@ def compact_guards(section: str) -> str:
             )
             marks = None
 
-    for raw in section.splitlines():
-        if not TREE_LINE_START.match(
-            raw
-        ):  # headers, and anything not laid out as a tree, stay as they are
+    for raw, tree, leaf in lines:
+        if tree is None:  # headers, and anything not laid out as a tree, stay as they are
             flush()
-            if not MANAGER_LINE.match(raw):
+            if leaf is not None:  # not a manager line
                 out.append(raw)
             continue
-        leaf = _leaf(raw)
         if leaf is None or (BARE_KIND.match(leaf) and leaf in kinds_with_code):
             continue  # a manager line, or a relational guard repeated under each value it relates
         code, comment = _split_comment(leaf)

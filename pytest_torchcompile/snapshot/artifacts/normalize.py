@@ -22,6 +22,7 @@ from ..._torch.patterns.code import (
     DEVICE_PROPERTY_NUMBER,
     FX_EVAL_KEY,
     GENERATED_MODULE_FILE,
+    GENERATED_MODULE_TAIL,
     GRAPH_ID,
     KERNEL_PATH,
     SPACED_PRODUCT,
@@ -351,9 +352,11 @@ def mask_generated_module_names(text: str) -> str:
     """
     if ".py" not in text:
         return text
-    # only on the lines that name a `.py` file: the pattern would try every word boundary
+    # only on the lines that hold a match's tail: the pattern would try every word boundary
     return "\n".join(
-        GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", line) if ".py" in line else line
+        GENERATED_MODULE_FILE.sub(r"\1<tmp>\2", line)
+        if GENERATED_MODULE_TAIL.search(line)
+        else line
         for line in text.split("\n")
     )
 

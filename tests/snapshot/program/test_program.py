@@ -198,3 +198,53 @@ def test_guard_function_without_checks_returns_true() -> None:
 )
 def test_split_comment(part: str, expected: tuple[str, str]) -> None:
     assert split_comment(part) == expected
+
+
+# --- the facts the file is written from ---------------------------------------
+
+INSTALLED_READS = """
+import dis, json, math
+import torch
+from pytest_torchcompile._torch.patterns.dynamo import INSTALLED_GLOBAL
+from pytest_torchcompile.common.capture import capturing
+from pytest_torchcompile.common.capture_log import CaptureLog
+from pytest_torchcompile.snapshot.program.facts.reading import _global_reads
+
+SCALE = torch.ones(3)
+
+def f(x, n):
+    y = torch.sin(x) * SCALE + math.pi
+    print("a graph break")
+    for _ in range(n):
+        y = torch.nn.functional.gelu(y)
+    return y.cos() + len(y), (y > 0).any().item()
+
+log = CaptureLog()
+with capturing(log):
+    torch.compile(f, backend="aot_eager")(torch.randn(3), 2)
+pairs = []
+for record in log.bytecode:
+    loads = {i.argval for i in dis.get_instructions(record.transformed)
+             if i.opname in ("LOAD_GLOBAL", "LOAD_NAME") and INSTALLED_GLOBAL.match(i.argval)}
+    pairs.append((sorted(_global_reads(record.transformed)), sorted(loads)))
+print(json.dumps(pairs))
+"""
+
+
+def test_installed_globals_read_from_the_code_names_are_its_global_loads() -> None:
+    """The file's facts take the globals Dynamo installed from the transformed code's names, not
+    from its disassembly (a third of reading the facts): on every frame compile of code with a
+    graph break, a resume function, a module, a global and `.item()`, exactly the names the
+    disassembly loads as globals (in a fresh process: compiling here would shift the
+    process-global names of zoo snapshots this worker checks later)."""
+    done = subprocess.run(
+        [sys.executable, "-c", INSTALLED_READS],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    pairs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(pairs) >= 2  # the function and the resume function after its break
+    assert all(names == loads and loads for names, loads in pairs), pairs

@@ -11,7 +11,7 @@ case's `ProgramFacts` (`data.py`), as plain data.
 from __future__ import annotations
 
 import builtins
-import dis
+import functools
 import importlib
 import sys
 import types
@@ -181,11 +181,14 @@ _MISSING = object()
 
 
 def _global_reads(code: types.CodeType) -> list[str]:
-    return [
-        ins.argval
-        for ins in dis.get_instructions(code)
-        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
-    ]
+    """The globals Dynamo installed that its transformed `code` reads.
+
+    Dynamo's code reads what it installs by name (LOAD_GLOBAL), never as an
+    attribute, and nothing else is named like it: the code's names, filtered,
+    are those reads without disassembling the code (a third of reading a
+    frame's facts on a small model).
+    """
+    return [name for name in code.co_names if INSTALLED_GLOBAL.match(name)]
 
 
 def installed_global(name: str, value: object) -> Installed:
@@ -265,7 +268,7 @@ def id_finder(source: str, scope: dict[str, Any], local_scope: dict[str, Any] | 
             "it reads a local of a frame the file cannot see before it runs",
         )
     try:
-        value = eval(source, {**_GUARD_SCOPE, "L": local_scope or {}, "G": scope})  # noqa: S307 - Dynamo's own guard source
+        value = eval(_compiled(source), {**_GUARD_SCOPE, "L": local_scope or {}, "G": scope})  # noqa: S307 - Dynamo's own guard source
     except Exception as exc:  # the source no longer evaluates: say so instead of guessing
         return IdFinder(
             source,
@@ -278,6 +281,13 @@ def id_finder(source: str, scope: dict[str, Any], local_scope: dict[str, Any] | 
     if root.startswith(("G[", "L['self']")):
         return IdFinder(source, "source", source)
     return IdFinder(source, "skip", f"a {type(value).__name__} the file cannot find by name")
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str) -> types.CodeType:
+    """A guard's source compiled once per process: models share most of them (`G['torch']`,
+    `L['self'].fc1`), and compiling is most of evaluating one."""
+    return compile(source, "<guard source>", "eval")
 
 
 def import_path(value: object) -> str | None:
