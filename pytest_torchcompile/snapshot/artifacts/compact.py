@@ -184,6 +184,14 @@ def drop_fx_blank_lines(text: str) -> str:
 # --- output code ---------------------------------------------------------------
 
 _TRIPLE = re.compile(r"'''|\"\"\"")
+#: a line the compact form drops: one match for the four kinds (imports, aliases, scaffolding,
+#: the input checks), not four
+_DROPPED_LINE = re.compile(
+    "|".join(
+        f"(?:{p.pattern})"
+        for p in (OUTPUT_IMPORT, OUTPUT_ALIAS, OUTPUT_BOILERPLATE_LINE, INPUT_ASSERT)
+    )
+)
 
 
 def compact_output_code(text: str) -> str:
@@ -206,17 +214,12 @@ def compact_output_code(text: str) -> str:
             if OUTPUT_BOILERPLATE_BLOCK.match(line):
                 block_indent = _indent(line)
                 continue
-            if (
-                OUTPUT_IMPORT.match(line)
-                or OUTPUT_ALIAS.match(line)
-                or OUTPUT_BOILERPLATE_LINE.match(line)
-                or INPUT_ASSERT.match(line)
-            ):
+            if _DROPPED_LINE.match(line):
                 continue
             if not line.strip() and (not out or not out[-1].strip()):
                 continue
         out.append(line)
-        if len(_TRIPLE.findall(line)) % 2:
+        if ("'''" in line or '"""' in line) and len(_TRIPLE.findall(line)) % 2:
             in_string = not in_string
     return "\n".join(out)
 
