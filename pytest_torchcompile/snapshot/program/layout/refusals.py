@@ -23,7 +23,9 @@ BACKENDS = ("inductor", "aot_eager", "eager")
 _FROZEN = "_frozen_param"
 #: text of Inductor output code that runs on a GPU: Triton kernels, device buffers allocated (every
 #: output code defines `empty_strided_cuda`; a CPU one never calls it).
-_GPU_CODE = re.compile(r"\bimport triton\b|empty_strided_(?:cuda|xpu|mps)\(|device='(?:cuda|xpu|mps)")
+_GPU_CODE = re.compile(
+    r"\bimport triton\b|empty_strided_(?:cuda|xpu|mps)\(|device='(?:cuda|xpu|mps)"
+)
 
 
 class ProgramRefused(Exception):
