@@ -302,6 +302,14 @@ def apply_global_state(state: dict) -> None:
         torch.set_default_dtype(dtype)
 
 
+def as_torch_compile_leaves_the_process() -> None:
+    """What torch.compile sets for the whole process the first time it runs, and Dynamo's guards and code
+    were made under: Dynamo's patcher (`TorchPatcher.patch`, on 2.11 to 2.15) switches
+    torch.distributions' argument validation off, so a compiled `Normal(...)` guards on
+    `Distribution._validate_args == False`. The file, never running torch.compile, does the same."""
+    torch.distributions.Distribution.set_default_validate_args(False)
+
+
 def dispatch_keys(t: torch.Tensor) -> str:
     """The tensor's dispatch keys as Dynamo's TENSOR_MATCH sees them (no public API reads them)."""
     keys = torch._C._dispatch_keys(t) | torch._C._dispatch_tls_local_include_set()

@@ -34,7 +34,7 @@ DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph 
     None  # type: ignore[assignment]
 )
 bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
-recorded_global_state = apply_global_state = None  # type: ignore[assignment]
+recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
 _KERNELS: dict[str, Any] = {}
@@ -173,6 +173,7 @@ def load(module: Any = None, *, state_dict: Any = None) -> Program:
     argument (the function is imported) or the function itself.
     """
     versions = check_versions(TORCH_VERSION, PYTHON_VERSION)
+    as_torch_compile_leaves_the_process()
     self_args, function, rebuilt = _entry(module, state_dict)
     kernels = load_kernels()
     G = FrameGlobals(

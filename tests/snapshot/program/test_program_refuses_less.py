@@ -6,7 +6,10 @@ intermediate (slicing, transposes: AOTAutograd makes them views again after
 the graph, and so does the file), a tensor built inside the compiled
 function (a constant of the graph, written into the file by value, on
 aot_eager and on Inductor), numpy code, a namedtuple built or made inside
-the function, `print(y.shape)` (a graph break with a `torch.Size`
+the function (and returned: Dynamo rebuilds it with the class's `_make`, a
+method the file writes as the class's attribute), a `torch.distributions`
+object (torch.compile switches the process's argument validation off and
+guards on it; the file does the same), `print(y.shape)` (a graph break with a `torch.Size`
 constant), dropout on aot_eager (its random ops run eagerly on the
 generator the file seeds alike) and `nn.TransformerEncoderLayer` in eval
 under `no_grad` (its first compiled frame is a function it calls). Driven
@@ -70,6 +73,15 @@ def a_namedtuple_made(x):
     return q.a * q.b
 
 
+def a_namedtuple_made_and_returned(x):
+    Local = collections.namedtuple("Local", ["a", "b"], defaults=[None])
+    return Local(x, x + 1)
+
+
+def a_distribution(x):
+    return torch.distributions.Normal(x, torch.ones_like(x)).log_prob(x + 1)
+
+
 def prints_a_shape(x):
     y = x * 2
     print(y.shape)
@@ -90,6 +102,8 @@ def dropout(x):
         (numpy_code, (4,)),
         (a_namedtuple_built, (4,)),
         (a_namedtuple_made, (4,)),
+        (a_namedtuple_made_and_returned, (4,)),
+        (a_distribution, (4,)),
         (prints_a_shape, (4,)),
         (dropout, (4, 8)),
     ],
@@ -118,7 +132,7 @@ def test_an_encoder_layer_in_eval(compile_model):
 def test_everyday_code_the_file_once_refused_runs_bitwise(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest("--update-snapshots", "-s", "-p", "no:randomly")
-    result.assert_outcomes(passed=11)
+    result.assert_outcomes(passed=13)
     result.stdout.fnmatch_lines(
         [
             "*RAN*'frame 0 compile 0 (views_of_the_input)'*",

@@ -3,7 +3,8 @@
 Driven as a user drives it (pytester, in a subprocess): a passing model
 passes and writes nothing beside its snapshots; a file that computes
 something else fails naming the stage `program` and what differed; a case
-the file cannot be written for fails with the reason; a wrong value for the
+the file cannot be written for fails with the reason; Inductor's own random
+numbers (CPU) replay bit for bit; a wrong value for the
 keyword is a usage error.
 """
 
@@ -95,27 +96,57 @@ RANDOM = """
 import pytest, torch
 
 class Noisy(torch.nn.Module):
-    def forward(self, x):
-        # random numbers drawn (Inductor's generator), values not read: eager and Inductor agree
-        return x * 2 + torch.rand_like(x) * 0
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(8, 8)
 
-@pytest.mark.compile_snapshot(backend="inductor", artifacts=("summary",), run_program=True)
-def test_dropout(compile_model):
+    def forward(self, x):
+        # Inductor's own random numbers (no fallback_random): its CPU code draws their seeds from torch's
+        # generator; numerics=False, as eager draws other numbers
+        return torch.nn.functional.dropout(self.fc(x), 0.5, training=True) + torch.randn(4, 8)
+
+@pytest.mark.compile_snapshot(backend="inductor", artifacts=("summary",), run_program=True, numerics=False)
+def test_noisy(compile_model):
     torch.manual_seed(0)
-    compile_model(Noisy(), torch.randn(4, 8))
+    result = compile_model(Noisy(), torch.randn(4, 8, requires_grad=True))
+    print("RAN", result.program_report.ran)
+"""
+
+
+def test_inductors_own_random_numbers_replay_from_the_file_bit_for_bit(
+    pytester: pytest.Pytester,
+) -> None:
+    """Dropout and randn in a training graph on Inductor's CPU code: outputs and gradients bitwise."""
+    pytester.makepyfile(test_r=RANDOM)
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*RAN *'frame 0 compile 0 (forward)'*"])
+
+
+CUSTOM_BACKEND = """
+import pytest, torch
+
+def plus_one(x):
+    return x + 1
+
+def backend(gm, example_inputs):
+    return gm.forward
+
+@pytest.mark.compile_snapshot(backend=backend, artifacts=("summary",), run_program=True)
+def test_custom_backend(compile_model):
+    compile_model(plus_one, torch.randn(3))
 """
 
 
 def test_a_case_the_file_cannot_replay_fails_with_the_reason(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_r=RANDOM)
+    pytester.makepyfile(test_r=CUSTOM_BACKEND)
     result = pytester.runpytest("--update-snapshots")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [
-            "*run_program=True: write_program: the case: the graph draws random numbers*fallback_random=True*"
-        ]
+        ["*run_program=True: write_program: the case: backend 'backend': the file runs*"]
     )
 
 

@@ -181,6 +181,8 @@ def object_source(value: object) -> str | None:
     path = import_path(value)
     if path is not None:
         return f"import_object({path!r})"
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, type):
+        return _class_method_source(value)
     if isinstance(value, type) and issubclass(value, tuple) and value.__bases__ == (tuple,):
         fields = getattr(value, "_fields", None)
         defaults = getattr(value, "_field_defaults", {})
@@ -192,6 +194,17 @@ def object_source(value: object) -> str | None:
                 f"module={value.__module__!r})"
             )
     return None
+
+
+def _class_method_source(method: types.MethodType) -> str | None:
+    """A classmethod bound to a class the file can write (Dynamo rebuilds a namedtuple made in the
+    function with its `_make`): looked up on that class again, where it is the same method."""
+    owner = method.__self__
+    name = method.__name__
+    if getattr(owner, name, None) != method:
+        return None
+    source = object_source(owner)
+    return f"getattr({source}, {name!r})" if source is not None else None
 
 
 def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:

@@ -9,6 +9,7 @@ compiled model. What it cannot write as correct Python it refuses with
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 
 from ...._torch.formats import GLOBAL_STATE, GLOBAL_STATE_SEPARATOR
@@ -20,6 +21,11 @@ from ..facts.data import CompileSettings
 BACKENDS = ("inductor", "aot_eager", "eager")
 #: text of Inductor output code that loads frozen parameters (freezing=True) instead of taking them as inputs.
 _FROZEN = "_frozen_param"
+#: text of Inductor output code that runs on a GPU: Triton kernels, device buffers allocated (every
+#: output code defines `empty_strided_cuda`; a CPU one never calls it).
+_GPU_CODE = re.compile(
+    r"\bimport triton\b|empty_strided_(?:cuda|xpu|mps)\(|device='(?:cuda|xpu|mps)"
+)
 
 
 class ProgramRefused(Exception):
@@ -50,12 +56,15 @@ def check_case(log: CaptureLog, backend: str, settings: CompileSettings) -> None
         t for name in ("aot_forward", "aot_backward", "aot_inference") for t in log.payloads(name)
     ] or log.payloads("dynamo_graph")
     random = sorted({f"aten.{m.group(1)}" for text in graphs for m in RANDOM_OP.finditer(text)})
-    # aot_eager and eager run the graph's random ops eagerly, on the generator the file seeds alike
-    if random and backend == "inductor" and not settings.fallback_random:
+    # aot_eager and eager run the graph's random ops eagerly, on the generator the file seeds alike; Inductor's
+    # CPU code draws its kernels' seeds from torch's default generator (`aten.randint` in `call`), which the
+    # file, running that code verbatim, draws from alike
+    if random and backend == "inductor" and not settings.fallback_random and _on_a_gpu(log):
         raise ProgramRefused(
             "the case",
-            f"the graph draws random numbers ({', '.join(random)}) with Inductor's own generator, which the file cannot "
-            "replay; with compile_snapshot(fallback_random=True) Inductor calls eager's random ops and the file replays them",
+            f"the graph draws random numbers ({', '.join(random)}) with Inductor's own generator on a GPU, which "
+            "the file does not replay yet (untested); with compile_snapshot(fallback_random=True) Inductor calls "
+            "eager's random ops and the file replays them",
         )
     if any(_FROZEN in code for code in log.payloads("output_code")):
         raise ProgramRefused(
@@ -68,6 +77,11 @@ def check_case(log: CaptureLog, backend: str, settings: CompileSettings) -> None
                 f"frame {key.frame_id} compile {key.compile_id}",
                 "it was compiled under autocast, which the file does not reproduce yet",
             )
+
+
+def _on_a_gpu(log: CaptureLog) -> bool:
+    """Whether any of Inductor's output code runs on a GPU (Triton kernels or device buffers)."""
+    return any(_GPU_CODE.search(code) for code in log.payloads("output_code"))
 
 
 def _autocast_on(codes: Iterable[str]) -> bool:
