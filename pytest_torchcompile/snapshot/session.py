@@ -149,22 +149,25 @@ class TorchCompileSession(WingSession):
         worker = hasattr(config, "workerinput")
         return cls(template, store, rootdir, worker, housekeeping, full_diff, given, text_only)
 
-    def store_for(self, nodeid: str, cases: list[CompileCase]) -> SnapshotStore:
-        """The store of the folder these cases resolve to (one per torch version and device).
+    def store_for(
+        self, nodeid: str, cases: list[CompileCase], template: str | None = None
+    ) -> SnapshotStore:
+        """The store of the folder these cases resolve to (one per torch version and device),
+        under the run's folder template or the test's own (the marker's `snapshot_dir`).
 
         `{device}` comes from the cases themselves (`case_device`): a CPU case on
         a GPU machine shares the `cpu` set. Only here is torch needed.
         """
-        if not self.uses:
+        if template is None and not self.uses:
             return self.store
         import torch
 
-        folder = resolve(
-            self.folder, torch=torch_minor(torch.__version__), device=self._device(nodeid, cases)
-        )
-        root = self.rootdir / folder
+        template = template or self.folder
+        version, device = torch_minor(torch.__version__), self._device(nodeid, cases, template)
+        root = self.rootdir / resolve(template, torch=version, device=device)
         if root not in self.stores:
-            problem = root_problem(root, self.rootdir)
+            run_root = self.rootdir / resolve(self.folder, torch=version, device=device)
+            problem = root_problem(root, self.rootdir) or _nested(root, run_root)
             if problem is not None:
                 pytest.fail(
                     f"usage error: the snapshot folder {root} of {nodeid} {problem}", pytrace=False
@@ -184,23 +187,25 @@ class TorchCompileSession(WingSession):
         store: SnapshotStore,
         folder: TestFolder,
         checked: TestFiles,
+        template: str | None = None,
     ) -> OtherTorch | None:
         """Another torch's set that holds this test, when this torch's set held none of its files."""
-        if "torch" not in placeholders(self.template) or not first_run(checked.outcomes):
+        template = template or self.template
+        if "torch" not in placeholders(template) or not first_run(checked.outcomes):
             return None
         import torch
 
-        now, device = torch_minor(torch.__version__), self._device(nodeid, cases)
-        return other_torch(self.template, self.rootdir, now, device, store.root, folder, store.show)
+        now, device = torch_minor(torch.__version__), self._device(nodeid, cases, template)
+        return other_torch(template, self.rootdir, now, device, store.root, folder, store.show)
 
-    def _device(self, nodeid: str, cases: list[CompileCase]) -> str:
-        if "device" not in self.uses:
+    def _device(self, nodeid: str, cases: list[CompileCase], template: str) -> str:
+        if "device" not in placeholders(template):
             return "cpu"
         devices = sorted({case_device(c.model, c.calls[:1]) for c in cases})
         if len(devices) > 1:
             pytest.fail(
                 f"usage error: the cases of {nodeid} ran on {' and '.join(devices)}, but the snapshot folder "
-                f"{self.folder!r} has one {{device}} per test: put the cases of each device in a test of their own",
+                f"{template!r} has one {{device}} per test: put the cases of each device in a test of their own",
                 pytrace=False,
             )
         return devices[0] if devices else "cpu"
@@ -223,7 +228,8 @@ class TorchCompileSession(WingSession):
         crash = failure = ""
         try:
             texts = model.snapshot_texts()
-            store = self.store_for(pyfuncitem.nodeid, model.finished())
+            own = model.spec.snapshot_dir if model.spec is not None else None
+            store = self.store_for(pyfuncitem.nodeid, model.finished(), own)
             folder = self.housekeeping.folder(pyfuncitem)
             checked = store.check_test(folder, texts, self.housekeeping.claims)
             outcomes, refreshed = self._pass_text_only(pyfuncitem, store, checked.outcomes)
@@ -231,7 +237,9 @@ class TorchCompileSession(WingSession):
             keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(counts.to_json()))
             if checked.unused:
                 keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
-            other = self._other_torch(pyfuncitem.nodeid, model.finished(), store, folder, checked)
+            other = self._other_torch(
+                pyfuncitem.nodeid, model.finished(), store, folder, checked, own
+            )
             if other is not None:
                 keep(pyfuncitem, OTHER_TORCH_PROPERTY, json.dumps(other.to_json()))
             if any(o.failed for o in outcomes):
@@ -405,6 +413,19 @@ def _snapshot_root(setting: str, root: Path, rootdir: Path, update: bool) -> Pat
             f"{setting}: --update-snapshots cannot write the snapshot folder {root}: {problem}; nothing was written"
         )
     return root
+
+
+def _nested(root: Path, run_root: Path) -> str | None:
+    """Why a test's own folder (`snapshot_dir=`) may not lie inside the run's set: the run
+    judges the folders there by its own layout, and would take the test's for a deleted one's."""
+    if root == run_root or not root.is_relative_to(run_root):
+        return None
+    return (
+        f"(the marker's snapshot_dir) lies inside the run's snapshot folder {run_root}, whose "
+        "update would take its files for a deleted test's: name a folder beside that one, not "
+        "under it (with torchcompile_snapshot_dir = snapshots/{torch}/{device}: "
+        "snapshot_dir='snapshots/py{python}/{torch}/{device}')"
+    )
 
 
 def _row(nodeid: str, case: CompileCase) -> CaseRow:

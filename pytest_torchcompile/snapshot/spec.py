@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from ..common.options import COMPILE_MODES, CompileOptions, SpecError
 from .artifacts.catalogue import ARTIFACT_EXTENSIONS
+from .files.placeholders import PlaceholderError, placeholders
 
 __all__ = ["ARTIFACT_EXTENSIONS", "COMPILE_MODES", "MARKER", "CompileSpec", "SpecError"]
 
@@ -43,7 +44,10 @@ class CompileSpec(CompileOptions):
     strides than eager's fails (as `torch.testing.assert_close(check_stride=True)`).
     `run_program`: after each call, the case's program file (`write_program`)
     runs in a fresh process with torch.compile trapped and must give the
-    compiled run's results bit for bit.
+    compiled run's results bit for bit. `snapshot_dir`: this test's snapshot
+    folder template instead of the run's (`torchcompile_snapshot_dir`), for
+    tests whose compiler output differs where the rest of the suite's does
+    not (one set per Python for them alone).
     """
 
     marker: ClassVar[str] = MARKER
@@ -60,6 +64,7 @@ class CompileSpec(CompileOptions):
     check_stride: bool = False
     precompile: bool = False
     run_program: bool = False
+    snapshot_dir: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -77,6 +82,7 @@ class CompileSpec(CompileOptions):
         _check_multiplier(self.fp64_multiplier)
         object.__setattr__(self, "artifacts", _check_artifacts(self.artifacts))
         _check_tolerances(self.rtol, self.atol)
+        _check_snapshot_dir(self.snapshot_dir)
 
 
 def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
@@ -99,6 +105,21 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
             f"allowed: {', '.join(ARTIFACT_EXTENSIONS)}"
         )
     return tuple(dict.fromkeys(artifacts))
+
+
+def _check_snapshot_dir(template: object) -> None:
+    """A folder template as `torchcompile_snapshot_dir` takes, checked without torch."""
+    if template is None:
+        return
+    if not isinstance(template, str) or not template.strip():
+        raise SpecError(
+            f"{MARKER}(snapshot_dir={template!r}) must name a folder relative to the rootdir, "
+            "e.g. 'snapshots/{torch}/{device}/py{python}'"
+        )
+    try:
+        placeholders(template)
+    except PlaceholderError as exc:
+        raise SpecError(f"{MARKER}(snapshot_dir=...): {exc}") from None
 
 
 def _is_finite_number(value: object) -> bool:

@@ -32,10 +32,13 @@ from pathlib import Path
 
 import pytest
 
-from fixtures import other_libraries
-from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor
+from fixtures import REAL_MODELS_SNAPSHOT_DIR, other_libraries
+from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor, resolve
 from tests.conftest import REPO, tree_digest
 from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST as VARIATIONS_CONFTEST
+
+#: the project's `torchcompile_snapshot_dir` (pyproject.toml), which each copy's ini repeats
+PROJECT_FOLDER = "snapshots/{torch}/{device}"
 
 
 @dataclass(frozen=True)
@@ -47,17 +50,35 @@ class Suite:
     tests: int
     alone: str
     programs: bool = False
-    #: the Python the set was recorded on, where its guards may differ on another (the real
-    #: models' do; the other libraries' are not installed on CI's 3.13 leg): CPython 3.12
-    #: inlines comprehensions (PEP 709), so Dynamo traces a library's comprehension in its
-    #: caller's frame and guards other globals (transformers' `_get_frameworks_and_test_func`);
-    #: None where one set serves every Python
+    #: the snapshot folder template its tests resolve on this Python (the project's ini, or the
+    #: marker's `snapshot_dir`: the real models keep a set per Python from 3.12 on)
+    folder: str = PROJECT_FOLDER
+    #: the one Python its set was recorded on and is checked on, None for every Python (the
+    #: other libraries' set: they are not installed on CI's 3.13 leg)
     python: str | None = None
+    #: a `-k` every run of it takes (`tests` counts what it selects), None for the whole suite
+    select: str | None = None
+    #: the warm runs it skips (`SEEDS`' names), to keep a CI leg short
+    skips: frozenset[str] = frozenset()
 
 
 SUITES = {
     # BART alone: transformers' registry then holds only BART's classes (after the others, many more)
-    "real_models": Suite("test_real_models.py", 10, "bart", python="3.11"),
+    "real_models": Suite("test_real_models.py", 10, "bart")
+    if REAL_MODELS_SNAPSHOT_DIR is None
+    # their own set on Python 3.12+, checked on CI's 3.13 leg, where all four runs of all ten
+    # cost about six and a half minutes: three of the models whose guards differ there, cold at
+    # another path and reversed with hash randomisation off (what a Python changes: the frames
+    # and the order Dynamo guards in); xdist and a test alone do not depend on the Python and
+    # run on 3.11. The plain suite run in the same leg checks all ten.
+    else Suite(
+        "test_real_models.py",
+        3,
+        "bart",
+        folder=REAL_MODELS_SNAPSHOT_DIR,
+        select="bart or convnext or wav2vec2",
+        skips=frozenset({"xdist", "alone"}),
+    ),
     # the einops model alone: the first of its process to parse an einops pattern
     "other_libraries": Suite("test_other_libraries.py", 13, "einops_mixer", python="3.11"),
     # the zoo's small models: its programs' runs cost each re-run a few seconds
@@ -83,6 +104,11 @@ class Checkout:
     first_run: str
 
     def run(self, variation: str, *args: str, **env: str) -> str:
+        if variation in self.suite.skips:
+            pytest.skip(
+                f"{self.suite.module} on Python {sys.version_info[0]}.{sys.version_info[1]}: this run "
+                "does not depend on the Python and runs on the one its project set was recorded on"
+            )
         return run_suite(
             self.project,
             self.suite,
@@ -112,6 +138,7 @@ def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
         "no:cacheprovider",
         "-W",
         "ignore",
+        *(("-k", suite.select) if suite.select else ()),
         *args,
     ]
     done = subprocess.run(
@@ -129,24 +156,27 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     for name in ("__init__.py", "zoo.py", "real_models.py", "other_libraries.py", suite.module):
         shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
     stem = suite.module.removesuffix(".py")
-    committed = REPO / "snapshots" / installed_torch_minor() / "cpu" / "fixtures" / stem
+    sets = Path(resolve(suite.folder, torch=installed_torch_minor() or "", device="cpu"))
+    committed = REPO / sets / "fixtures" / stem
     if not committed.is_dir():
         pytest.skip(
-            f"no committed snapshots of {suite.module} for this torch ({committed.relative_to(REPO)}): the real-model set is recorded on 2.13"
+            f"no committed snapshots of {suite.module} for this torch and Python ({committed.relative_to(REPO)}): "
+            "the real-model set is recorded on torch 2.13"
         )
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"
     if suite.python not in (None, running):
         pytest.skip(
-            f"{suite.module}'s committed set is recorded on Python {suite.python} only: its guards may "
-            f"differ on {running} (comprehensions inlined since 3.12; the real models' do), and a suite "
-            "on both keeps a set per Python (docs/reference.md, {python})"
+            f"{suite.module}'s committed set is recorded and checked on Python {suite.python} only "
+            "(its libraries are not installed on CI's other Python)"
         )
     missing = missing_libraries(suite)
     if missing and not os.environ.get("CI"):
         pytest.skip(f"{suite.module} needs {', '.join(missing)}: pip install -e '.[models]'")
-    shutil.copytree(committed, project / "snapshots/fixtures" / stem)
+    shutil.copytree(committed, project / sets / "fixtures" / stem)
     (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
-    (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    (project / "pytest.ini").write_text(
+        f"[pytest]\npythonpath = .\ntorchcompile_snapshot_dir = {PROJECT_FOLDER}\n"
+    )
     cache = str(tmp_path_factory.mktemp("inductor_cache"))
     return Checkout(
         suite,

@@ -231,3 +231,94 @@ def test_stale_folders_of_every_devices_set_are_reported(pytester: pytest.Pytest
         for device in ("cuda-sm90", "meta")
     ]
     assert (pytester.path / f"snapshots/{TORCH}/meta/test_m/test_m/summary.txt").is_file()
+
+
+# --- a test's own folder (the marker's snapshot_dir) ---------------------------------------
+
+OWN_FOLDER_TESTS = """
+import pytest, torch
+
+def f(x):
+    return torch.{op}(x) + 1
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary", "dynamo_graph"))
+def test_shared(compile_model):
+    compile_model(f, torch.randn(2, 4))
+
+@pytest.mark.compile_snapshot(
+    backend="aot_eager", artifacts=("summary", "dynamo_graph"), snapshot_dir={folder!r}
+)
+def test_own(compile_model):
+    compile_model(f, torch.randn(2, 4))
+"""
+
+
+def own_folder_tests(op: str = "relu", folder: str = "golden/py{python}/{torch}/{device}") -> str:
+    return OWN_FOLDER_TESTS.format(op=op, folder=folder)
+
+
+def test_a_tests_own_snapshot_dir_keeps_its_set_beside_the_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    """`snapshot_dir=` moves one test's set (one per Python here) and leaves the run's set alone:
+    the files that test has there (another Python's) are neither used nor judged unused or stale."""
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden/{torch}/{device}\n")
+    pytester.makepyfile(test_m=own_folder_tests())
+    kept = pytester.path / f"golden/{TORCH}/cpu/test_m/test_own/summary.txt"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("backend: aot_eager\ngraphs: 7\n")  # another Python's set: never read here
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=2)
+    assert sorted(
+        str(p.relative_to(pytester.path)) for p in (pytester.path / "golden").rglob("*.txt")
+    ) == [
+        f"golden/{TORCH}/cpu/test_m/test_own/summary.txt",
+        f"golden/{TORCH}/cpu/test_m/test_shared/dynamo_graph.fx.txt",
+        f"golden/{TORCH}/cpu/test_m/test_shared/summary.txt",
+        f"golden/py{PYTHON}/{TORCH}/cpu/test_m/test_own/dynamo_graph.fx.txt",
+        f"golden/py{PYTHON}/{TORCH}/cpu/test_m/test_own/summary.txt",
+    ]
+    assert kept.read_text() == "backend: aot_eager\ngraphs: 7\n"
+    assert "stale" not in result.stdout.str() and "unused" not in result.stdout.str()
+    pytester.runpytest().assert_outcomes(passed=2)
+    pytester.makepyfile(test_m=own_folder_tests(op="sigmoid"))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [f"*changed artifacts in golden/py{PYTHON}/{TORCH}/cpu/test_m/test_own:*"]
+    )
+
+
+def test_a_tests_own_folder_inside_the_runs_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """The run's update judges its set by its own layout: a test's set inside it would look like
+    a deleted test's folder there."""
+    pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden/{torch}/{device}\n")
+    pytester.makepyfile(test_m=own_folder_tests(folder="golden/{torch}/{device}/py{python}"))
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*usage error: the snapshot folder *golden/{TORCH}/cpu/py{PYTHON} of test_m.py::test_own "
+            f"(the marker's snapshot_dir) lies inside the run's snapshot folder *golden/{TORCH}/cpu, *"
+        ]
+    )
+    assert not (pytester.path / f"golden/{TORCH}/cpu/py{PYTHON}").exists()
+
+
+@pytest.mark.parametrize(
+    ("folder", "message"),
+    [
+        (
+            "golden/{gpu}",
+            "*compile_snapshot(snapshot_dir=...): 'golden/{gpu}' has unknown placeholder {gpu}; known: {torch}*",
+        ),
+        ("  ", "*compile_snapshot(snapshot_dir='  ') must name a folder relative to the rootdir*"),
+    ],
+)
+def test_a_bad_snapshot_dir_fails_the_test_naming_the_keyword(
+    pytester: pytest.Pytester, folder: str, message: str
+) -> None:
+    pytester.makepyfile(test_m=own_folder_tests(folder=folder))
+    result = pytester.runpytest("--update-snapshots")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([message])
