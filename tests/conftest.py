@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
 import warnings
 from pathlib import Path
 
@@ -24,6 +25,7 @@ def pytest_configure(config: pytest.Config) -> None:
     a pytester test that happened to be the first to touch Inductor in a
     worker broke every later compile in that worker.
     """
+    skip_hypothesis_in_child_runs()
     with (
         warnings.catch_warnings()
     ):  # torch's own import-time deprecations, before pytest captures warnings
@@ -34,6 +36,27 @@ def pytest_configure(config: pytest.Config) -> None:
             "torch._inductor.compile_fx",
         ):
             importlib.import_module(module)
+
+
+#: what the pytest runs this suite starts (pytester's subprocesses, the stability re-runs, the
+#: docs' commands) take on top of their own options: no hypothesis plugin, whose import costs
+#: each run about a second here (a fifth of a small compile test's run); none of them uses
+#: hypothesis (this suite's own tests that do run in this process, its options already read)
+CHILD_ADDOPTS = "-p no:hypothesispytest"
+
+
+def skip_hypothesis_in_child_runs() -> None:
+    opts = os.environ.get("PYTEST_ADDOPTS", "")
+    if CHILD_ADDOPTS not in opts:
+        os.environ["PYTEST_ADDOPTS"] = f"{opts} {CHILD_ADDOPTS}".strip()
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's `pytester`, its runs without the hypothesis plugin (`CHILD_ADDOPTS`: pytester
+    clears `PYTEST_ADDOPTS` when it starts, so it is set again here)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
+    return pytester
 
 
 #: A small model test; `{op}`, `{backend}` and `{extra}` vary per test.

@@ -141,7 +141,7 @@ def renumber_fx_names(section: str) -> str:
     if all(renumbered[base] == names for base, names in families.items()):
         return section  # numbered in order already: nothing to rename, no need to read the names
     code = "\n".join(
-        _outside_comment(line, lambda code: code, keep_comment=False)
+        _outside_comment(line, lambda code: code, keep_comment=False) if "#" in line else line
         for line in section.split("\n")
     )
     tokens = set(_NAME.findall(code))  # one search: a name never spans a line
@@ -159,8 +159,14 @@ def renumber_fx_names(section: str) -> str:
             "[A-Za-z_]\\w*", "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))
         )
     )
+
+    def rename(match: re.Match[str]) -> str:
+        return mapping[match.group(1)]
+
     return "\n".join(
-        _outside_comment(line, lambda code: pattern.sub(lambda m: mapping[m.group(1)], code))
+        _outside_comment(line, lambda code: pattern.sub(rename, code))
+        if "#" in line
+        else pattern.sub(rename, line)  # no comment: all of the line is code (most of a graph)
         for line in section.split("\n")
     )
 

@@ -350,7 +350,7 @@ def mask_generated_module_names(text: str) -> str:
     that file. The dotted stem is what tells it from a file of the project:
     such a name cannot be imported.
     """
-    if ".py" not in text:
+    if not GENERATED_MODULE_TAIL.search(text):  # a match's tail never spans a line
         return text
     # only on the lines that hold a match's tail: the pattern would try every word boundary
     return "\n".join(
@@ -441,7 +441,14 @@ def canonical_sympy_spacing(text: str) -> str:
 
     Only inside FX type annotations (`"Sym(...)"`, `"f32[2*s50, 32]..."`).
     """
-    return TYPE_ANNOTATION.sub(lambda m: '"' + SYMPY_OPERATOR.sub(r"\1", m.group(1)) + '"', text)
+    return TYPE_ANNOTATION.sub(_unspaced_annotation, text)
+
+
+def _unspaced_annotation(match: re.Match[str]) -> str:
+    inner = match.group(1)
+    if "*" not in inner and "/" not in inner:  # no operator: most annotations, kept as they are
+        return match.group(0)
+    return '"' + SYMPY_OPERATOR.sub(r"\1", inner) + '"'
 
 
 def stable_global_dict_keys(text: str) -> str:
