@@ -162,6 +162,8 @@ class TorchCompileSession(WingSession):
             return self.store
         import torch
 
+        if template is not None:
+            _check_own_template(template)
         template = template or self.folder
         version, device = torch_minor(torch.__version__), self._device(nodeid, cases, template)
         root = self.rootdir / resolve(template, torch=version, device=device)
@@ -378,6 +380,14 @@ def _attach_html(report: pytest.TestReport, fragment: str) -> None:
     from pytest_html import extras  # only when its report is written
 
     report.extras = [*getattr(report, "extras", []), extras.html(fragment)]  # type: ignore[attr-defined]
+
+
+def _check_own_template(template: str) -> None:
+    """A test's own folder template (the marker's `snapshot_dir`): its placeholders, or the test fails."""
+    try:
+        placeholders(template)
+    except PlaceholderError as exc:
+        pytest.fail(f"{MARKER}(snapshot_dir=...): {exc}", pytrace=False)
 
 
 def _checked_template(folder: Given) -> str:

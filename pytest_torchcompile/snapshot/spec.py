@@ -16,7 +16,6 @@ from typing import ClassVar
 
 from ..common.options import COMPILE_MODES, CompileOptions, SpecError
 from .artifacts.catalogue import ARTIFACT_EXTENSIONS
-from .files.placeholders import PlaceholderError, placeholders
 
 __all__ = ["ARTIFACT_EXTENSIONS", "COMPILE_MODES", "MARKER", "CompileSpec", "SpecError"]
 
@@ -108,7 +107,8 @@ def _check_artifacts(artifacts: object) -> tuple[str, ...] | None:
 
 
 def _check_snapshot_dir(template: object) -> None:
-    """A folder template as `torchcompile_snapshot_dir` takes, checked without torch."""
+    """A folder template as `torchcompile_snapshot_dir` takes; its placeholders are checked
+    where the folder is resolved (the session: `files.placeholders` is a room above this one)."""
     if template is None:
         return
     if not isinstance(template, str) or not template.strip():
@@ -116,10 +116,6 @@ def _check_snapshot_dir(template: object) -> None:
             f"{MARKER}(snapshot_dir={template!r}) must name a folder relative to the rootdir, "
             "e.g. 'snapshots/{torch}/{device}/py{python}'"
         )
-    try:
-        placeholders(template)
-    except PlaceholderError as exc:
-        raise SpecError(f"{MARKER}(snapshot_dir=...): {exc}") from None
 
 
 def _is_finite_number(value: object) -> bool:
