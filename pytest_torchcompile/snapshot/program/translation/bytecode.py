@@ -16,7 +16,7 @@ raises `Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
 names `__const_<i>` whose values the caller binds. Each Python from 3.10 to
-3.13 has instructions of its own (`instructions.py` says which); the same
+3.14 has instructions of its own (`instructions.py` says which); the same
 source reads the same from 3.11 on.
 """
 
@@ -244,9 +244,16 @@ class _Translator(Instructions):
         return self._loop_end(exit_index)
 
     def _loop_end(self, index: int) -> int:
-        """The index after a loop's own ending: 3.12's END_FOR, 3.13's END_FOR and POP_TOP (which an
-        exhausted FOR_ITER jumps over; up to 3.11 it pops the iterator itself)."""
-        ending = ["END_FOR", "POP_TOP"] if sys.version_info >= (3, 13) else ["END_FOR"]
+        """The index after a loop's own ending: 3.12's END_FOR, 3.13's END_FOR and POP_TOP, 3.14's
+        END_FOR and POP_ITER (which an exhausted FOR_ITER jumps over; up to 3.11 it pops the
+        iterator itself)."""
+        ending = (
+            ["END_FOR", "POP_ITER"]
+            if sys.version_info >= (3, 14)
+            else ["END_FOR", "POP_TOP"]
+            if sys.version_info >= (3, 13)
+            else ["END_FOR"]
+        )
         names = [ins.opname for ins in self.ins[index : index + len(ending)]]
         if sys.version_info >= (3, 12) and names == ending:
             return index + len(ending)

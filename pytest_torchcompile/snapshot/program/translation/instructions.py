@@ -25,6 +25,7 @@ _SKIP = {
     "MAKE_CELL",
     "COPY_FREE_VARS",
     "END_FOR",
+    "NOT_TAKEN",  # 3.14: marks the fall-through of a conditional jump, for instrumentation only
 }
 
 _UNARY = {
@@ -82,7 +83,17 @@ class Instructions(SymbolicStack):
         stack.append(NULL)
 
     def op_LOAD_CONST(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        stack.append(Val(self.constant(ins.argval), "pure"))
+        """A constant; from 3.14 on, where `a[1:2]` compiles to a slice constant, a slice of literals
+        as BUILD_SLICE writes it (up to 3.13, a slice constant is Dynamo's own: named, as before)."""
+        value = ins.argval
+        if isinstance(value, slice) and sys.version_info >= (3, 14):
+            parts = [value.start, value.stop] + ([] if value.step is None else [value.step])
+            texts = [literal(p) for p in parts]
+            if None not in texts:
+                self.lazy(stack, f"slice({', '.join(texts)})", free=True)
+                stack[-1].subscript = ":".join("" if t == "None" else t for t in texts)
+                return
+        stack.append(Val(self.constant(value), "pure"))
 
     def op_RETURN_CONST(self, ins: dis.Instruction, stack: list[Val]) -> None:
         self.flush(stack)
@@ -101,6 +112,20 @@ class Instructions(SymbolicStack):
         name = f"{self.const_prefix}{index}"
         self.constants[name] = value
         return name
+
+    def op_LOAD_SMALL_INT(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.14+: a small int constant, from the argument rather than `co_consts`."""
+        stack.append(Val(self.constant(ins.argval), "pure"))
+
+    def op_LOAD_COMMON_CONSTANT(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.14+: the AssertionError an `assert` raises (3.13: LOAD_ASSERTION_ERROR), or
+        NotImplementedError. CPython's other common constants (`tuple`, `all`, `any`, which it
+        loads for a generator inlined into a call) are refused by name."""
+        if ins.argrepr not in ("AssertionError", "NotImplementedError"):
+            raise Untranslatable(
+                f"instruction LOAD_COMMON_CONSTANT {ins.argrepr} (offset {ins.offset})"
+            )
+        stack.append(Val(ins.argrepr, "pure"))
 
     def op_LOAD_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack.append(Val(ins.argval, "local", local=ins.argval))
@@ -212,7 +237,11 @@ class Instructions(SymbolicStack):
         self.statement(stack, f"del {_operand(obj)}[{_key(key)}]", push=False)
 
     def op_BINARY_OP(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        self.binary(stack, ins.argrepr)
+        """An operator; from 3.14 on also a subscript (argrepr `[]`, BINARY_SUBSCR up to 3.13)."""
+        if ins.argrepr == "[]":
+            self.op_BINARY_SUBSCR(ins, stack)
+        else:
+            self.binary(stack, ins.argrepr)
 
     def binary(self, stack: list[Val], symbol: str) -> None:
         """`left <symbol> right`; an augmented one (`+=`) on a temporary, as CPython's in-place operator."""
@@ -384,8 +413,9 @@ class Instructions(SymbolicStack):
         self.statement(stack, f"{_operand(function)}({', '.join(parts)})")
 
     def op_CALL_FUNCTION_EX(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        """`f(*args, **kwargs)`: a NULL beside the callable from 3.11 on (below it up to 3.12, above from 3.13)."""
-        with_kwargs = bool(ins.arg and ins.arg & 1)
+        """`f(*args, **kwargs)`: a NULL beside the callable from 3.11 on (below it up to 3.12, above from
+        3.13); from 3.14 on the kwargs are always there, a NULL where the call has none."""
+        with_kwargs = sys.version_info >= (3, 14) or bool(ins.arg and ins.arg & 1)
         with_null = sys.version_info >= (3, 11)
         operands = self.take(stack, 2 + with_null + with_kwargs)
         if with_null:
@@ -398,7 +428,7 @@ class Instructions(SymbolicStack):
         else:
             function = operands[0]
         args = operands[1 + with_null]
-        star = f", **{operands[-1].expr}" if with_kwargs else ""
+        star = f", **{operands[-1].expr}" if with_kwargs and operands[-1] is not NULL else ""
         self.statement(stack, f"{_operand(function)}(*{_operand(args)}{star})")
 
     def op_RETURN_VALUE(self, ins: dis.Instruction, stack: list[Val]) -> None:
@@ -480,6 +510,11 @@ class Instructions(SymbolicStack):
     op_MAKE_FUNCTION = op_LOAD_CLOSURE
 
     op_LOAD_FAST_CHECK = op_LOAD_FAST
+
+    #: 3.14: a LOAD_FAST whose reference the frame keeps alive (borrowed): the same value
+    op_LOAD_FAST_BORROW = op_LOAD_FAST
+
+    op_LOAD_FAST_BORROW_LOAD_FAST_BORROW = op_LOAD_FAST_LOAD_FAST
 
     op_DELETE_DEREF = op_DELETE_FAST
 
