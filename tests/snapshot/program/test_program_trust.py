@@ -110,11 +110,11 @@ def test_a_lambda_as_the_model_writes_a_program_that_runs(pytester: pytest.Pytes
 EDITED = """
 import runpy, pytest, torch
 
-def affine(x):
-    return x * 2 + 1
+def affine(x):  # floats: from 3.14 on a small int is an instruction's argument, not a constant
+    return x * 2.5 + 1.5
 
 def affine_edited(x):  # the same bytecode, other constants
-    return x * 3 + 5
+    return x * 3.5 + 5.5
 
 def act(x):
     return torch.relu(x)
