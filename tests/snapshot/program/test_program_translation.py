@@ -129,7 +129,7 @@ def test_plain_functions_translate_to_the_same_behaviour(function) -> None:
 
 
 def test_each_python_writes_the_same_python_for_the_same_source() -> None:
-    """The translation reads alike on 3.10 to 3.14 here (and for all of Dynamo's code on 3.11 to 3.13:
+    """The translation reads alike on 3.10 to 3.14 here (and for all of Dynamo's code on 3.11 to 3.14:
     the committed transformed_code and program snapshots are the same on each)."""
     assert translate(slices_and_keywords.__code__).source == (
         "def slices_and_keywords(a, b):\n"

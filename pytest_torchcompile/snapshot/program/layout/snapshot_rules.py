@@ -4,7 +4,7 @@ The file names the torch and Python versions it was written with (it warns
 when loaded under others) and holds a hash of the compiled function's
 bytecode (`load` checks the function it is given against it). The snapshot
 folder is keyed by torch's version already, and the rest of the file reads
-the same on Python 3.11 to 3.13 (the translator writes each version's
+the same on Python 3.11 to 3.14 (the translator writes each version's
 bytecode as the same Python) and on every build of one torch release (a CPU
 case compiles alike on the `+cpu` wheel and PyPI's CUDA build), so the
 snapshot masks the Python version, drops torch's build tag and masks the hash (the
