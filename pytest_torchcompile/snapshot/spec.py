@@ -114,7 +114,7 @@ def _check_snapshot_dir(template: object) -> None:
     if not isinstance(template, str) or not template.strip():
         raise SpecError(
             f"{MARKER}(snapshot_dir={template!r}) must name a folder relative to the rootdir, "
-            "e.g. 'snapshots/{torch}/{device}/py{python}'"
+            "beside the run's folder, e.g. 'snapshots-py{python}/{torch}/{device}'"
         )
 
 

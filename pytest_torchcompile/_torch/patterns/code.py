@@ -55,6 +55,12 @@ GENERATED_MODULE_TAIL = re.compile(r"_[a-z0-9_]{8}\.py\b")
 
 # --- Inductor's output code --------------------------------------------------------
 
+#: text of Inductor output code that runs on a GPU: Triton kernels, device buffers allocated (every
+#: output code defines `empty_strided_cuda`; a CPU one never calls it)
+GPU_OUTPUT_CODE = re.compile(
+    r"\bimport triton\b|empty_strided_(?:cuda|xpu|mps)\(|device='(?:cuda|xpu|mps)"
+)
+
 #: `# AOT ID: ['3_inference']`: a process-global counter and the graph's kind
 AOT_ID = re.compile(r"(# AOT ID: \[')\d+(_\w+'\])")
 #: `_tensor_constant0 = None  # device(type='cpu') torch.float32 (1, 2) (2, 1) 7f2105b08eb0`: a constant

@@ -9,11 +9,10 @@ compiled model. What it cannot write as correct Python it refuses with
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 
 from ...._torch.formats import GLOBAL_STATE, GLOBAL_STATE_SEPARATOR
-from ...._torch.patterns.code import RANDOM_OP
+from ...._torch.patterns.code import GPU_OUTPUT_CODE, RANDOM_OP
 from ....common.capture_log import CaptureLog, FrameKey
 from ..facts.data import CompileSettings
 
@@ -21,11 +20,6 @@ from ..facts.data import CompileSettings
 BACKENDS = ("inductor", "aot_eager", "eager")
 #: text of Inductor output code that loads frozen parameters (freezing=True) instead of taking them as inputs.
 _FROZEN = "_frozen_param"
-#: text of Inductor output code that runs on a GPU: Triton kernels, device buffers allocated (every
-#: output code defines `empty_strided_cuda`; a CPU one never calls it).
-_GPU_CODE = re.compile(
-    r"\bimport triton\b|empty_strided_(?:cuda|xpu|mps)\(|device='(?:cuda|xpu|mps)"
-)
 
 
 class ProgramRefused(Exception):
@@ -81,7 +75,7 @@ def check_case(log: CaptureLog, backend: str, settings: CompileSettings) -> None
 
 def _on_a_gpu(log: CaptureLog) -> bool:
     """Whether any of Inductor's output code runs on a GPU (Triton kernels or device buffers)."""
-    return any(_GPU_CODE.search(code) for code in log.payloads("output_code"))
+    return any(GPU_OUTPUT_CODE.search(code) for code in log.payloads("output_code"))
 
 
 def _autocast_on(codes: Iterable[str]) -> bool:
