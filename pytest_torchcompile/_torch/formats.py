@@ -123,6 +123,11 @@ _BEFORE_COMMENT = re.compile(r"""((?:[^'"#]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.
 
 def split_comment(part: str) -> tuple[str, str]:
     """`code  # comment` -> (code, comment): the first `#` outside a string literal."""
+    hash_at = _comment_hash(part)
+    if hash_at is not None:
+        return part[:hash_at].rstrip(), part[hash_at + 1 :].strip()
+    if "#" not in part:
+        return part.strip(), ""
     match = _BEFORE_COMMENT.match(part)
     if match:
         return match.group(1).rstrip(), part[match.end() :].strip()
@@ -130,6 +135,25 @@ def split_comment(part: str) -> tuple[str, str]:
         code, _, comment = part.partition("  # ")
         return code.rstrip(), comment.strip()
     return part.strip(), ""
+
+
+def _comment_hash(part: str) -> int | None:
+    """Where the first `#` outside a string literal is, found by jumping from quote to quote (a
+    guard's code quotes its sources, `L['x']`); None when there is none, or where a string holds a
+    backslash or a line break, or is left open: the pattern decides those."""
+    at = 0
+    while True:
+        hash_at = part.find("#", at)
+        if hash_at < 0:
+            return None
+        quotes = [i for i in (part.find("'", at, hash_at), part.find('"', at, hash_at)) if i >= 0]
+        if not quotes:
+            return hash_at
+        opened = min(quotes)
+        closed = part.find(part[opened], opened + 1)
+        if closed < 0 or "\\" in part[opened:closed] or "\n" in part[opened:closed]:
+            return None
+        at = closed + 1
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..._torch.patterns.code import (
     CPP_HEADER,
@@ -52,7 +52,13 @@ from ..._torch.patterns.code import (
     WRAPPER_FREE,
     WRAPPER_PROVENANCE,
 )
-from ..._torch.patterns.guards import BARE_KIND, DIMENSION_MARK, MANAGER_LINE, TREE_LINE_START
+from ..._torch.patterns.guards import (
+    BARE_KIND,
+    DIMENSION_KIND,
+    DIMENSION_MARK,
+    MANAGER_LINE,
+    TREE_LINE_START,
+)
 from .sections import per_frame_section
 
 Rule = Callable[[str], str]
@@ -68,7 +74,7 @@ def compact_guards(section: str) -> str:
     last_comment = ""
     # each line read once: (the line, whether it is a tree line, its content: None for a manager)
     lines = [
-        (raw, tree, _leaf(raw))
+        (raw, tree, _leaf(raw[tree.end() :] if tree else raw))
         for raw in section.splitlines()
         for tree in (TREE_LINE_START.match(raw),)
     ]
@@ -90,12 +96,12 @@ def compact_guards(section: str) -> str:
             if leaf is not None:  # not a manager line
                 out.append(raw)
             continue
-        if leaf is None or (BARE_KIND.match(leaf) and leaf in kinds_with_code):
+        if leaf is None or (":" not in leaf and BARE_KIND.match(leaf) and leaf in kinds_with_code):
             continue  # a manager line, or a relational guard repeated under each value it relates
         code, comment = _split_comment(leaf)
         shown = "" if comment == last_comment else comment
         last_comment = comment or last_comment
-        mark = DIMENSION_MARK.match(code)
+        mark = DIMENSION_MARK.match(code) if code.startswith(DIMENSION_KIND) else None
         if mark and marks is not None and marks[0] == mark.group(1):
             marks.append(mark.group(2))
             continue
@@ -108,10 +114,12 @@ def compact_guards(section: str) -> str:
     return "\n".join(out) + ("\n" if section.endswith("\n") else "")
 
 
-def _leaf(line: str) -> str | None:
-    """The guard on a tree line, or None for a manager (structure) line."""
-    body = TREE_LINE_START.sub("", line, count=1)
-    return None if MANAGER_LINE.match(body) else body
+def _leaf(body: str) -> str | None:
+    """The guard of a tree line's content, or None for a manager (structure) line."""
+    # every manager's name ends in `Manager` (the root's in `MANAGER`): the pattern's `\w*` is
+    # tried only where one can match
+    manager = ("Manager" in body or "MANAGER" in body) and MANAGER_LINE.match(body)
+    return None if manager else body
 
 
 def _split_comment(leaf: str) -> tuple[str, str]:
@@ -123,8 +131,6 @@ def _split_comment(leaf: str) -> tuple[str, str]:
 # --- FX graphs -----------------------------------------------------------------
 
 _COUNTER = re.compile(r"^(.*?)(?:_(\d+))?$")
-#: a name in code, not an attribute (`aten.add`) or inside a string
-_NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
 
 
 @per_frame_section
@@ -140,35 +146,59 @@ def renumber_fx_names(section: str) -> str:
     }
     if all(renumbered[base] == names for base, names in families.items()):
         return section  # numbered in order already: nothing to rename, no need to read the names
+    lines = section.split("\n")
     code = "\n".join(
         _outside_comment(line, lambda code: code, keep_comment=False) if "#" in line else line
-        for line in section.split("\n")
+        for line in lines
     )
-    tokens = set(_NAME.findall(code))  # one search: a name never spans a line
-    renamed = set(defined)
+    owned = set(defined)
+    taken = _names_in(code, {n for new in renumbered.values() for n in new if n not in owned})
     mapping: dict[str, str] = {}
     for base, names in families.items():
         new = renumbered[base]
-        if any(n in tokens and n not in renamed for n in new):
+        if any(n in taken for n in new):
             continue  # a new name would collide with a name this rule does not own (an input, a global)
         mapping.update((old, n) for old, n in zip(names, new) if old != n)
     if not mapping:
         return section
-    pattern = re.compile(
-        _NAME.pattern.replace(
-            "[A-Za-z_]\\w*", "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))
-        )
-    )
+    pattern = _whole_names(mapping)
 
     def rename(match: re.Match[str]) -> str:
-        return mapping[match.group(1)]
+        name = match.group(0)
+        return mapping[name] if _starts_a_name(match.string, match.start()) else name
 
     return "\n".join(
         _outside_comment(line, lambda code: pattern.sub(rename, code))
         if "#" in line
         else pattern.sub(rename, line)  # no comment: all of the line is code (most of a graph)
-        for line in section.split("\n")
+        for line in lines
     )
+
+
+def _names_in(code: str, names: set[str]) -> set[str]:
+    """Those of `names` that `code` uses as names (not attributes, not inside strings)."""
+    names = {name for name in names if name in code}  # a substring search rules most out
+    if not names:
+        return names
+    return {
+        m.group(0) for m in _whole_names(names).finditer(code) if _starts_a_name(code, m.start())
+    }
+
+
+def _whole_names(names: Iterable[str]) -> re.Pattern[str]:
+    """`names` as whole names, longest first. The alternation leads, so the search skips to where
+    one can start; what precedes it (`_starts_a_name`) is checked on each match, where a
+    lookbehind in front would be tried at every position of the text."""
+    alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    return re.compile(f"(?:{alternatives})(?![\\w'\"])")
+
+
+def _starts_a_name(text: str, start: int) -> bool:
+    """Whether a name at `start` is one: not the tail of a word, an attribute or a string's text."""
+    if start == 0:
+        return True
+    before = text[start - 1]
+    return not (before.isalnum() or before in "_.'\"")
 
 
 def _outside_comment(line: str, rewrite: Callable[[str], str], keep_comment: bool = True) -> str:
@@ -207,9 +237,10 @@ def compact_output_code(text: str) -> str:
     block_indent: int | None = None
     for line in text.split("\n"):
         if in_string:
-            if line.strip() in KERNEL_BOILERPLATE:
+            stripped = line.strip()
+            if stripped in KERNEL_BOILERPLATE:
                 continue
-            if line.strip() == "{" and out and CPP_HEADER.match(out[-1]):
+            if stripped == "{" and out and CPP_HEADER.match(out[-1]):
                 out[-1] += " {"
                 continue
         else:

@@ -59,8 +59,9 @@ from .sections import per_frame_section
 
 Rule = Callable[[str], str]
 
-_LINE_REF = re.compile(r"(\.py):\d+\b")
-_LINE_WORD = re.compile(r"(, line )\d+\b")
+#: (no groups: a fixed replacement costs no template per match)
+_LINE_REF = re.compile(r"\.py:\d+\b")
+_LINE_WORD = re.compile(r", line \d+\b")
 _FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 _CODE_OBJECT_ADDRESS = re.compile(
@@ -247,9 +248,21 @@ def mask_num_threads(text: str) -> str:
 
 def drop_guard_latency(text: str) -> str:
     """`Guard latency = 70.56 us` is a timing, not a property of the guards."""
-    if "Guard latency = " not in text:  # no regex scan where there is nothing to drop
+    if GUARD_LATENCY not in text:
         return text
-    return GUARD_LATENCY.sub("", text)
+    # line by line, the blank lines above it too: a pattern anchored at each line start with
+    # `\s*` would try every position of the whole guards text
+    out: list[str] = []
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith(GUARD_LATENCY):
+            while out and not out[-1].strip():
+                out.pop()
+            if index == len(lines) - 1:
+                out.append("")  # the last line: the line break before it stays
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
 def mask_kernel_paths(text: str) -> str:
@@ -368,8 +381,8 @@ def shorten_guard_comment_paths(text: str) -> str:
 
 def mask_line_numbers(text: str) -> str:
     """`file.py:9`, `, line 9`, `resume_in_f_at_13`: a moved line is not a regression."""
-    text = _LINE_REF.sub(r"\1:<N>", text)
-    text = _LINE_WORD.sub(r"\1<N>", text)
+    text = _LINE_REF.sub(".py:<N>", text)
+    text = _LINE_WORD.sub(", line <N>", text)
     return RESUME_IN_AT.sub(r"\1<N>", text)
 
 

@@ -308,6 +308,12 @@ def test_fx_renumbering_keeps_inputs_ops_and_comments() -> None:
     )  # user code quoted in a comment stays as written
 
 
+def test_fx_renumbering_renames_names_only() -> None:
+    """A renamed node's text inside a string, an attribute or a longer word stays."""
+    graph = GRAPH.replace("return (add_12,)", "return (add_12, 'add_12', x.add_12, xadd_12)")
+    assert "return (add_1, 'add_12', x.add_12, xadd_12)" in renumber_fx_names(graph)
+
+
 def test_fx_renumbering_never_takes_a_name_it_does_not_own() -> None:
     """An input named `add_1` keeps the `add` family as torch named it."""
     graph = GRAPH.replace("add_x", "add_1")

@@ -194,6 +194,9 @@ def test_guard_function_without_checks_returns_true() -> None:
         ("L['x'] == 2  # y = f(x)  # m.py:3 in f", ("L['x'] == 2", "y = f(x)  # m.py:3 in f")),
         ("L['s'] == '# not a comment'", ("L['s'] == '# not a comment'", "")),
         ("x == 'unterminated  # c", ("x == 'unterminated", "c")),
+        ("G['a#b'][\"c#\"] == 1  # f(x)", ("G['a#b'][\"c#\"] == 1", "f(x)")),
+        ("x == 'a\\'#'  # c", ("x == 'a\\'#'", "c")),
+        ("x == 'two\nlines#'  # c", ("x == 'two\nlines#'", "c")),
     ],
 )
 def test_split_comment(part: str, expected: tuple[str, str]) -> None:
