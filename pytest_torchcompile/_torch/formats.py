@@ -78,6 +78,18 @@ FX_CONSTANT_READ = re.compile(
     r"^[ \t]*\w+(?:: \"[^\"]*\")? = self\.(_tensor_constant\d+)$", re.MULTILINE
 )
 
+
+def output_constants(code: str) -> list[str]:
+    """The tensor constants an output code's module is given (`OUTPUT_CONSTANT`), in order."""
+    # the literal first: the pattern, anchored at each line start, would try every position
+    return OUTPUT_CONSTANT.findall(code) if " = None  # device(" in code else []
+
+
+def constants_read(graph: str) -> list[str]:
+    """The tensor constants a printed FX graph reads from its GraphModule (`FX_CONSTANT_READ`), in order."""
+    return FX_CONSTANT_READ.findall(graph) if " = self._tensor_constant" in graph else []
+
+
 #: an op's repr, `<OpOverload(op='aten.relu', overload='default')>`.
 OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
 
@@ -118,14 +130,15 @@ BACKEND_DEVICES = {
 #: TENSOR_MATCH's type names -> the Python class.
 TENSOR_TYPES = {"Tensor": "torch.Tensor", "Parameter": "torch.nn.Parameter"}
 
-_BEFORE_COMMENT = re.compile(r"""((?:[^'"#]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*)#""")
+#: the code before the first `#` outside a string literal, written as runs between strings (an
+#: alternation tried at each character costs twice as much on a guard's code)
+_BEFORE_COMMENT = re.compile(
+    r"""([^'"#]*(?:(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")[^'"#]*)*)#"""
+)
 
 
 def split_comment(part: str) -> tuple[str, str]:
     """`code  # comment` -> (code, comment): the first `#` outside a string literal."""
-    hash_at = _comment_hash(part)
-    if hash_at is not None:
-        return part[:hash_at].rstrip(), part[hash_at + 1 :].strip()
     if "#" not in part:
         return part.strip(), ""
     match = _BEFORE_COMMENT.match(part)
@@ -135,25 +148,6 @@ def split_comment(part: str) -> tuple[str, str]:
         code, _, comment = part.partition("  # ")
         return code.rstrip(), comment.strip()
     return part.strip(), ""
-
-
-def _comment_hash(part: str) -> int | None:
-    """Where the first `#` outside a string literal is, found by jumping from quote to quote (a
-    guard's code quotes its sources, `L['x']`); None when there is none, or where a string holds a
-    backslash or a line break, or is left open: the pattern decides those."""
-    at = 0
-    while True:
-        hash_at = part.find("#", at)
-        if hash_at < 0:
-            return None
-        quotes = [i for i in (part.find("'", at, hash_at), part.find('"', at, hash_at)) if i >= 0]
-        if not quotes:
-            return hash_at
-        opened = min(quotes)
-        closed = part.find(part[opened], opened + 1)
-        if closed < 0 or "\\" in part[opened:closed] or "\n" in part[opened:closed]:
-            return None
-        at = closed + 1
 
 
 @dataclass(frozen=True)

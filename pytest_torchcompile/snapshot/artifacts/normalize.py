@@ -532,15 +532,15 @@ def sort_global_guards(text: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(lines):
-        match = GLOBALS_MANAGER.match(lines[i])
+        match = "GlobalsGuardAccessor" in lines[i] and GLOBALS_MANAGER.match(lines[i])
         out.append(lines[i])
         i += 1
         if not match:
             continue
         child = len(match.group(1)) + 2  # children sit one `| ` deeper
         blocks: list[list[str]] = []
-        while i < len(lines) and _tree_depth(lines[i]) >= child:
-            if _tree_depth(lines[i]) == child or not blocks:
+        while i < len(lines) and (depth := _tree_depth(lines[i])) >= child:
+            if depth == child or not blocks:
                 blocks.append([])
             blocks[-1].append(lines[i])
             i += 1
@@ -568,7 +568,7 @@ def _masked_numbers(line: str) -> str:
     on a line that holds its literal part (they start with lookbehinds, slow to scan)."""
     if "_obj" in line:
         line = _RENUMBERED_GLOBAL.sub("_obj", line)
-    if "_c" in line:
+    if "_c" in line and _HAS_GLOBAL_ID.search(line):
         line = GLOBAL_WITH_ID.sub("_obj", line)
     if BUILTINS_DICT_PREFIX in line:
         line = BUILTINS_DICT.sub("__builtins_dict___", line)

@@ -22,13 +22,13 @@ import torch
 
 from ...._torch import config, dynamo
 from ...._torch.formats import (
-    FX_CONSTANT_READ,
     GUARD_GLOBAL,
     ID_CHECK,
     INSTALLED_GLOBAL,
-    OUTPUT_CONSTANT,
     RESUME_PREFIX,
     UNNAMED_SCOPE_PREFIX,
+    constants_read,
+    output_constants,
 )
 from ...._torch.guard_tree import GuardRow
 from ...._torch.program import constants
@@ -145,8 +145,8 @@ def graph_constants(
     any of them cannot be written ("" when all can). A name no constant is found for is only a problem
     where a kernel the file runs reads it (Inductor folds some into its kernels): the layout decides."""
     texts = [t for kind in _GRAPH_RECORDS for t in log.payloads(kind, key)]
-    names = {n for t in texts for n in FX_CONSTANT_READ.findall(t)}
-    names |= {n for t in log.payloads("output_code", key) for n in OUTPUT_CONSTANT.findall(t)}
+    names = {n for t in texts for n in constants_read(t)}
+    names |= {n for t in log.payloads("output_code", key) for n in output_constants(t)}
     if not names:
         return (), ""
     if len(graphs) != 1:

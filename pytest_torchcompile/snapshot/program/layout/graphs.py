@@ -21,7 +21,8 @@ from ...._torch.formats import (
     FX_CLASS_LINE,
     FX_CONSTANT_READ,
     FX_SELF_READ,
-    OUTPUT_CONSTANT,
+    constants_read,
+    output_constants,
 )
 from ...._torch.program.aot_meta import AotMeta, MetaFormatError, parse_meta
 from ....common.capture_log import CaptureLog, FrameKey
@@ -111,7 +112,7 @@ def _aot_kernels(
         for code in log.payloads("output_code", key):
             match = AOT_KIND.search(code)
             kind = match.group(1) if match else "inference"
-            reads = _provided(OUTPUT_CONSTANT.findall(code), constants, where)
+            reads = _provided(output_constants(code), constants, where)
             kernels[kind] = Kernel(
                 f"{label}_{kind}", OUTPUT_CODE, code, f"Inductor's output code ({kind})", reads
             )
@@ -119,7 +120,7 @@ def _aot_kernels(
         graphs = log.payloads(f"aot_{kind}", key)
         if kind in kernels or not graphs:
             continue
-        reads = _provided(FX_CONSTANT_READ.findall(graphs[-1]), constants, where)
+        reads = _provided(constants_read(graphs[-1]), constants, where)
         _check_fx(graphs[-1], where, {name for name, _ in reads})
         note = (
             "AOTAutograd's graph, which aot_eager runs as is"
