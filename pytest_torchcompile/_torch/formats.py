@@ -79,10 +79,30 @@ FX_CONSTANT_READ = re.compile(
 )
 
 
+def findall_on_lines(pattern: re.Pattern[str], text: str, literal: str) -> list[Any]:
+    """`pattern.findall(text)` for a pattern whose every match lies within one line and holds
+    `literal`: matched only on the lines that hold it. A pattern anchored at line starts tries
+    every position of the text; `str.find` skips to the lines that matter (a kernel's name in an
+    output code of 60,000 characters: a tenth of the time)."""
+    found: list[Any] = []
+    at = text.find(literal)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        found += pattern.findall(text, start, end)
+        at = text.find(literal, end)
+    return found
+
+
+def kernel_names(output_code: str) -> list[str]:
+    """Names of the kernels Inductor generated (C++ or Triton) in one output code (`KERNEL_DEF`)."""
+    return findall_on_lines(KERNEL_DEF, output_code, " = async_compile.")
+
+
 def output_constants(code: str) -> list[str]:
     """The tensor constants an output code's module is given (`OUTPUT_CONSTANT`), in order."""
-    # the literal first: the pattern, anchored at each line start, would try every position
-    return OUTPUT_CONSTANT.findall(code) if " = None  # device(" in code else []
+    return findall_on_lines(OUTPUT_CONSTANT, code, " = None  # device(")
 
 
 def constants_read(graph: str) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._torch.formats import FX_BODY_START, FX_OP_LINE, KERNEL_DEF
+from .._torch.formats import FX_BODY_START, FX_OP_LINE, kernel_names
 from .._torch.patterns.dynamo import BREAK_AT, BREAK_REASON
 from .capture_log import CaptureLog, FrameKey
 
@@ -59,11 +59,6 @@ class Counters:
     def as_dict(self) -> dict[str, int]:
         """The four counters by attribute name, in `COUNTER_LABELS` order."""
         return {name: getattr(self, name) for name in COUNTER_LABELS}
-
-
-def kernel_names(output_code: str) -> list[str]:
-    """Names of the kernels Inductor generated (C++ or Triton) in one output code."""
-    return KERNEL_DEF.findall(output_code)
 
 
 def count_fx_ops(graph_text: str) -> int:

@@ -317,12 +317,20 @@ def drop_fx_provenance(text: str) -> str:
 @per_frame_section
 def drop_fx_input_aliases(section: str) -> str:
     """`l_x_ = L_x_` lines dropped; `l_x_` read as `L_x_` in the rest of the graph."""
-    aliases = dict(FX_INPUT_ALIAS.findall(section))
+    aliases = dict(FX_INPUT_ALIAS.findall(section)) if " = L_" in section else {}
     if not aliases:
         return section
     section = FX_INPUT_ALIAS.sub("", section)
-    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, aliases)) + r")(?!\w)")
+    pattern = re.compile("(?:" + "|".join(map(re.escape, aliases)) + r")(?!\w)")
+
+    def unaliased(match: re.Match[str]) -> str:
+        before = match.string[match.start() - 1] if match.start() else ""
+        keep = before.isalnum() or before in ("_", ".")  # the tail of a longer name, an attribute
+        return match.group(0) if keep else aliases[match.group(0)]
+
     return "\n".join(
-        _outside_comment(line, lambda code: pattern.sub(lambda m: aliases[m.group(1)], code))
+        _outside_comment(line, lambda code: pattern.sub(unaliased, code))
+        if "l_" in line  # every alias starts so: no other line holds one
+        else line
         for line in section.split("\n")
     )
