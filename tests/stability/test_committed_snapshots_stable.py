@@ -27,7 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -53,34 +53,42 @@ class Suite:
     #: the snapshot folder template its tests resolve on this Python (the project's ini, or the
     #: marker's `snapshot_dir`: the real models keep a set per Python from 3.12 on)
     folder: str = PROJECT_FOLDER
-    #: the one Python its set was recorded on and is checked on, None for every Python (the
-    #: other libraries' set: they are not installed on CI's 3.13 leg)
-    python: str | None = None
     #: a `-k` every run of it takes (`tests` counts what it selects), None for the whole suite
     select: str | None = None
     #: the warm runs it skips (`SEEDS`' names), to keep a CI leg short
     skips: frozenset[str] = frozenset()
 
 
+def per_python(suite: Suite, select: str, tests: int) -> Suite:
+    """A real-model suite as this Python checks it: whole against the project's set on 3.11, and
+    on 3.12+ against its own set (`REAL_MODELS_SNAPSHOT_DIR`), checked on CI's 3.13 leg, a few
+    of the models whose set differs there (`select`, `tests` of them), cold at another path and
+    reversed with hash randomisation off (what a Python changes: the frames and the order Dynamo
+    guards in). xdist and a test alone do not depend on the Python and run on 3.11, and the
+    plain suite run in the same leg checks every model: all four runs of all ten real models
+    cost about six and a half minutes there."""
+    if REAL_MODELS_SNAPSHOT_DIR is None:
+        return suite
+    return replace(
+        suite,
+        tests=tests,
+        folder=REAL_MODELS_SNAPSHOT_DIR,
+        select=select,
+        skips=frozenset({"xdist", "alone"}),
+    )
+
+
 SUITES = {
     # BART alone: transformers' registry then holds only BART's classes (after the others, many more)
-    "real_models": Suite("test_real_models.py", 10, "bart")
-    if REAL_MODELS_SNAPSHOT_DIR is None
-    # their own set on Python 3.12+, checked on CI's 3.13 leg, where all four runs of all ten
-    # cost about six and a half minutes: three of the models whose guards differ there, cold at
-    # another path and reversed with hash randomisation off (what a Python changes: the frames
-    # and the order Dynamo guards in); xdist and a test alone do not depend on the Python and
-    # run on 3.11. The plain suite run in the same leg checks all ten.
-    else Suite(
-        "test_real_models.py",
-        3,
-        "bart",
-        folder=REAL_MODELS_SNAPSHOT_DIR,
-        select="bart or convnext or wav2vec2",
-        skips=frozenset({"xdist", "alone"}),
+    "real_models": per_python(
+        Suite("test_real_models.py", 10, "bart"), "bart or convnext or wav2vec2", 3
     ),
-    # the einops model alone: the first of its process to parse an einops pattern
-    "other_libraries": Suite("test_other_libraries.py", 13, "einops_mixer", python="3.11"),
+    # the einops model alone: the first of its process to parse an einops pattern; on 3.12+ two
+    # models of one library whose guards (wraps, dedented docstrings, einops' comprehensions),
+    # graph (a comprehension's frame) and break reasons (`CALL_KW`) differ there
+    "other_libraries": per_python(
+        Suite("test_other_libraries.py", 13, "einops_mixer"), "vq_codebook or vq_residual_fsq", 2
+    ),
     # the zoo's small models: its programs' runs cost each re-run a few seconds
     "zoo": Suite("test_zoo.py", 10, "graph_break", programs=True),
 }
@@ -162,12 +170,6 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         pytest.skip(
             f"no committed snapshots of {suite.module} for this torch and Python ({committed.relative_to(REPO)}): "
             "the real-model set is recorded on torch 2.13"
-        )
-    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if suite.python not in (None, running):
-        pytest.skip(
-            f"{suite.module}'s committed set is recorded and checked on Python {suite.python} only "
-            "(its libraries are not installed on CI's other Python)"
         )
     missing = missing_libraries(suite)
     if missing and not os.environ.get("CI"):
