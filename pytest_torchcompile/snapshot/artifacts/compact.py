@@ -153,12 +153,8 @@ def renumber_fx_names(section: str) -> str:
     )
     owned = set(defined)
     taken = _names_in(code, {n for new in renumbered.values() for n in new if n not in owned})
-    mapping: dict[str, str] = {}
-    for base, names in families.items():
-        new = renumbered[base]
-        if any(n in taken for n in new):
-            continue  # a new name would collide with a name this rule does not own (an input, a global)
-        mapping.update((old, n) for old, n in zip(names, new) if old != n)
+    kept = {base for base, new in renumbered.items() if any(n in taken for n in new)}
+    mapping = _without_joins(families, renumbered, kept)
     if not mapping:
         return section
     pattern = _whole_names(mapping)
@@ -173,6 +169,32 @@ def renumber_fx_names(section: str) -> str:
         else pattern.sub(rename, line)  # no comment: all of the line is code (most of a graph)
         for line in lines
     )
+
+
+def _without_joins(
+    families: dict[str, list[str]], renumbered: dict[str, list[str]], kept: set[str]
+) -> dict[str, str]:
+    """Old name -> new name for the families not `kept` (a new name of theirs would collide
+    with a name the rule does not own: an input, a global), keeping more families as they are
+    until no two names share one: `sh_3` renumbered to `sh_1` while family `sh_1`'s `sh_1_1`
+    becomes `sh_1` too (e3nn's names) would join two values."""
+    kept = set(kept)
+    while True:
+        final: dict[str, list[str]] = {}
+        for base, names in families.items():
+            for renamed in names if base in kept else renumbered[base]:
+                final.setdefault(renamed, []).append(base)
+        joined = {b for bases in final.values() if len(bases) > 1 for b in bases} - kept
+        if not joined:
+            break
+        kept |= joined
+    return {
+        old: new
+        for base, names in families.items()
+        if base not in kept
+        for old, new in zip(names, renumbered[base])
+        if old != new
+    }
 
 
 def _names_in(code: str, names: set[str]) -> set[str]:

@@ -314,6 +314,23 @@ def test_fx_renumbering_renames_names_only() -> None:
     assert "return (add_1, 'add_12', x.add_12, xadd_12)" in renumber_fx_names(graph)
 
 
+def test_fx_renumbering_never_joins_two_values() -> None:
+    """e3nn's spherical harmonics, `sh_0_0`, `sh_1_0`, `sh_1_1`, ..., stored as `sh_0`, `sh_1`,
+    `sh_1_1`: read again, family `sh` ([sh_0, sh_1, sh]) would renumber `sh_1` to `sh_1` while
+    family `sh_1` renumbers `sh_1_1` to `sh_1` too. The stored form reads back as it is."""
+    graph = GRAPH.replace(
+        "        return (add_12,)",
+        '        sh_0: "f32[4][1]cpu" = torch.ones_like(add_x)\n'
+        '        sh_1: "f32[4][1]cpu" = 2.0 * add_x\n'
+        '        sh_1_1: "f32[4][1]cpu" = 3.0 * add_x\n'
+        '        sh: "f32[4, 3][3, 1]cpu" = torch.stack([sh_0, sh_1, sh_1_1], dim = -1)\n'
+        "        return (add_12, sh)",
+    )
+    once = renumber_fx_names(graph)
+    assert "torch.stack([sh_0, sh_1, sh_1_1], dim = -1)" in once
+    assert renumber_fx_names(once) == once
+
+
 def test_fx_renumbering_never_takes_a_name_it_does_not_own() -> None:
     """An input named `add_1` keeps the `add` family as torch named it."""
     graph = GRAPH.replace("add_x", "add_1")
