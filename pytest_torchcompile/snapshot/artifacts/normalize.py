@@ -59,7 +59,7 @@ from .sections import per_frame_section
 
 Rule = Callable[[str], str]
 
-#: (no groups: a fixed replacement costs no template per match)
+#: `file.py:9` and `, line 9`, without groups: a fixed replacement expands no template per match
 _LINE_REF = re.compile(r"\.py:\d+\b")
 _LINE_WORD = re.compile(r", line \d+\b")
 _FROZEN_LINE = re.compile(r"(<frozen [\w.]+>):\d+")
