@@ -17,8 +17,11 @@ signal and the end of its stderr), one that runs past the time limit
 (killed, with what it started), a server that cannot start (the end of its
 log). A server that dies is started again once. `close()` (at the end of
 the session, and at exit) ends the server, which kills a running child:
-nothing outlives the session. Where `fork` is unsafe or missing (not
-Linux), or `PTC_FORK_SERVER=0`, each call starts a new interpreter instead.
+nothing outlives the session. Where `fork` is missing (not Linux), or
+`PTC_FORK_SERVER=0`, each call starts a new interpreter instead; so does
+every call of a session whose server says forking is unsafe there (a
+thread running after its imports: on an H100 with torch 2.11 the CUDA
+driver starts one).
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ START_TIMEOUT_S = 600.0
 
 class FreshProcessFailed(Exception):
     """The fresh process exited without an answer, or could not be started; the message says how."""
+
+
+class ForkRefused(FreshProcessFailed):
+    """The fork server found forking unsafe (a thread, a CUDA context): the call was not started."""
 
 
 @dataclass(frozen=True)
@@ -102,22 +109,29 @@ class FreshProcesses:
 
     def __init__(self) -> None:
         self.server: ForkServer | None = None
+        #: why the server refused to fork, once it did: the session's calls then start interpreters
+        self.refused: str | None = None
         atexit.register(self.close)  # a session that never reached its end hook
 
     def prestart(self) -> None:
         """Start the server now (it imports torch while the caller compiles), if not running."""
-        if forking():
+        if forking() and self.refused is None:
             self._server(child_env())
 
     def run(self, call: Call) -> int:
         """Run the call in a fresh process; its exit code (negative: killed by that signal)."""
         env = child_env()
-        if not forking():
+        if not forking() or self.refused is not None:
             return _spawn(call, env)
         for attempt in (1, 2):
             server = self._server(env)
             try:
                 return server.run(call, env)
+            except ForkRefused as exc:
+                # what made it unsafe came with its imports: every later server would refuse too
+                self.refused = str(exc)
+                self._stop()
+                return _spawn(call, env)
             except ServerGone as exc:
                 self._stop()
                 if attempt == 2:
@@ -227,9 +241,7 @@ class ForkServer:
         if message is None:
             raise self._gone(f"while waiting for '{expected}'")
         if "refused" in message:
-            raise FreshProcessFailed(
-                f"({message['refused']}; {FORK_VARIABLE}=0 starts a new interpreter per call instead)"
-            )
+            raise ForkRefused(message["refused"])
         return message[expected]
 
     def _gone(self, when: str) -> ServerGone:

@@ -175,3 +175,30 @@ def test_without_the_fork_server_each_call_is_a_new_interpreter(
     result = pytester.runpytest("--update-snapshots", "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*SERVER None*"])
+
+
+#: on the import path of the inner session: a thread in the fork server alone, as a GPU machine's
+#: CUDA driver starts one while the server imports torch (seen on an H100 with torch 2.11)
+THREAD_IN_THE_SERVER = """
+import sys, threading, time
+if "pytest_torchcompile.snapshot.fresh_process.zygote" in sys.orig_argv:
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True, name="driver").start()
+"""
+
+
+def test_a_server_that_cannot_fork_safely_runs_each_call_as_a_new_interpreter(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(sitecustomize=THREAD_IN_THE_SERVER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), *sys.path]))
+    pytester.makepyfile(
+        test_refused=COMMON
+        + "".join(
+            f"@fresh\ndef test_{i}(compile_model):\n    run(compile_model, Probe())\n"
+            for i in range(2)
+        )
+    )
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=2)
+    # the server refused, was ended, and none was started for the second call
+    assert re.findall(r"SERVER (\S+)", result.stdout.str()) == ["None", "None"], result.outlines
