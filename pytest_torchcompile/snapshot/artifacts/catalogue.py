@@ -66,7 +66,9 @@ class Artifact:
     artifacts are built only when a test names them in `artifacts=`.
     `stage` orders artifacts as the compiler produces them (a failure shows
     the earliest changed one first); `reading` is how a comparison reads the
-    text for behaviour (`READINGS`).
+    text for behaviour (`READINGS`). `first` runs on the raw text before the
+    common rules: it only drops lines they would read for nothing (the
+    output code's imports and scaffolding, a quarter to a half of its text).
     """
 
     name: str
@@ -79,6 +81,7 @@ class Artifact:
     rules: tuple[Rule, ...] = ()
     per_frame: bool = False
     opt_in: bool = False
+    first: tuple[Rule, ...] = ()
 
     @property
     def filename(self) -> str:
@@ -92,7 +95,9 @@ class Artifact:
         return bool(log.payloads(self.produced_if))
 
     def normalize(self, normalizer: Normalizer, raw: str) -> str:
-        """The common rules, then this artifact's own."""
+        """Its `first` rules, the common rules, then its own."""
+        for rule in self.first:
+            raw = rule(raw)
         text = normalizer(raw)
         for rule in self.rules:
             text = rule(text)
@@ -112,6 +117,7 @@ def _frame_by_frame(
     reading: str,
     rules: tuple[Rule, ...] = (),
     opt_in: bool = False,
+    first: tuple[Rule, ...] = (),
 ) -> Artifact:
     """An artifact that is one trace stream of its own name, frame by frame."""
     return Artifact(
@@ -125,6 +131,7 @@ def _frame_by_frame(
         rules,
         per_frame=True,
         opt_in=opt_in,
+        first=first,
     )
 
 
@@ -182,10 +189,11 @@ CATALOGUE: tuple[Artifact, ...] = (
         "output_code",
         stage=8,
         reading="generated code",
-        rules=(compact_output_code, outline_output_code),
+        rules=(outline_output_code,),
+        first=(compact_output_code,),
     ),
     _frame_by_frame(
-        "output_code", "code.txt", 8, "generated code", (compact_output_code,), opt_in=True
+        "output_code", "code.txt", 8, "generated code", opt_in=True, first=(compact_output_code,)
     ),
     # text only (never read for behaviour): opt-in
     _frame_by_frame("runtime_wrapper", "code.txt", 6, "text", opt_in=True),
