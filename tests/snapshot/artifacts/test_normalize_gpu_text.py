@@ -77,6 +77,28 @@ def test_cold_and_warm_agree_after_normalization(name: str, case: str, artifact:
     )
 
 
+@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("artifact", ["wrapper_code", "output_code"])
+def test_compacting_first_stores_what_compacting_last_did(name: str, artifact: str) -> None:
+    """An artifact's `first` rules run before the common ones only where the stored text is the
+    same as with them after: they drop lines the common rules would mask for nothing."""
+    entry = CATALOGUE[artifact]
+    assert entry.first, "nothing to check: the artifact has no first rules"
+    for phase in ("cold", "warm"):
+        for case, records in samples(name)[phase].items():
+            log = CaptureLog(
+                [
+                    TraceRecord(FrameKey(r["frame"], r["compile"]), r["name"], r["payload"])
+                    for r in records
+                ]
+            )
+            raw = entry.build(CaseCapture(log), "inductor")
+            last = NORMALIZE(raw)
+            for rule in (*entry.first, *entry.rules):
+                last = rule(last)
+            assert entry.normalize(NORMALIZE, raw) == last, (phase, case)
+
+
 def test_the_samples_differ_before_normalization() -> None:
     """The agreement above is earned: raw, cold and warm differ in these artifacts."""
     differ = set()
