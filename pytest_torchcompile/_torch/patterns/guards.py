@@ -63,6 +63,11 @@ EQUALS_MATCH_LINE = re.compile(r"\bEQUALS_MATCH\b")
 COMMENT_TAIL = re.compile(r"\s+#\s.*$")
 #: a path in a guard's comment, shortened relative to torch's install dir: `ome/u/m.py:12`
 COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
+#: `  # import sys;exec(...)  # <string>:1 in <lambda>`: the user line a guard's comment quotes
+#: (`format_frame(line=True)`) for code of a pseudo-file. `<string>` names every eval'd and
+#: exec'd text, and Python 3.13 registers a `-c` program's source under it (xdist's workers
+#: start so): the quoted line is another text's, when there is one at all
+PSEUDO_FILE_QUOTE = re.compile(r"(  # )(?:(?!  # ).)+(  # <(?:string|stdin)>:\d+ in )")
 #: ` and (_inductor/codegen/cpp.py:12 in need_use_acc_helper)`: which torch function
 #: installed a shape guard, at the end of its comment
 PROVENANCE_TAIL = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$", re.MULTILINE)

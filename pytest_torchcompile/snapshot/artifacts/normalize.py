@@ -52,6 +52,7 @@ from ..._torch.patterns.guards import (
     NUM_THREADS,
     OBJ_ID_VALUE,
     PROVENANCE_TAIL,
+    PSEUDO_FILE_QUOTE,
     ROOT_LAMBDA_GUARD,
     TREE_PREFIX_OR_KEY,
 )
@@ -379,6 +380,18 @@ def shorten_guard_comment_paths(text: str) -> str:
     return COMMENT_PATH.sub(r"\1\2", text)
 
 
+def drop_pseudo_file_quotes(text: str) -> str:
+    """A guard's comment quotes no line of `<string>` or `<stdin>`: every eval'd text shares
+    the name, and under xdist on Python 3.13 the worker's own `-c` program was quoted for a
+    namedtuple's `_tuple_new` (pyg), where a plain run quotes nothing."""
+    if "  # <string>:" not in text and "  # <stdin>:" not in text:
+        return text
+    return "\n".join(
+        PSEUDO_FILE_QUOTE.sub(r"\1\2", line) if "  # <" in line else line
+        for line in text.split("\n")
+    )
+
+
 def mask_line_numbers(text: str) -> str:
     """`file.py:9`, `, line 9`, `resume_in_f_at_13`: a moved line is not a regression."""
     text = _LINE_REF.sub(".py:<N>", text)
@@ -663,6 +676,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     unspace_sym_products,
     mask_generated_module_names,
     shorten_guard_comment_paths,
+    drop_pseudo_file_quotes,
     mask_line_numbers,
     strip_trailing_space,
     mask_frozen_line_numbers,

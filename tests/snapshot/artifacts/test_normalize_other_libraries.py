@@ -238,3 +238,27 @@ def test_einops_set_contains_guard_is_written_so_it_runs_on_a_frozenset(line: st
         keyword=types.SimpleNamespace(iskeyword={"n", "b", "d"}.__contains__)
     )
     assert eval(check, scope, {"G": {"__import_einops_dot_parsing": held}}) is False
+
+
+# --- a line quoted from a pseudo-file (`<string>`) -----------------------------------
+
+
+#: a guard pyg's namedtuples install (`_tuple_new`, compiled from `<string>`), as a plain run
+#: prints it and as an xdist worker on Python 3.13 does: that worker's `python -c` program is
+#: registered as `<string>`'s source, so its line is quoted (both seen on the same model)
+PLAIN_RUN = (
+    "| | +- TYPE_MATCH: ___check_type_id(G['___unnamed_scope_obj0'], 94812)"
+    "                 #   # <string>:1 in <lambda> (HINT: type dict)"
+)
+XDIST_WORKER = (
+    "| | +- TYPE_MATCH: ___check_type_id(G['___unnamed_scope_obj0'], 94812)"
+    "                 # import sys;exec(eval(sys.stdin.readline()))  # <string>:1 in <lambda> (HINT: type dict)"
+)
+
+
+def test_a_line_quoted_from_string_is_no_users_and_reads_the_same_dropped() -> None:
+    assert NORMALIZE(PLAIN_RUN) == NORMALIZE(XDIST_WORKER)
+    assert "<string>:1 in <lambda>" in NORMALIZE(XDIST_WORKER)  # where the guard came from stays
+    # a real file's quoted line stays: it is the user's code
+    real = XDIST_WORKER.replace("<string>:1", "model.py:12")
+    assert "import sys;exec" in NORMALIZE(real)
