@@ -26,6 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
     worker broke every later compile in that worker.
     """
     skip_hypothesis_in_child_runs()
+    config.addinivalue_line(
+        "markers",
+        "torch_independent: what the test checks (files, paths, flags) reads the same on every "
+        "torch; CI runs it on its torch 2.13 leg alone (CONTRIBUTING.md: The test command)",
+    )
     with (
         warnings.catch_warnings()
     ):  # torch's own import-time deprecations, before pytest captures warnings
@@ -40,9 +45,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 #: what the pytest runs this suite starts (pytester's subprocesses, the stability re-runs, the
 #: docs' commands) take on top of their own options: no hypothesis plugin, whose import costs
-#: each run about a second here (a fifth of a small compile test's run); none of them uses
-#: hypothesis (this suite's own tests that do run in this process, its options already read)
-CHILD_ADDOPTS = "-p no:hypothesispytest"
+#: each run about a second here (a fifth of a small compile test's run), and no anyio plugin
+#: (a dependency's, about 0.15 s a run); none of them uses either (this suite's own tests that
+#: use hypothesis run in this process, its options already read)
+CHILD_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
 
 
 def skip_hypothesis_in_child_runs() -> None:

@@ -30,12 +30,14 @@ def test_write_rerun_then_changed_graph_fails_with_diff(
     )
 
 
+@pytest.mark.torch_independent
 def test_snapshot_syrupy_flag_is_an_alias(pytester: pytest.Pytester, snapshot_files) -> None:
     pytester.makepyfile(test_m=model_test("relu"))
     pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
     assert snapshot_files()
 
 
+@pytest.mark.torch_independent
 def test_run_without_update_never_writes(pytester: pytest.Pytester, snapshot_files) -> None:
     pytester.makepyfile(test_m=model_test("relu"))
     result = pytester.runpytest()
@@ -74,6 +76,7 @@ def test_artifacts_keyword_limits_files_and_layout_per_case(
     ]
 
 
+@pytest.mark.torch_independent
 def test_unused_snapshots_reported_then_deleted_on_update(
     pytester: pytest.Pytester, snapshot_files
 ) -> None:
@@ -91,6 +94,7 @@ def test_unused_snapshots_reported_then_deleted_on_update(
     assert snapshot_files() == ["test_m/test_m/summary.txt"]
 
 
+@pytest.mark.torch_independent
 @pytest.mark.parametrize(
     "damage, expected",
     [
@@ -136,6 +140,7 @@ def test_unmarked_test_compiles_but_asserts_and_writes_nothing(
     assert snapshot_files() == []
 
 
+@pytest.mark.torch_independent
 def test_snapshot_dir_ini_and_flag(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden\n")
     pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))

@@ -99,6 +99,7 @@ def test_ini_placeholders_pick_a_folder_per_torch_and_device(pytester: pytest.Py
     )
 
 
+@pytest.mark.torch_independent
 def test_python_placeholder_keeps_a_set_per_python(pytester: pytest.Pytester) -> None:
     """`{python}` is the running interpreter's major.minor: a set recorded here is not another Python's."""
     pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden/{torch}/py{python}\n")
@@ -116,6 +117,7 @@ def test_python_placeholder_keeps_a_set_per_python(pytester: pytest.Pytester) ->
     )
 
 
+@pytest.mark.torch_independent
 def test_flag_placeholders_override_the_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = golden\n")
     pytester.makepyfile(test_m=model_test("relu", extra=', artifacts=("summary",)'))
@@ -126,6 +128,7 @@ def test_flag_placeholders_override_the_ini(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "golden").exists()
 
 
+@pytest.mark.torch_independent
 def test_unknown_placeholder_in_the_ini_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{torch}/{gpu}\n")
     pytester.makepyfile(test_m=model_test("relu"))
@@ -139,6 +142,7 @@ def test_unknown_placeholder_in_the_ini_is_a_usage_error(pytester: pytest.Pytest
     assert not (pytester.path / "snapshots").exists()
 
 
+@pytest.mark.torch_independent
 def test_unknown_placeholder_in_the_flag_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_m=model_test("relu"))
     result = pytester.runpytest("--torchcompile-snapshot-dir=s/{version}")
@@ -202,6 +206,7 @@ def test_device_is_the_cases_device_not_the_machines(pytester: pytest.Pytester) 
     ]
 
 
+@pytest.mark.torch_independent
 def test_literal_braces_around_a_placeholder_name_are_a_folder_name(
     pytester: pytest.Pytester,
 ) -> None:
@@ -214,6 +219,7 @@ def test_literal_braces_around_a_placeholder_name_are_a_folder_name(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
+@pytest.mark.torch_independent
 def test_stale_folders_of_every_devices_set_are_reported(pytester: pytest.Pytester) -> None:
     """A set this machine never writes (`meta`, `cuda-sm90` on a CPU runner) is judged too."""
     pytester.makeini("[pytest]\ntorchcompile_snapshot_dir = snapshots/{torch}/{device}\n")
@@ -257,6 +263,7 @@ def own_folder_tests(op: str = "relu", folder: str = "golden/py{python}/{torch}/
     return OWN_FOLDER_TESTS.format(op=op, folder=folder)
 
 
+@pytest.mark.torch_independent
 def test_a_tests_own_snapshot_dir_keeps_its_set_beside_the_runs(
     pytester: pytest.Pytester,
 ) -> None:
@@ -289,6 +296,7 @@ def test_a_tests_own_snapshot_dir_keeps_its_set_beside_the_runs(
     )
 
 
+@pytest.mark.torch_independent
 def test_a_tests_own_folder_inside_the_runs_is_a_usage_error(pytester: pytest.Pytester) -> None:
     """The run's update judges its set by its own layout: a test's set inside it would look like
     a deleted test's folder there."""
@@ -305,6 +313,7 @@ def test_a_tests_own_folder_inside_the_runs_is_a_usage_error(pytester: pytest.Py
     assert not (pytester.path / f"golden/{TORCH}/cpu/py{PYTHON}").exists()
 
 
+@pytest.mark.torch_independent
 @pytest.mark.parametrize(
     ("folder", "message"),
     [
