@@ -14,6 +14,8 @@ FX_NODE = re.compile(r"^\s+([A-Za-z_]\w*)(?:\s*:\s*\"([^\"]*)\")?\s*=\s*(.+?)\s*
 FX_DEFINED = re.compile(r"^[ \t]+([A-Za-z_]\w*)(?:: \"[^\"\n]*\")? = ", re.MULTILINE)
 #: `;  arg0_1 = None`: the frees FX appends to a node's line
 FX_DELETIONS = re.compile(r";\s+(?:[A-Za-z_]\w*\s*=\s*)+None\s*$")
+#: the same, on every line of a text, before a line's comment (`drop_fx_frees`)
+FX_FREES = re.compile(r";  (?:[A-Za-z_]\w* = )+None(?=  #|$)", re.MULTILINE)
 #: `torch.ops.aten.relu.default(`: a call of an op overload
 FX_TORCH_OP = re.compile(r"^torch\.ops\.(\w+\.\w+(?:\.\w+)?)\(")
 #: `# File: /x/model.py:12 in forward, code: return self.lin(x)`: the user line a node came from

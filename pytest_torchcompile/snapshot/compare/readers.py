@@ -46,6 +46,8 @@ from ..._torch.patterns.guards import (
     TREE_LINE,
     TYPE_NOTE,
 )
+from ..artifacts.compact import unfold_layer_guard
+from ..artifacts.repeats import unfold_repeats
 from ..artifacts.sections import SECTION_HEADER
 
 # ---------------------------------------------------------------- FX graphs
@@ -78,8 +80,11 @@ _SPACES = re.compile(r"\s+")
 
 
 def parse_graph(text: str) -> Graph:
-    """Ops, dataflow fingerprints and node forms of one printed FX graph section."""
-    text = _canonical_symbols(text)
+    """Ops, dataflow fingerprints and node forms of one printed FX graph section.
+
+    A layer's copy the stored form folded (`repeats.fold_repeats`) is read written out.
+    """
+    text = _canonical_symbols(unfold_repeats(text))
     prints: dict[str, str] = {}
     ops: Counter[str] = Counter()
     dataflow: Counter[str] = Counter()
@@ -192,10 +197,13 @@ class Program:
 
 
 def parse_output_code(text: str) -> Program:
-    """Kernels (bodies with their own name masked) and the wrapper's calls to kernels and extern ops."""
+    """Kernels (bodies with their own name masked) and the wrapper's calls to kernels and extern ops.
+
+    A layer's calls the stored form folded (`repeats.fold_repeats`) are read written out.
+    """
     kernels: list[Kernel] = []
     outside: list[str] = []
-    lines = text.splitlines()
+    lines = unfold_repeats(text).splitlines()
     index = 0
     while index < len(lines):
         match = KERNEL_NAME_DEF.match(lines[index])
@@ -254,7 +262,8 @@ def parse_guards(text: str) -> list[Guard]:
       source=...` lines), stored by the plugin before the compact form;
     - the compact form (`compact.compact_guards`): one `KIND: check  # comment`
       per line, a tensor's five dimension-marking guards as one
-      `KIND: X has no _dynamo_..., ...` line.
+      `KIND: X has no _dynamo_..., ...` line, and each layer's copy of a
+      guard as one `..._modules[*]...  [* = 0, 1]` line (`fold_layer_guards`).
 
     Both give the same guards for the same checks (a tree file and its
     compact form compare as text only). A text in neither format gives one
@@ -296,7 +305,7 @@ def _tree_guards(lines: list[str]) -> list[Guard]:
 
 def _compact_guards(lines: list[str]) -> list[Guard]:
     guards: list[Guard] = []
-    for line in lines:
+    for line in (each for folded in lines for each in unfold_layer_guard(folded)):
         leaf = LEAF_LINE.match(line.strip())
         if leaf is None or MANAGER_LINE.match(line.strip()):
             check = _check(line)

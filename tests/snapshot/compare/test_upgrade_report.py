@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import pytest_torchcompile
-from pytest_torchcompile.snapshot.artifacts.compact import compact_guards
+from pytest_torchcompile.snapshot.artifacts.compact import compact_guards, fold_layer_guards
 from pytest_torchcompile.snapshot.artifacts.sections import GraphKey, split_sections
 from pytest_torchcompile.snapshot.compare.behaviour import (
     BEHAVIOUR,
@@ -443,7 +443,8 @@ def test_guards_keep_their_source_and_drop_provenance(guards: str) -> None:
 def test_tree_and_compact_guards_are_the_same_guards(case: str) -> None:
     """The zoo's guards stored as a tree (before) and in the compact form (now, recorded anew) parse to the same guards.
 
-    Also after `compact_guards`, the function the plugin stores with: no guard is lost or invented by the conversion.
+    Also after `compact_guards` and `fold_layer_guards`, the functions the plugin stores with: no guard
+    is lost or invented by the conversion.
     """
     tree, compact = (
         (TREE_GUARDS / f"{case}.guards.txt").read_text(),
@@ -457,6 +458,7 @@ def test_tree_and_compact_guards_are_the_same_guards(case: str) -> None:
         }
 
     assert guards(tree) == guards(compact) == guards(compact_guards(tree))
+    assert guards(fold_layer_guards(compact_guards(tree))) == guards(tree)
     assert sum(map(len, guards(compact).values())) > 10
     diff = compare_case(zoo(case, "tree"), zoo(case))
     assert diff.verdict == TEXT and diff.line() == "text only: stored form", diff.findings
