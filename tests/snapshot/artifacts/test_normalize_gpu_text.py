@@ -34,7 +34,9 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
     CaseCapture,
     normalize_artifact,
 )
+from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
+from pytest_torchcompile.snapshot.artifacts.repeats import unfold_repeats
 from tests.conftest import DATA
 
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.
@@ -120,16 +122,20 @@ SEMANTIC_LINE = re.compile(
 )
 
 
-#: an FX node's number (`mul_2`, `primals_1`): the stored form renumbers nodes in
-#: order of appearance (compact.py), which changes names, never ops, shapes or strides.
-FX_NUMBER = re.compile(r"\b([A-Za-z_]\w*?)_\d+\b")
+#: an FX node's number and a folded copy's suffix (`mul_2`, `primals_1`, `mul_2_R1`): the
+#: stored form renumbers nodes in order of appearance (compact.py) and renames a layer's copy
+#: (repeats.py), which changes names, never ops, shapes or strides.
+FX_NUMBER = re.compile(r"\b([A-Za-z_]\w*?)(?:_\d+)?(?:_R\d+)?\b")
 
 
 def semantic_lines(text: str) -> list[str]:
-    """The lines that say what runs, with FX node numbers dropped (see FX_NUMBER)."""
+    """The lines that say what runs, names without numbers (see FX_NUMBER), frees dropped.
+
+    A layer's copy the stored form folded is read written out, as the comparison reads it.
+    """
     return [
-        FX_NUMBER.sub(r"\1", line.strip())
-        for line in text.splitlines()
+        FX_NUMBER.sub(r"\1", drop_fx_frees(line.strip()))
+        for line in unfold_repeats(text).splitlines()
         if SEMANTIC_LINE.search(line) and "DeviceProperties" not in line
     ]
 
