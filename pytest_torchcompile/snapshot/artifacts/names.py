@@ -41,13 +41,18 @@ def split_identifiers(code: str) -> list[str]:
 def name_positions(parts: list[str], wanted: Container[str]) -> list[int]:
     """Where in `parts` (`split_identifiers`) the names in `wanted` are, in order."""
     hits = [2 * k + 1 for k, part in enumerate(parts[1::2]) if part in wanted]
-    return [k for k in hits if _is_name(parts[k - 1], parts[k + 1])]
+    # `_is_name` written out: a call per identifier of a graph costs more than the test
+    return [
+        k
+        for k in hits
+        if not (parts[k - 1][-1:] and (parts[k - 1][-1].isalnum() or parts[k - 1][-1] in "_.'\""))
+        and parts[k + 1][:1] not in ("'", '"')
+    ]
 
 
 def renamed(code: str, mapping: Mapping[str, str]) -> str:
     """`code` with each name that `mapping` holds replaced by its value."""
     parts = _IDENTIFIER.split(code)
-    for k in [2 * k + 1 for k, part in enumerate(parts[1::2]) if part in mapping]:
-        if _is_name(parts[k - 1], parts[k + 1]):
-            parts[k] = mapping[parts[k]]
+    for k in name_positions(parts, mapping):
+        parts[k] = mapping[parts[k]]
     return "".join(parts)

@@ -182,6 +182,8 @@ def _variables(lines: list[str], start: int) -> set[str]:
 
 def _code(line: str) -> str:
     """A line without its comment (`  # ...`); a comment line is all comment."""
+    if "#" not in line:
+        return line
     if line.lstrip().startswith("#"):
         return ""
     return line.partition("  # ")[0]
