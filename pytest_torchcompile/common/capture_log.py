@@ -7,6 +7,7 @@ torch. `capture.py` fills it while a compiled call runs.
 
 from __future__ import annotations
 
+import inspect
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -64,6 +65,11 @@ class CaptureLog:
         """The user function each frame compile traced (from the bytecode hook)."""
         return {b.key: b.original.co_name for b in self.bytecode}
 
+    def frame_signatures(self) -> dict[FrameKey, str]:
+        """Each frame compile's function with its arguments, `forward(self, x, *, scale)`: a
+        comparison reads a frame's inputs by their place in this list (see `signature`)."""
+        return {b.key: signature(b.original) for b in self.bytecode}
+
     def only(self, key: FrameKey) -> CaptureLog:
         """The records and bytecode of one frame compile."""
         return CaptureLog(
@@ -73,3 +79,27 @@ class CaptureLog:
     def frozen(self) -> CaptureLog:
         """A copy as of now: later calls of the case add to this log, not to the copy."""
         return CaptureLog(list(self.records), list(self.bytecode), dict(self.guards))
+
+
+def signature(code: types.CodeType) -> str:
+    """`name(a, b, *args, c, **kwargs)`: a code object's arguments as Python writes them.
+
+    Dynamo names a graph's inputs after the frame's locals (`L['x']`, `L_x_`);
+    with the arguments in order a comparison can tell a parameter renamed
+    (`x` -> `inp`, still the first argument: text) from another argument read
+    (`x` -> `y`: behaviour).
+    """
+    names = code.co_varnames
+    positional = code.co_argcount
+    keyword_only = code.co_kwonlyargcount
+    args = list(names[:positional])
+    at = positional + keyword_only
+    if code.co_flags & inspect.CO_VARARGS:
+        args.append(f"*{names[at]}")
+        at += 1
+    elif keyword_only:
+        args.append("*")
+    args += names[positional : positional + keyword_only]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        args.append(f"**{names[at]}")
+    return f"{code.co_name}({', '.join(args)})"

@@ -74,6 +74,11 @@ TENSOR_CONSTANT_HASH = re.compile(
 KERNEL_PATH = re.compile(r"(# kernel path: )\S+")
 #: `cpp_fused_relu_0 = async_compile.cpp_pybinding(`: a kernel's definition, by name
 KERNEL_NAME_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(")
+#: `async_compile.cpp_pybinding(['float*', 'const float*'], ...`: a C++ kernel's argument types
+KERNEL_ARGUMENT_TYPES = re.compile(r"cpp_pybinding\(\[([^\]\n]*)\]")
+#: `arg3_1`, `primals_4`: an AOT graph's input named by its place among Dynamo's graph's inputs
+#: (`arg<N>_1` from 0, `primals_<N>` from 1)
+AOT_INPUT = re.compile(r"^(?:primals_(\d+)|arg(\d+)_1)$")
 #: the `'''` that closes a kernel's source
 KERNEL_BODY_END = re.compile(r"^\s*'''")
 #: what a kernel's name says of its fusion: the `cpp_fused_` prefix and the `_0` counter

@@ -83,3 +83,17 @@ USER_TRACEBACK = re.compile(
 )
 #: the `NoneType: None` a graph-break record prints for a missing exception
 NONE_TRACE = re.compile(r"^NoneType: None[ \t]*(?:\n|\Z)", re.MULTILINE)
+
+# --- graph input names --------------------------------------------------------------
+
+#: what Dynamo replaces in a source's name to name the graph input it reads (`L['x']` -> `L_x_`)
+_NOT_IN_A_NAME = re.compile(r"[^a-zA-Z0-9]+")
+#: a graph input or node named after a local or a global: `L_x_`, `G_scale_`,
+#: `L_self_modules_fc1_parameters_weight_`
+LOCAL_INPUT = re.compile(r"(?<![\w.])[LG]_\w+")
+
+
+def local_input_prefix(name: str, scope: str = "L") -> str:
+    """How the names of the graph inputs Dynamo reads from local (`scope` L) or global (G)
+    `name` start: `x` -> `L_x_`."""
+    return _NOT_IN_A_NAME.sub("_", f"{scope}['{name}']")

@@ -59,8 +59,6 @@ EQUALS_MATCH_LINE = re.compile(r"\bEQUALS_MATCH\b")
 
 # --- a leaf guard's comment --------------------------------------------------------
 
-#: `# x = self.lin(x)  # model.py:12 in forward`: the comment after a guard's code
-COMMENT_TAIL = re.compile(r"\s+#\s.*$")
 #: a path in a guard's comment, shortened relative to torch's install dir: `ome/u/m.py:12`
 COMMENT_PATH = re.compile(r"(#[ \t])[^\s#]*/([^/\s]+\.py:)")
 #: `  # import sys;exec(...)  # <string>:1 in <lambda>`: the user line a guard's comment quotes
@@ -76,3 +74,25 @@ PROVENANCE_TAIL = re.compile(r" and \([^\s()]+\.py:(?:\d+|<N>) in \w+\)[ \t]*$",
 BARE_PROVENANCE = re.compile(
     r"(?:[ \t]+# \([^\s()]+\.py:(?:\d+|<N>) in \w+\))+[ \t]*$", re.MULTILINE
 )
+
+
+def code_and_comment(line: str) -> tuple[str, str]:
+    """(a guard line's code, its comment from the `#`), split at the first `#` after blank space
+    that no string literal of the code holds: `L['cfg'].mode == 'fast # v1'  # model.py:3`."""
+    if "#" not in line:
+        return line, ""
+    quote = ""
+    escaped = False
+    for index, char in enumerate(line):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
+            return line[:index].rstrip(), line[index:]
+    return line, ""

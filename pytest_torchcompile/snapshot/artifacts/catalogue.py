@@ -23,12 +23,10 @@ from .compact import (
     drop_fx_frees,
     drop_fx_input_aliases,
     drop_fx_provenance,
-    fold_layer_guards,
     outline_output_code,
     renumber_fx_names,
 )
 from .normalize import Normalizer, Rule, unmask_names
-from .repeats import fold_repeats
 from .sections import record_artifact
 from .transformed import transformed_code
 
@@ -154,9 +152,9 @@ def _program(capture: CaseCapture, backend: str) -> str:
 
 
 #: the stored form of an FX graph (compact.py): no frees, names numbered in order, no blank
-#: lines, each later copy of a layer's code as one line (repeats.py); Dynamo's graph without
-#: input aliases, the AOT graphs without the `# File:` comments Dynamo's graph already has.
-FX_FORM: tuple[Rule, ...] = (drop_fx_frees, renumber_fx_names, drop_fx_blank_lines, fold_repeats)
+#: lines; Dynamo's graph without input aliases, the AOT graphs without the `# File:` comments
+#: Dynamo's graph already has.
+FX_FORM: tuple[Rule, ...] = (drop_fx_frees, renumber_fx_names, drop_fx_blank_lines)
 DYNAMO_FORM: tuple[Rule, ...] = (drop_fx_input_aliases, *FX_FORM)
 AOT_FORM: tuple[Rule, ...] = (drop_fx_provenance, *FX_FORM)
 
@@ -176,7 +174,7 @@ CATALOGUE: tuple[Artifact, ...] = (
         reading="counters",
     ),
     _frame_by_frame("dynamo_graph", "fx.txt", 0, "graph", DYNAMO_FORM),
-    _frame_by_frame("guards", "guards.txt", 1, "guards", (compact_guards, fold_layer_guards)),
+    _frame_by_frame("guards", "guards.txt", 1, "guards", (compact_guards,)),
     _frame_by_frame("aot_forward", "fx.txt", 3, "graph", AOT_FORM),
     _frame_by_frame("aot_backward", "fx.txt", 5, "graph", AOT_FORM),
     _frame_by_frame("aot_inference", "fx.txt", 4, "graph", AOT_FORM),
@@ -192,7 +190,7 @@ CATALOGUE: tuple[Artifact, ...] = (
         "output_code",
         stage=8,
         reading="generated code",
-        rules=(outline_output_code, fold_repeats),
+        rules=(outline_output_code,),
         first=(compact_output_code,),
     ),
     _frame_by_frame(

@@ -8,9 +8,6 @@ shape, dtype and stride, kernel body and wrapper call stays.
 - `compact_guards`: one leaf guard per line in Dynamo's check order, without
   the accessor tree; a comment once for a run of guards from one user line;
   a tensor's five `DIMENSION_DYNAMIC_MARKING_GUARD`s as one line.
-- `fold_layer_guards`: the copies of a guard that differ only in a layer's
-  index as one line with the indices (`_modules[*]  [* = 0, 1]`), written out
-  again when read (`unfold_layer_guard`).
 - `drop_fx_frees`: no `;  x = None` frees; the dataflow says when a value dies.
 - `renumber_fx_names`: names defined in a graph body renumbered in order of
   definition (`add`, `add_1`, ...), so the same ops and edges read the same.
@@ -20,7 +17,6 @@ shape, dtype and stride, kernel body and wrapper call stays.
   boilerplate, `call`'s size checks of its inputs and the integer-division
   checks every C++ kernel opens and closes with.
 
-A model's repeated layers are written once (repeats.py, after these rules).
 Two rules shape the default artifacts further, leaving the full text to an
 opt-in one:
 
@@ -64,8 +60,8 @@ from ..._torch.patterns.guards import (
     DIMENSION_MARK,
     MANAGER_LINE,
     TREE_LINE_START,
+    code_and_comment,
 )
-from .repeats import MARKER as REPEATS
 from .sections import per_frame_section
 
 Rule = Callable[[str], str]
@@ -121,67 +117,6 @@ def compact_guards(section: str) -> str:
     return "\n".join(out) + ("\n" if section.endswith("\n") else "")
 
 
-#: `._modules['3']`: a child of a ModuleList or Sequential, a model's layer in most models
-_LAYER = re.compile(r"\._modules\['(\d+)'\]")
-_FOLDED = "._modules[*]"
-
-
-@per_frame_section
-def fold_layer_guards(section: str) -> str:
-    """Guards that differ only in a layer's index one line: `..._modules[*]...  [* = 0, 1, 2, 3]`.
-
-    Dynamo guards each layer of a model on its own, so a 2-layer decoder's
-    guards were four copies of one block and a one-line change to a layer
-    changed every copy. Lines whose code is the same once their first
-    `_modules['N']` is masked are written once, where the first of them was,
-    with the indices they held: a layer whose guard differs keeps a line of
-    its own, and a layer that lost one leaves the index list, so every check
-    stays (a comparison reads the folded line as one check). Idempotent: a
-    folded line is never folded again.
-    """
-    lines = section.split("\n")
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for number, line in enumerate(lines):
-        if "._modules['" not in line:  # what every layer's guard holds: no pattern on the rest
-            continue
-        code, _ = _split_comment(line)
-        layer = _LAYER.search(code)
-        if layer and _FOLDED not in code and "  [* = " not in code:
-            key = code[: layer.start()] + _FOLDED + code[layer.end() :]
-            groups.setdefault(key, []).append((number, layer.group(1)))
-    folded: dict[int, str] = {}
-    for key, members in groups.items():
-        indices = [index for _, index in members]
-        if len(members) < 2 or len(set(indices)) < len(indices):
-            continue
-        first = members[0][0]
-        _, comment = _split_comment(lines[first])
-        folded[first] = f"{key}  [* = {', '.join(indices)}]" + (f"  {comment}" if comment else "")
-        folded.update((number, "") for number, _ in members[1:])
-    if not folded:
-        return section
-    return "\n".join(
-        line if new is None else new for n, line in enumerate(lines) if (new := folded.get(n)) != ""
-    )
-
-
-#: a folded line's indices: `  [* = 0, 1, 2, 3]`
-_FOLDED_INDICES = re.compile(r"  \[\* = ([\d, ]+)\]")
-
-
-def unfold_layer_guard(line: str) -> list[str]:
-    """A line `fold_layer_guards` wrote as the lines it folded (any other line as itself).
-
-    A comparison reads guards one check per layer, so a set stored before
-    folding and one stored after compare as the same guards.
-    """
-    indices = _FOLDED_INDICES.search(line)
-    if indices is None or _FOLDED not in line:
-        return [line]
-    bare = line[: indices.start()] + line[indices.end() :]
-    return [bare.replace(_FOLDED, f"._modules['{i}']", 1) for i in indices[1].split(", ")]
-
-
 def _leaf(body: str) -> str | None:
     """The guard of a tree line's content, or None for a manager (structure) line."""
     # every manager's name ends in `Manager` (the root's in `MANAGER`): the pattern's `\w*` is
@@ -191,9 +126,10 @@ def _leaf(body: str) -> str | None:
 
 
 def _split_comment(leaf: str) -> tuple[str, str]:
-    """`code<padding>  # comment` -> (code, `# comment`); Dynamo pads code to a column."""
-    code, sep, comment = leaf.partition("  # ")
-    return code.rstrip(), (f"# {comment.strip()}" if sep else "")
+    """`code<padding>  # comment` -> (code, `# comment`); Dynamo pads code to a column. A `#`
+    inside the code's string literals is code (`== 'fast # v1'`)."""
+    code, comment = code_and_comment(leaf)
+    return code.rstrip(), (f"# {comment[1:].strip()}" if comment else "")
 
 
 # --- FX graphs -----------------------------------------------------------------
@@ -204,8 +140,6 @@ _COUNTER = re.compile(r"^(.*?)(?:_(\d+))?$")
 @per_frame_section
 def renumber_fx_names(section: str) -> str:
     """Body names of each graph renumbered in order of definition: `add`, `add_1`, ..."""
-    if REPEATS in section:
-        return section  # named already: a folded copy's names follow its first's
     defined = list(dict.fromkeys(FX_DEFINED.findall(section)))
     families: dict[str, list[str]] = {}
     for name in defined:

@@ -1,6 +1,6 @@
 """The per-frame layout every artifact file shares: one section per frame compile.
 
-Written as `# ===== frame F compile C: NAME =====` (`frame_header`) and read
+Written as `# ===== frame F compile C: NAME(ARGUMENTS) =====` (`frame_header`) and read
 back by `split_sections`, so a graph break or a recompile is a new section in
 a diff, and a comparison can pair sections by frame compile.
 """
@@ -21,14 +21,15 @@ SECTION_HEADER = re.compile(
 _HEADER_START = "# ===== frame "
 
 
-def frame_header(key: FrameKey, code_name: str | None) -> str:
-    where = f": {code_name}" if code_name else ""
+def frame_header(key: FrameKey, function: str | None) -> str:
+    """The line that opens a frame compile's section; `function` as `CaptureLog.frame_signatures` writes it."""
+    where = f": {function}" if function else ""
     return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
 
 
 def record_artifact(log: CaptureLog, name: str) -> str:
     """All payloads of one artifact, frame by frame; '' when none was produced."""
-    names = log.frame_names()
+    names = log.frame_signatures()
     sections = []
     for key in log.frames():
         payloads = log.payloads(name, key)
@@ -71,7 +72,7 @@ def split_sections(text: str) -> dict[GraphKey, str]:
     }
 
 
-def _split_at_headers(text: str) -> list[str]:
+def split_at_headers(text: str) -> list[str]:
     """The text cut before each line that starts a section (an empty first piece when the
     text starts with one), found with `str.find`: a regex would try every position."""
     cuts = [0] if text.startswith(_HEADER_START) else []
@@ -96,7 +97,7 @@ def per_frame_section(rule: Callable[[str], str]) -> Callable[[str], str]:
     """
 
     def apply(text: str) -> str:
-        return "".join(rule(section) for section in _split_at_headers(text))
+        return "".join(rule(section) for section in split_at_headers(text))
 
     apply.__name__ = getattr(rule, "__name__", "rule").lstrip("_")
     apply.__doc__ = rule.__doc__

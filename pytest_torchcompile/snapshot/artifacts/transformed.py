@@ -16,7 +16,7 @@ import re
 import types
 
 from ..._torch.patterns.dynamo import COUNTED_NAME
-from ...common.capture_log import BytecodeRecord, CaptureLog
+from ...common.capture_log import BytecodeRecord, CaptureLog, signature
 from ..emit.values import constant_source
 from ..program.translation.bytecode import Untranslatable
 from ..program.translation.checked import NotEquivalent, checked
@@ -33,7 +33,7 @@ def transformed_code(log: CaptureLog) -> str:
     sections = []
     for record in sorted(log.bytecode, key=lambda b: b.key):
         sections.append(
-            f"{frame_header(record.key, record.original.co_name)}\n{decompile(record)}\n"
+            f"{frame_header(record.key, signature(record.original))}\n{decompile(record)}\n"
         )
     return "\n".join(sections)
 

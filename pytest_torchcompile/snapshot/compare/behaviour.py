@@ -6,15 +6,17 @@ verdict (`behaviour changed`, `text only`, `unchanged`), the counters old ->
 new and each finding, marked behaviour or text. Pure: no files, torch or pytest.
 
 Behaviour is what the compiled program does and when it is reused: the
-counters and break/recompile reasons; the ops of each FX graph and, with the
-same ops, its dataflow (unless the generated code on both sides is the
-same); kernels fused differently, added, removed or with other code, and the
-calls the wrapper makes; guards added, removed or checking other values.
-Text is everything else: renumbering, renamed kernels with the same body,
-comments and layout, a guard moved in the tree, artifacts with no reading
-(`transformed_code`, `program`, `runtime_wrapper`), an artifact one side
-did not record, and the stored form of an older version of this plugin
-(`stored_form` brings both sides to today's first).
+counters and break/recompile reasons; the ops of each FX graph and its
+dataflow, each input read as what it is (`readers.parse_graph`); kernels
+fused differently, added, removed or with other code, and each step of the
+wrapper's `call` with its arguments (`wrapper.py`); guards added, removed or
+checking other values. Text is only what is proved not to change any of
+these: renumbering, renamed kernels with the same body, comments and
+layout, a guard moved in the tree, a frame's arguments renamed in place
+(`arguments.py`), and the stored form of an older version of this plugin
+(`stored_form` brings both sides to today's first). An artifact with no
+reading (`transformed_code`, `program`, `runtime_wrapper`) or recorded on
+one side only is said as text but never passes as text only (text_only.py).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
 from ..artifacts.compact import digest_lines
 from ..artifacts.normalize import STATIC_RULES, Normalizer
+from ..artifacts.older_forms import DamagedText, written_out
 from ..artifacts.sections import GraphKey, split_sections
 from ..artifacts.summary import CaseSummary
+from .arguments import renamed_sides
 from .findings import (
     BEHAVIOUR,
     COUNTERS,
@@ -47,13 +51,14 @@ from .findings import (
 from .readers import (
     Graph,
     Guard,
-    Program,
     global_state,
+    graph_inputs,
     parse_graph,
     parse_guards,
-    parse_output_code,
+    user_outputs,
 )
 from .shapes import shape_findings
+from .wrapper import Program, call_difference, parse_output_code
 
 #: what the upgrade report and other callers take from here (the words live in findings.py).
 __all__ = [
@@ -79,24 +84,33 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     (`summary.txt`) or sides that hold no artifact at all raise ValueError.
     """
     _check_names(old, new)
+    damaged = _damaged(old, "OLD") + _damaged(new, "NEW")
+    if damaged:
+        return CaseDiff(BEHAVIOUR, {}, tuple(damaged))
     raw_old, raw_new = old, new
     old, new = _same_code_form(stored_form(old), stored_form(new))
+    old, renamed = renamed_sides(old, new)
     code = next((n for n in GENERATED_CODE if n in old and n in new), None)
     findings: list[Finding] = [
         Finding(False, "stored form", f"{name}: older stored form of the same text", (name,))
         for name in sorted(set(old) & set(new))
         if old[name] == new[name] and raw_old[name] != raw_new[name]
     ]
+    if renamed:
+        message = f"arguments renamed in place: {', '.join(renamed)}"
+        findings.append(Finding(False, "arguments renamed", message))
     summaries = (summary.read(old.get("summary", "")), summary.read(new.get("summary", "")))
     counters = _counters(*summaries) if "summary" in old and "summary" in new else {}
     if counters:
         findings += _summary_findings(*summaries, counters, has_code=code is not None)
-    same_program, program_findings = (
-        _compare_programs(code, old[code], new[code]) if code else (set(), [])
-    )
-    findings += program_findings
+    inputs = (_inputs(old), _inputs(new))
+    if code:
+        findings += _compare_programs(
+            code, old[code], new[code], inputs, (_outputs(old), _outputs(new))
+        )
+    respelled = _same_aot_graphs(old, new, inputs)
     for name in sorted(set(old) | set(new)):
-        findings += _compare_artifact(name, old.get(name), new.get(name), same_program)
+        findings += _compare_artifact(name, old.get(name), new.get(name), inputs, respelled)
     findings = _merged(findings)
     named = {a for f in findings for a in f.artifacts}
     if any(f.topic in SUMMARY_TOPICS for f in findings):
@@ -161,11 +175,49 @@ def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
 
     A set recorded by an earlier version of the plugin stored some artifacts
     otherwise (guards as Dynamo's tree, output code with its module
-    boilerplate, FX names as traced); compared as they are, a kernel would
-    differ by five `#include`-like lines it never ran. The rules are pure text
-    and idempotent, so a text already in the stored form is left as it is.
+    boilerplate, FX names as traced, repeated layers folded); compared as
+    they are, a kernel would differ by five `#include`-like lines it never
+    ran. The rules are pure text and idempotent, so a text already in the
+    stored form is left as it is. A text no version wrote raises `DamagedText`.
     """
-    return {name: _stored(name, text) for name, text in texts.items()}
+    return {name: _stored(name, written_out(text)) for name, text in texts.items()}
+
+
+def _damaged(texts: Mapping[str, str], side: str) -> list[Finding]:
+    """A finding for each text that no version of the plugin wrote (older_forms.py)."""
+    found = []
+    for name, text in texts.items():
+        try:
+            written_out(text)
+        except DamagedText as exc:
+            message = (
+                f"{name} ({side}) is damaged: {exc}; it was edited outside pytest: "
+                "run `pytest --update-snapshots` to rewrite it"
+            )
+            found.append(Finding(True, "damaged file", message, (name,), f"damaged file: {name}"))
+    return found
+
+
+def _inputs(texts: Mapping[str, str]) -> InputNames:
+    """Per frame compile, what each input of its AOT graphs and generated code is, by name
+    (`readers.graph_inputs`; None where the AOT graph does not take Dynamo's graph's inputs
+    one for one)."""
+    dynamo = split_sections(texts.get("dynamo_graph", ""))
+    found: InputNames = {}
+    for name in ("aot_forward", "aot_inference"):
+        for key, section in split_sections(texts.get(name, "")).items():
+            graph = dynamo.get(GraphKey(key.frame, key.compile))
+            if graph is not None and (key.frame, key.compile) not in found:
+                found[(key.frame, key.compile)] = graph_inputs(graph, section)
+    return found
+
+
+def _outputs(texts: Mapping[str, str]) -> dict[tuple[int, int], int | None]:
+    """Per frame compile, how many of its forward's outputs are the model's (`user_outputs`)."""
+    return {
+        (key.frame, key.compile): user_outputs(section)
+        for key, section in split_sections(texts.get("aot_forward", "")).items()
+    }
 
 
 def _stored(name: str, text: str) -> str:
@@ -174,8 +226,45 @@ def _stored(name: str, text: str) -> str:
     return artifact.normalize(_NORMALIZE, text) if artifact else _NORMALIZE(text)
 
 
+#: per frame compile (frame, compile), what each input of its AOT graphs and code is, by name
+InputNames = dict[tuple[int, int], dict[str, str] | None]
+#: the old side's and the new side's
+Inputs = tuple[InputNames, InputNames]
+#: the graphs read as what Dynamo's graph computes, after AOTAutograd has traced it
+AOT_GRAPHS = ("aot_forward", "aot_backward", "aot_inference")
+
+
+def _same_aot_graphs(
+    old: Mapping[str, str], new: Mapping[str, str], inputs: Inputs
+) -> set[tuple[int, int]]:
+    """The frame compiles whose AOT graphs read the same on both sides, each input known as
+    Dynamo's graph names it: their Dynamo graphs compute the same, however written
+    (`x.sum(dim=0)` and `x.sum(0)` are two texts of one `aten.sum.dim_IntList(x, [0])`)."""
+    frames = {
+        f for f, names in inputs[0].items() if names is not None and inputs[1].get(f) is not None
+    }
+    same: set[tuple[int, int]] = set()
+    for frame in frames:
+        read = [
+            (parse_graph(a, inputs[0][frame]), parse_graph(b, inputs[1][frame]))
+            for name in AOT_GRAPHS
+            if name in old and name in new
+            for key, a in split_sections(old[name]).items()
+            if (key.frame, key.compile) == frame
+            for b in (split_sections(new[name]).get(key),)
+            if b is not None
+        ]
+        if read and all((x.ops, x.dataflow) == (y.ops, y.dataflow) for x, y in read):
+            same.add(frame)
+    return same
+
+
 def _compare_artifact(
-    name: str, old: str | None, new: str | None, same_program: set[tuple[int, int]]
+    name: str,
+    old: str | None,
+    new: str | None,
+    inputs: Inputs,
+    respelled: set[tuple[int, int]] = frozenset(),  # type: ignore[assignment]
 ) -> list[Finding]:
     if old == new:
         return []
@@ -191,7 +280,7 @@ def _compare_artifact(
         return []
     if reading == "graph":
         shapes = shape_findings(old, new) if name == "dynamo_graph" else []
-        return shapes + _compare_graphs(name, old, new, same_program)
+        return shapes + _compare_graphs(name, old, new, inputs, respelled)
     if reading == "guards":
         return _compare_guards(old, new)
     return [Finding(False, "unread text", "text differs, not read for behaviour", (name,))]
@@ -263,7 +352,7 @@ def _first_line(text: str) -> str:
 
 
 def _compare_graphs(
-    name: str, old: str, new: str, same_program: set[tuple[int, int]]
+    name: str, old: str, new: str, inputs: Inputs, respelled: set[tuple[int, int]]
 ) -> list[Finding]:
     before, after = split_sections(old), split_sections(new)
     found: list[Finding] = []
@@ -273,17 +362,22 @@ def _compare_graphs(
             found.append(Finding(True, "frames", f"{key.label()}: graph only in {side}", (name,)))
             continue
         if before[key] != after[key]:
-            found.append(
-                _graph_finding(
-                    name, key, parse_graph(before[key]), parse_graph(after[key]), same_program
-                )
+            frame = (key.frame, key.compile)
+            graphs = (
+                parse_graph(before[key], inputs[0].get(frame)),
+                parse_graph(after[key], inputs[1].get(frame)),
             )
+            finding = _graph_finding(name, key, *graphs)
+            if finding.behaviour and name == "dynamo_graph" and frame in respelled:
+                message = (
+                    f"{key.label()}: Dynamo's graph written otherwise, its AOT graphs read the same"
+                )
+                finding = Finding(False, "Dynamo graph spelling", message, (name,))
+            found.append(finding)
     return found
 
 
-def _graph_finding(
-    name: str, key: GraphKey, old: Graph, new: Graph, same_program: set[tuple[int, int]]
-) -> Finding:
+def _graph_finding(name: str, key: GraphKey, old: Graph, new: Graph) -> Finding:
     if old.ops != new.ops:
         message = f"{key.label()} ops: {_delta(old.ops, new.ops)}"
         return Finding(True, "ops", message, (name,), fact=f"ops: {op_swaps(old.ops, new.ops)}")
@@ -297,15 +391,12 @@ def _graph_finding(
     )
     example = f": {_node_change(removed[0], added[0])}" if removed and added else ""
     count = max(len(removed), len(added))
-    if (key.frame, key.compile) in same_program:
-        message = f"{key.label()}: same ops and output code, {_nodes(count)} with other arguments{example}"
-        return Finding(False, "graph arguments", message, (name,))
-    return Finding(
-        True,
-        "graph dataflow",
-        f"{key.label()}: same ops, {_nodes(count)} with other arguments or types{example}",
-        (name,),
+    what = (
+        f"{_nodes(count)} with other arguments or types{example}"
+        if count
+        else "the same nodes, reading other inputs or each other otherwise"
     )
+    return Finding(True, "graph dataflow", f"{key.label()}: same ops, {what}", (name,))
 
 
 def _nodes(count: int) -> str:
@@ -329,33 +420,39 @@ def _delta(old: Counter[str], new: Counter[str]) -> str:
 # ---------------------------------------------------------------- generated code
 
 
-def _compare_programs(name: str, old: str, new: str) -> tuple[set[tuple[int, int]], list[Finding]]:
-    """Findings on the generated code (artifact `name`), and the frame compiles whose generated
-    program did not change."""
+def _compare_programs(
+    name: str,
+    old: str,
+    new: str,
+    inputs: Inputs,
+    outputs: tuple[dict[tuple[int, int], int | None], ...],
+) -> list[Finding]:
+    """Findings on the generated code (artifact `name`), frame compile by frame compile."""
     before, after = split_sections(old), split_sections(new)
     found: list[Finding] = []
-    changed: set[tuple[int, int]] = set()
     for key in sorted(set(before) | set(after)):
-        frame = (key.frame, key.compile)
         if key not in before or key not in after:
             side = "NEW" if key not in before else "OLD"
             found.append(
                 _code(name, True, "generated code", f"{name} {key.label()}: only in {side}")
             )
-            changed.add(frame)
             continue
         if before[key] == after[key]:
             continue
-        program_findings = _program_findings(
-            name, key, parse_output_code(before[key]), parse_output_code(after[key])
+        frame = (key.frame, key.compile)
+        forward = key.part == 1  # a training step's backward returns gradients only
+        programs = (
+            parse_output_code(
+                before[key], inputs[0].get(frame), outputs[0].get(frame) if forward else None
+            ),
+            parse_output_code(
+                after[key], inputs[1].get(frame), outputs[1].get(frame) if forward else None
+            ),
         )
-        if any(f.behaviour for f in program_findings):
-            changed.add(frame)
-        found += program_findings or [
+        found += _program_findings(name, key, *programs) or [
             _code(name, False, "wrapper text", f"{name}: wrapper text only, same kernels and calls")
         ]
-    frames = {(k.frame, k.compile) for k in (*before, *after)}
-    return frames - changed, found
+    return found
 
 
 def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> list[Finding]:
@@ -364,10 +461,21 @@ def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> l
     if old.externs() != new.externs():
         message = f"{where}: extern calls {_delta(old.externs(), new.externs())}"
         found.append(_code(name, True, "extern calls", message))
-    elif not any(f.behaviour for f in found) and _call_order(old) != _call_order(new):
-        message = f"{where}: kernels and extern ops called in another order"
-        found.append(_code(name, True, "call order", message))
+    elif not any(f.behaviour for f in found) and old.steps != new.steps:
+        found.append(_step_finding(name, where, old, new))
     return found
+
+
+def _step_finding(name: str, where: str, old: Program, new: Program) -> Finding:
+    """The wrapper calls the same kernels and ops with other arguments, or reads other values."""
+    gone = [old.shown[s] for s in (old.steps - new.steps)]
+    came = [new.shown[s] for s in (new.steps - old.steps)]
+    if gone and came:
+        change = call_difference(gone[0], came[0])
+    else:
+        change = f"{'removed' if gone else 'added'}: {(gone or came)[0]}"
+    message = f"{where}: a call with other arguments: {change}"
+    return _code(name, True, "call arguments", message, f"call arguments: {change}")
 
 
 def _kernel_findings(name: str, where: str, old: Program, new: Program) -> list[Finding]:
@@ -436,11 +544,6 @@ def _lines_changed(old: str, new: str) -> str:
 
 def _stated_length(body: str) -> int | None:
     return next((n for line in body.splitlines() if (n := digest_lines(line)) is not None), None)
-
-
-def _call_order(program: Program) -> list[str]:
-    bodies = {k.name: k.body for k in program.kernels}
-    return [bodies.get(call, call) for call in program.calls]
 
 
 # ---------------------------------------------------------------- guards

@@ -31,6 +31,7 @@ COUNTERS = (*COUNTER_LABELS.values(), OP_COUNT)
 #: The counters first, then the shapes and dtypes of the model's inputs, parameters and
 #: buffers, then ops and fusion; guards, which follow from all of these, last.
 TOPICS = (
+    "damaged file",
     "graphs",
     "graph breaks",
     "recompiles",
@@ -44,7 +45,7 @@ TOPICS = (
     "backend",
     "kernel code",
     "extern calls",
-    "call order",
+    "call arguments",
     "graph dataflow",
     OP_COUNT,
     "generated code",

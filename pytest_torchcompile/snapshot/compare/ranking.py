@@ -35,7 +35,14 @@ TIERS = (
 #: the finding topics of each behaviour tier (a topic not listed weighs as ops).
 _TIER_TOPICS = {
     0: {*COUNTERS, "backend"},  # a counter's finding is topic'd by its name
-    1: {"fusion", "kernel code", "extern calls", "call order", "generated code", "kernel names"},
+    1: {
+        "fusion",
+        "kernel code",
+        "extern calls",
+        "call arguments",
+        "generated code",
+        "kernel names",
+    },
     3: {"guards"},
 }
 _GUARDS = re.compile(

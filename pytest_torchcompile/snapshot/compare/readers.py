@@ -20,23 +20,19 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..._torch.patterns.code import (
-    FUSED_NAME,
+    AOT_INPUT,
     FX_DEF,
     FX_DELETIONS,
     FX_NODE,
     FX_PARAM,
     FX_TORCH_OP,
-    KERNEL_BODY_END,
-    KERNEL_NAME_DEF,
     SYMBOL,
-    WRAPPER_CALL,
 )
 from ..._torch.patterns.guards import (
-    COMMENT_TAIL,
     DIMENSION_KIND,
     LEAF_LINE,
     MANAGER_LINE,
@@ -45,9 +41,8 @@ from ..._torch.patterns.guards import (
     SOURCE_START,
     TREE_LINE,
     TYPE_NOTE,
+    code_and_comment,
 )
-from ..artifacts.compact import unfold_layer_guard
-from ..artifacts.repeats import unfold_repeats
 from ..artifacts.sections import SECTION_HEADER
 
 # ---------------------------------------------------------------- FX graphs
@@ -63,13 +58,18 @@ class Graph:
     constant arguments, its result type and, recursively, the fingerprints of
     its inputs. Two graphs with equal `dataflow` compute the same thing with
     the same shapes, whatever their nodes are named or in which order they are
-    printed. `nodes` keeps each node's local form (inputs masked as `_`) for
-    saying what differs.
+    printed. `nodes` keeps each node's local form (the nodes it reads masked
+    as `_`, the graph's inputs named as `parse_graph` reads them) for saying
+    what differs.
     """
 
     ops: Counter[str]
     dataflow: Counter[str]
     nodes: Counter[tuple[str, str]]
+    #: each name the graph defines or takes, by its fingerprint
+    values: dict[str, str] = field(default_factory=dict, compare=False)
+    #: the fingerprints of the values a forward returns for its backward, in order
+    saved: tuple[str, ...] = field(default=(), compare=False)
 
 
 _IDENT = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)")
@@ -79,44 +79,118 @@ _COMMENT = re.compile(r"\s+#.*$")
 _SPACES = re.compile(r"\s+")
 
 
-def parse_graph(text: str) -> Graph:
+def parse_graph(text: str, inputs: Mapping[str, str] | None = None) -> Graph:
     """Ops, dataflow fingerprints and node forms of one printed FX graph section.
 
-    A layer's copy the stored form folded (`repeats.fold_repeats`) is read written out.
+    Each input is read as what it is: Dynamo's graph names its inputs after
+    their sources (`L_x_`, `L_self_modules_fc1_parameters_weight_`), so by
+    its own name; an AOT graph names them by place (`arg0_1`, `primals_1`)
+    and a backward graph its saved values after the forward's nodes, so by
+    what `inputs` says each name is (Dynamo's name for that place, the
+    forward node's fingerprint: `graph_inputs`), else by place. `x - y` ->
+    `y - x` then reads otherwise in every graph, as does a layer applied
+    before another of the same shape, while the same graph traced in another
+    order (its inputs and saved values numbered otherwise) reads the same.
+    A return's values saved for the backward are read as a multiset.
     """
-    text = _canonical_symbols(unfold_repeats(text))
+    text = _canonical_symbols(text)
     prints: dict[str, str] = {}
     ops: Counter[str] = Counter()
     dataflow: Counter[str] = Counter()
     nodes: Counter[tuple[str, str]] = Counter()
-    inputs = 0
+    named: dict[str, str] = {}  # each input as the comparison reads it, for saying what differs
+    saved: list[str] = []
     lines = iter(text.splitlines())
     for line in lines:
         if FX_DEF.match(line):
-            for name, annotation in _arguments(line, lines).items():
-                prints[name] = _hash(f"input {inputs} {annotation}")
-                inputs += 1
+            for place, (name, annotation) in enumerate(_arguments(line, lines).items()):
+                identity = _input(name, place, inputs)
+                prints[name] = _hash(f"input {identity} {annotation}")
+                named[name] = identity if identity.startswith(("L_", "G_")) else name
             continue
         if (ret := _RETURN.match(line)) is not None:
-            body = ret[1]
-            while body.count("(") > body.count(")") and (more := next(lines, None)) is not None:
-                body += " " + _COMMENT.sub("", more).strip()
-            out = _SPACES.sub("", _with_refs(_COMMENT.sub("", body), prints)[0]).replace(",)", ")")
-            dataflow[_hash("return " + out)] += 1
+            returned, saved = _returned(ret[1], lines, prints)
+            dataflow[_hash("return " + returned)] += 1
             continue
         match = FX_NODE.match(line)
         if match is None or line.lstrip().startswith("#"):
             continue
-        name, annotation, expr = match[1], match[2] or "", FX_DELETIONS.sub("", match[3])
+        name, annotation = match[1], match[2] or ""
+        expr = _keywords_sorted(FX_DELETIONS.sub("", match[3]))
         if expr in prints and not annotation:  # `l_x_ = L_x_`: a rename, not a node
             prints[name] = prints[expr]
             continue
-        deep, local = _with_refs(expr, prints)
+        deep, local = _with_refs(expr, prints, named)
         prints[name] = _hash(f"{_SPACES.sub('', deep)} -> {annotation}")
         dataflow[prints[name]] += 1
         nodes[(local.removeprefix("torch.ops."), annotation)] += 1
         ops[_operator(expr, prints)] += 1
-    return Graph(ops, dataflow, nodes)
+    return Graph(ops, dataflow, nodes, prints, tuple(saved))
+
+
+#: `# SavedForBackwardsAOTOutput(idx=3)`: a forward's output kept for its backward, by place
+_SAVED = "SavedForBackwards"
+
+
+def _returned(first: str, lines: Iterator[str], prints: dict[str, str]) -> tuple[str, list[str]]:
+    """A return statement's values: in order, but those saved for the backward as a multiset
+    (their order is only the forward's contract with its backward, which takes them in it);
+    and those saved values, in order."""
+    items = [first]
+    while (
+        sum(i.count("(") for i in items) > sum(i.count(")") for i in items)
+        and (more := next(lines, None)) is not None
+    ):
+        items.append(more)
+    kept, saved = [], []
+    for item in items:
+        code, _, comment = item.partition("#")
+        value = _SPACES.sub("", _with_refs(code, prints)[0])
+        (saved if _SAVED in comment else kept).append(value)
+    values = [v.strip(",") for v in saved]
+    return "".join(kept).replace(",)", ")") + " saved " + ",".join(sorted(values)), values
+
+
+def _input(name: str, place: int, inputs: Mapping[str, str] | None) -> str:
+    """What a graph input is: what `inputs` says, its source for Dynamo's graph, else its place."""
+    if inputs and name in inputs:
+        return inputs[name]
+    if name.startswith(("L_", "G_", "tangents_")):  # a source; the gradient of output N
+        return name
+    if inputs and f"#{place}" in inputs:  # a backward's saved value, by its place
+        return inputs[f"#{place}"]
+    aot = AOT_INPUT.match(name)
+    return f"#{int(aot[1]) - 1 if aot[1] else int(aot[2])}" if aot else f"#{place} {name}"
+
+
+def user_outputs(forward_section: str) -> int | None:
+    """How many of a forward graph's outputs are the model's (the rest are saved for the
+    backward), where its return says so; None where it does not."""
+    said = forward_section.count("# PlainAOTOutput(")
+    return said if said and _SAVED in forward_section else None
+
+
+def graph_inputs(dynamo_section: str, forward_section: str) -> dict[str, str] | None:
+    """What each input of a frame compile's AOT graphs and generated code is, by name: Dynamo's
+    name for `arg<N>_1` and `primals_<N+1>` (where the AOT graph takes Dynamo's graph's inputs
+    one for one, each with the same type), and for a forward node's name, which a backward
+    takes a saved value by, that node's fingerprint. None where the inputs do not match.
+
+    A backward takes the values its forward saved in the order the forward returns them
+    (`SavedForBackwardsAOTOutput(idx=k)`), whatever they are named: `#k` says what the
+    backward's k-th input is (its name may be one the stored form renumbered in the forward)."""
+    dynamo = list(parse_signature(dynamo_section).items())
+    aot = [(n, a) for n, a in parse_signature(forward_section).items() if AOT_INPUT.match(n)]
+    if len(aot) != len(dynamo) or any(a[1] != d[1] for a, d in zip(aot, dynamo)):
+        return None
+    names = {}
+    for place, (name, _) in enumerate(dynamo):
+        names[f"arg{place}_1"] = names[f"primals_{place + 1}"] = name
+    forward = parse_graph(forward_section, names)
+    saved = {
+        n: f"saved {fingerprint}" for n, fingerprint in forward.values.items() if n not in names
+    }
+    return {**saved, **names}
 
 
 def parse_signature(text: str) -> dict[str, str]:
@@ -137,11 +211,48 @@ def _arguments(first: str, lines: Iterator[str]) -> dict[str, str]:
     return dict(FX_PARAM.findall(header.split("(", 1)[1]))
 
 
-def _with_refs(expr: str, prints: dict[str, str]) -> tuple[str, str]:
-    """`expr` with each node it reads replaced by that node's fingerprint, and by `_`."""
+def _with_refs(
+    expr: str, prints: dict[str, str], named: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """`expr` with each node it reads replaced by that node's fingerprint, and by `_` (an
+    input by its name in `named`, where it has one)."""
+    named = named or {}
     deep = _IDENT.sub(lambda m: f"#{prints[m[1]]}" if m[1] in prints else m[1], expr)
-    local = _IDENT.sub(lambda m: "_" if m[1] in prints else m[1], expr)
+    local = _IDENT.sub(lambda m: named.get(m[1], "_") if m[1] in prints else m[1], expr)
     return deep, local
+
+
+_KEYWORD = re.compile(r"^[A-Za-z_]\w*\s*=(?!=)")
+
+
+def _keywords_sorted(expr: str) -> str:
+    """A call's keyword arguments in name order: `f(x, dim = 1, keepdim = True)` is
+    `f(x, keepdim = True, dim = 1)` (a Dynamo graph prints them as the source wrote them)."""
+    open_at = expr.find("(")
+    if open_at < 0 or not expr.endswith(")") or "=" not in expr:
+        return expr
+    parts, depth, start, quote = [], 0, open_at + 1, ""
+    for index in range(open_at + 1, len(expr) - 1):
+        char = expr[index]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return expr  # the call ends before the text does: not one call
+        elif char == "," and depth == 0:
+            parts.append(expr[start:index].strip())
+            start = index + 1
+    parts.append(expr[start:-1].strip())
+    keywords = sorted(p for p in parts if _KEYWORD.match(p))
+    if not keywords:
+        return expr
+    positional = [p for p in parts if p and not _KEYWORD.match(p)]
+    return f"{expr[: open_at + 1]}{', '.join(positional + keywords)})"
 
 
 def _operator(expr: str, prints: dict[str, str]) -> str:
@@ -166,67 +277,6 @@ def _canonical_symbols(text: str) -> str:
 
 def _hash(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-# ---------------------------------------------------------------- output code
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One generated kernel: its name, and its source with that name masked."""
-
-    name: str
-    body: str
-
-    @property
-    def fused(self) -> str:
-        """The fused ops the name lists: `cpp_fused_add_relu_3` -> `add_relu`."""
-        return FUSED_NAME.sub("", self.name)
-
-
-@dataclass(frozen=True)
-class Program:
-    """One output code: its kernels, and the calls the wrapper makes, in order."""
-
-    kernels: tuple[Kernel, ...]
-    calls: tuple[str, ...] = field(default=())
-
-    def externs(self) -> Counter[str]:
-        names = {k.name for k in self.kernels}
-        return Counter(c for c in self.calls if c not in names)
-
-
-def parse_output_code(text: str) -> Program:
-    """Kernels (bodies with their own name masked) and the wrapper's calls to kernels and extern ops.
-
-    A layer's calls the stored form folded (`repeats.fold_repeats`) are read written out.
-    """
-    kernels: list[Kernel] = []
-    outside: list[str] = []
-    lines = unfold_repeats(text).splitlines()
-    index = 0
-    while index < len(lines):
-        match = KERNEL_NAME_DEF.match(lines[index])
-        if match is None:
-            outside.append(lines[index])
-            index += 1
-            continue
-        start = index
-        index += 1
-        while index < len(lines) and not KERNEL_BODY_END.match(lines[index]):
-            index += 1
-        body = "\n".join(lines[start : index + 1]).replace(match[1], "<kernel>")
-        kernels.append(Kernel(match[1], body.split(" = ", 1)[1]))
-        index += 1
-    names = {k.name for k in kernels}
-    calls = tuple(
-        callee
-        for line in outside
-        if not line.lstrip().startswith("#")
-        for callee in WRAPPER_CALL.findall(line)
-        if callee in names or "." in callee
-    )
-    return Program(tuple(kernels), calls)
 
 
 # ---------------------------------------------------------------- guards
@@ -305,7 +355,7 @@ def _tree_guards(lines: list[str]) -> list[Guard]:
 
 def _compact_guards(lines: list[str]) -> list[Guard]:
     guards: list[Guard] = []
-    for line in (each for folded in lines for each in unfold_layer_guard(folded)):
+    for line in lines:
         leaf = LEAF_LINE.match(line.strip())
         if leaf is None or MANAGER_LINE.match(line.strip()):
             check = _check(line)
@@ -379,9 +429,29 @@ def _closing(text: str, start: int) -> int:
 
 
 def _check(code: str) -> str:
-    code = COMMENT_TAIL.sub("", code).strip()
+    code = code_and_comment(code)[0].strip()
     code = TYPE_NOTE.sub(r"\1", code)
-    return _SPACES.sub(" ", code)
+    return _unordered(_SPACES.sub(" ", code))
+
+
+_NO_ALIASING = "check_no_aliasing("
+
+
+def _unordered(check: str) -> str:
+    """`check_no_aliasing(L['y'], L['x'])` as `check_no_aliasing(L['x'], L['y'])`: which tensors
+    it relates is the check, not the order Dynamo lists them in (their names' order)."""
+    if not check.startswith(_NO_ALIASING) or not check.endswith(")"):
+        return check
+    parts, depth, start = [], 0, len(_NO_ALIASING)
+    for index in range(start, len(check) - 1):
+        char = check[index]
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if char == "," and depth == 0:
+            parts.append(check[start:index].strip())
+            start = index + 1
+    parts.append(check[start:-1].strip())
+    return f"{_NO_ALIASING}{', '.join(sorted(parts))})"
 
 
 def global_state(check: str) -> dict[str, object] | None:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..artifacts.legend import without_legend
 from ..spec import ARTIFACT_EXTENSIONS
 from .behaviour import BEHAVIOUR, COUNTERS, TEXT, UNCHANGED, CaseDiff, compare_case
 from .ranking import TIERS, Folding, fold, tier
@@ -83,8 +84,8 @@ def read_case(folder: Path) -> dict[str, str]:
     texts = {}
     for path in sorted(folder.iterdir()):
         if path.is_file() and not path.name.startswith("."):
-            texts[_FILENAMES.get(path.name, path.name)] = path.read_bytes().decode(
-                "utf-8", errors="replace"
+            texts[_FILENAMES.get(path.name, path.name)] = without_legend(
+                path.read_bytes().decode("utf-8", errors="replace")
             )
     return texts
 

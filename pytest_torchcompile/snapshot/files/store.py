@@ -27,6 +27,7 @@ from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ...common.files import atomic_write_text, leftover_temps
+from ..artifacts.legend import with_legend, without_legend
 from .claims import Claims, TestFolder
 from .outcome import Outcome, Status
 from .ownership import delete_problem, write_problem
@@ -249,6 +250,7 @@ class SnapshotStore:
                 return self._write(outcome, text, Status.UPDATED)
             message = str(exc) if isinstance(exc, UnreadableSnapshot) else None
             return outcome(Status.UNREADABLE, message or self._trouble(path, exc, "read"))
+        stored = None if stored is None else without_legend(stored)
         if stored is not None and normalize_newlines(stored) == normalize_newlines(text):
             return outcome(Status.MATCHED, new=normalize_newlines(text))
         if self.update:
@@ -264,7 +266,8 @@ class SnapshotStore:
         if refused is not None:
             return outcome(Status.UNWRITABLE, f"snapshot {self.show(path)} not written: {refused}")
         collection = SnapshotCollection(location=str(path))
-        collection.add(Snapshot(name=path.name, data=text.replace("\r\n", "\n")))
+        stored = with_legend(outcome.keywords.get("artifact", ""), text.replace("\r\n", "\n"))
+        collection.add(Snapshot(name=path.name, data=stored))
         try:
             self.extension.write_snapshot_collection(snapshot_collection=collection)
         except OSError as exc:

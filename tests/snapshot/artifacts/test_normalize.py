@@ -20,6 +20,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pytest_torchcompile.snapshot.artifacts.repeats import fold_repeats
 
 from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
 from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees, fold_layer_guards
@@ -45,7 +46,6 @@ from pytest_torchcompile.snapshot.artifacts.normalize import (
     strip_trailing_space,
     unmask_names,
 )
-from pytest_torchcompile.snapshot.artifacts.repeats import fold_repeats
 
 ROOT = "/home/u/proj"
 TORCH = "/venv/lib/python3.11/site-packages/torch"

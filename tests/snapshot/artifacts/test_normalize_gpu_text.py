@@ -36,7 +36,8 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
 )
 from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
-from pytest_torchcompile.snapshot.artifacts.repeats import unfold_repeats
+from pytest_torchcompile.snapshot.artifacts.sections import split_sections
+from pytest_torchcompile.snapshot.compare.wrapper import parse_output_code
 from tests.conftest import DATA
 
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.
@@ -122,20 +123,16 @@ SEMANTIC_LINE = re.compile(
 )
 
 
-#: an FX node's number and a folded copy's suffix (`mul_2`, `primals_1`, `mul_2_R1`): the
-#: stored form renumbers nodes in order of appearance (compact.py) and renames a layer's copy
-#: (repeats.py), which changes names, never ops, shapes or strides.
-FX_NUMBER = re.compile(r"\b([A-Za-z_]\w*?)(?:_\d+)?(?:_R\d+)?\b")
+#: an FX node's number (`mul_2`, `primals_1`): the stored form renumbers nodes in order of
+#: appearance (compact.py), which changes names, never ops, shapes or strides.
+FX_NUMBER = re.compile(r"\b([A-Za-z_]\w*?)(?:_\d+)?\b")
 
 
 def semantic_lines(text: str) -> list[str]:
-    """The lines that say what runs, names without numbers (see FX_NUMBER), frees dropped.
-
-    A layer's copy the stored form folded is read written out, as the comparison reads it.
-    """
+    """The lines that say what runs, names without numbers (see FX_NUMBER), frees dropped."""
     return [
         FX_NUMBER.sub(r"\1", drop_fx_frees(line.strip()))
-        for line in unfold_repeats(text).splitlines()
+        for line in text.splitlines()
         if SEMANTIC_LINE.search(line) and "DeviceProperties" not in line
     ]
 
@@ -197,3 +194,27 @@ def test_program_guard_comment_is_the_same_on_a_cache_hit(provenance: str) -> No
         == normalize_artifact(NORMALIZE, "program", PROGRAM_GUARD.format(provenance))
         == expected
     )
+
+
+# --- the wrapper read as steps, on a GPU's code ------------------------------------------
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_a_triton_wrapper_reads_as_steps_and_an_argument_moved_is_another_step(name: str) -> None:
+    """Triton kernels declare no argument types in the wrapper: each buffer a `.run(` is given may
+    be written. The same code read twice is the same steps; a launch's argument changed is not."""
+    for case, records in samples(name)["cold"].items():
+        text = normalize_artifact(NORMALIZE, "wrapper_code", laid_out(records)["wrapper_code"])
+        for section in split_sections(text).values():
+            program = parse_output_code(section)
+            runs = [s for s in program.shown.values() if ".run(" in s]
+            if not runs:
+                continue
+            assert parse_output_code(section).steps == program.steps, case
+            first = runs[0]
+            moved = (
+                first.replace("(", "(buf0, ", 1)
+                if "buf0" not in first
+                else first.replace("buf0", "arg0_1", 1)
+            )
+            assert parse_output_code(section.replace(first, moved, 1)).steps != program.steps, case

@@ -156,3 +156,38 @@ def test_text_only_passes_is_reported_and_accepted_alone(pytester: pytest.Pytest
     again = pytester.runpytest("-k", "renumbered")
     again.assert_outcomes(passed=1)
     again.stdout.no_fnmatch_line("*text only*")
+
+
+SWAP = """
+import pytest, torch
+
+def f({args}):
+    return torch.tanh({body})
+
+@pytest.mark.compile_snapshot(backend="aot_eager")
+def test_f(compile_model):
+    torch.manual_seed(0)
+    compile_model(f, torch.randn(4, 4), torch.randn(4, 4))
+"""
+
+
+def test_arguments_swapped_fail_and_renamed_pass(pytester: pytest.Pytester) -> None:
+    """`x - y` -> `y - x` changes no name, no op and no shape: it read as text only, and passed."""
+    pytester.makepyfile(test_m=SWAP.format(args="x, y", body="x - y"))
+    pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
+
+    pytester.makepyfile(test_m=SWAP.format(args="x, y", body="y - x"))
+    swapped = pytester.runpytest("--torchcompile-update-text-only")
+    swapped.assert_outcomes(failed=1)
+    swapped.stdout.fnmatch_lines(["*behaviour changed*", "*L_y_*L_x_*"])
+    swapped.stdout.no_fnmatch_line("*text only*")
+
+    pytester.makepyfile(test_m=SWAP.format(args="a, b", body="a - b"))
+    renamed = pytester.runpytest("-v")
+    renamed.assert_outcomes(passed=1)
+    renamed.stdout.fnmatch_lines(
+        [
+            "test_m.py::test_f PASSED (snapshot text only)*",
+            "*test_f: text only: *arguments renamed*",
+        ]
+    )
