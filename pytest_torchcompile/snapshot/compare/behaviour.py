@@ -55,7 +55,7 @@ from .readers import (
     graph_inputs,
     parse_graph,
     parse_guards,
-    user_outputs,
+    return_keys,
 )
 from .shapes import shape_findings
 from .wrapper import Program, call_difference, parse_output_code
@@ -106,7 +106,7 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
     inputs = (_inputs(old), _inputs(new))
     if code:
         findings += _compare_programs(
-            code, old[code], new[code], inputs, (_outputs(old), _outputs(new))
+            code, old[code], new[code], inputs, (_outputs(old, inputs[0]), _outputs(new, inputs[1]))
         )
     respelled = _same_aot_graphs(old, new, inputs)
     for name in sorted(set(old) | set(new)):
@@ -183,6 +183,12 @@ def stored_form(texts: Mapping[str, str]) -> dict[str, str]:
     return {name: _stored(name, written_out(text)) for name, text in texts.items()}
 
 
+def _stored(name: str, text: str) -> str:
+    """One artifact in the stored form; a file the catalogue does not name gets the common rules."""
+    artifact = ARTIFACTS.get(name)
+    return artifact.normalize(_NORMALIZE, text) if artifact else _NORMALIZE(text)
+
+
 def _damaged(texts: Mapping[str, str], side: str) -> list[Finding]:
     """A finding for each text that no version of the plugin wrote (older_forms.py)."""
     found = []
@@ -212,18 +218,15 @@ def _inputs(texts: Mapping[str, str]) -> InputNames:
     return found
 
 
-def _outputs(texts: Mapping[str, str]) -> dict[tuple[int, int], int | None]:
-    """Per frame compile, how many of its forward's outputs are the model's (`user_outputs`)."""
-    return {
-        (key.frame, key.compile): user_outputs(section)
-        for key, section in split_sections(texts.get("aot_forward", "")).items()
-    }
-
-
-def _stored(name: str, text: str) -> str:
-    """One artifact in the stored form; a file the catalogue does not name gets the common rules."""
-    artifact = ARTIFACTS.get(name)
-    return artifact.normalize(_NORMALIZE, text) if artifact else _NORMALIZE(text)
+def _outputs(texts: Mapping[str, str], inputs: InputNames) -> dict[GraphKey, list[str]]:
+    """Per section of the generated code (a frame compile's forward or inference, `[1 of 2]`,
+    its backward, `[2 of 2]`), what each value its `call` returns is (`return_keys`)."""
+    found: dict[GraphKey, list[str]] = {}
+    for name, part in (("aot_inference", 1), ("aot_forward", 1), ("aot_backward", 2)):
+        for key, section in split_sections(texts.get(name, "")).items():
+            names = inputs.get((key.frame, key.compile))
+            found[GraphKey(key.frame, key.compile, part)] = return_keys(section, names)
+    return found
 
 
 #: per frame compile (frame, compile), what each input of its AOT graphs and code is, by name
@@ -425,7 +428,7 @@ def _compare_programs(
     old: str,
     new: str,
     inputs: Inputs,
-    outputs: tuple[dict[tuple[int, int], int | None], ...],
+    outputs: tuple[dict[GraphKey, list[str]], dict[GraphKey, list[str]]],
 ) -> list[Finding]:
     """Findings on the generated code (artifact `name`), frame compile by frame compile."""
     before, after = split_sections(old), split_sections(new)
@@ -440,14 +443,9 @@ def _compare_programs(
         if before[key] == after[key]:
             continue
         frame = (key.frame, key.compile)
-        forward = key.part == 1  # a training step's backward returns gradients only
         programs = (
-            parse_output_code(
-                before[key], inputs[0].get(frame), outputs[0].get(frame) if forward else None
-            ),
-            parse_output_code(
-                after[key], inputs[1].get(frame), outputs[1].get(frame) if forward else None
-            ),
+            parse_output_code(before[key], inputs[0].get(frame), outputs[0].get(key)),
+            parse_output_code(after[key], inputs[1].get(frame), outputs[1].get(key)),
         )
         found += _program_findings(name, key, *programs) or [
             _code(name, False, "wrapper text", f"{name}: wrapper text only, same kernels and calls")

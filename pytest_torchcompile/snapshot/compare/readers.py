@@ -109,7 +109,7 @@ def parse_graph(text: str, inputs: Mapping[str, str] | None = None) -> Graph:
                 named[name] = identity if identity.startswith(("L_", "G_")) else name
             continue
         if (ret := _RETURN.match(line)) is not None:
-            returned, saved = _returned(ret[1], lines, prints)
+            returned, saved = _returned(ret[1], lines, prints, inputs)
             dataflow[_hash("return " + returned)] += 1
             continue
         match = FX_NODE.match(line)
@@ -130,25 +130,74 @@ def parse_graph(text: str, inputs: Mapping[str, str] | None = None) -> Graph:
 
 #: `# SavedForBackwardsAOTOutput(idx=3)`: a forward's output kept for its backward, by place
 _SAVED = "SavedForBackwards"
+#: `# PlainAOTOutput(idx=0)`: the model's output 0
+_OUTPUT = re.compile(r"^PlainAOTOutput\(idx=(\d+)\)")
+#: `# GradAOTOutput(grad_of=PlainAOTInput(idx=3))`: the gradient of the graph's input 3
+_GRAD = re.compile(r"^GradAOTOutput\(grad_of=PlainAOTInput\(idx=(\d+)\)\)")
 
 
-def _returned(first: str, lines: Iterator[str], prints: dict[str, str]) -> tuple[str, list[str]]:
-    """A return statement's values: in order, but those saved for the backward as a multiset
-    (their order is only the forward's contract with its backward, which takes them in it);
-    and those saved values, in order."""
-    items = [first]
+def _returned(
+    first: str, lines: Iterator[str], prints: dict[str, str], inputs: Mapping[str, str] | None
+) -> tuple[str, list[str]]:
+    """A return statement as facts, and the values it saves for the backward, in order.
+
+    Each value is keyed by what AOTAutograd's comment says it is (`return_keys`): the
+    model's outputs by their place, a backward's gradients by the input they are the
+    gradient of, the values a forward saves as a multiset. Their order is only the contract
+    between a forward and its backward, which takes them in it: the same graph traced with
+    its inputs in another order returns the same facts.
+    """
+    items = _return_items(first, lines)
+    keys = return_keys(items, inputs)
+    entries = [
+        (key, _SPACES.sub("", _with_refs(value, prints)[0])) for key, (value, _) in zip(keys, items)
+    ]
+    saved = [value for key, value in entries if key == "saved"]
+    return ";".join(f"{key}={value}" for key, value in sorted(entries)), saved
+
+
+def _return_items(first: str, lines: Iterator[str]) -> list[tuple[str, str]]:
+    """(value, comment) of each value a return statement returns."""
+    text = [first]
     while (
-        sum(i.count("(") for i in items) > sum(i.count(")") for i in items)
+        sum(t.count("(") - t.count(")") for t in (code_and_comment(x)[0] for x in text)) > 0
         and (more := next(lines, None)) is not None
     ):
-        items.append(more)
-    kept, saved = [], []
-    for item in items:
-        code, _, comment = item.partition("#")
-        value = _SPACES.sub("", _with_refs(code, prints)[0])
-        (saved if _SAVED in comment else kept).append(value)
-    values = [v.strip(",") for v in saved]
-    return "".join(kept).replace(",)", ")") + " saved " + ",".join(sorted(values)), values
+        text.append(more)
+    if len(text) == 1:  # `return (add, mul)`: no comments
+        inner = first.strip()
+        inner = inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner
+        return [(v.strip(), "") for v in inner.split(",") if v.strip()]
+    items = []
+    for line in text[1:]:
+        code, comment = code_and_comment(line)
+        value = code.strip().rstrip(",").strip()
+        if value and value != ")":
+            items.append((value, comment.lstrip("#").strip()))
+    return items
+
+
+def return_keys(
+    items: list[tuple[str, str]] | str, inputs: Mapping[str, str] | None = None
+) -> list[str]:
+    """What each returned value is, by its place (`items`, or the graph section to read them
+    from): `out 000000` (the model's output 0), `saved`, `grad L_x_` (the gradient of input
+    `L_x_`, named as `inputs` names `primals_<N+1>`)."""
+    if isinstance(items, str):
+        lines = iter(items.splitlines())
+        first = next((ret[1] for line in lines if (ret := _RETURN.match(line))), None)
+        items = [] if first is None else _return_items(first, lines)
+    keys = []
+    for place, (_, comment) in enumerate(items):
+        output, grad = _OUTPUT.match(comment), _GRAD.match(comment)
+        if _SAVED in comment:
+            keys.append("saved")
+        elif grad is not None:
+            index = int(grad[1])
+            keys.append(f"grad {(inputs or {}).get(f'primals_{index + 1}', f'#{index}')}")
+        else:
+            keys.append(f"out {int(output[1]) if output else place:06d}")
+    return keys
 
 
 def _input(name: str, place: int, inputs: Mapping[str, str] | None) -> str:
@@ -161,13 +210,6 @@ def _input(name: str, place: int, inputs: Mapping[str, str] | None) -> str:
         return inputs[f"#{place}"]
     aot = AOT_INPUT.match(name)
     return f"#{int(aot[1]) - 1 if aot[1] else int(aot[2])}" if aot else f"#{place} {name}"
-
-
-def user_outputs(forward_section: str) -> int | None:
-    """How many of a forward graph's outputs are the model's (the rest are saved for the
-    backward), where its return says so; None where it does not."""
-    said = forward_section.count("# PlainAOTOutput(")
-    return said if said and _SAVED in forward_section else None
 
 
 def graph_inputs(dynamo_section: str, forward_section: str) -> dict[str, str] | None:
@@ -187,9 +229,7 @@ def graph_inputs(dynamo_section: str, forward_section: str) -> dict[str, str] | 
     for place, (name, _) in enumerate(dynamo):
         names[f"arg{place}_1"] = names[f"primals_{place + 1}"] = name
     forward = parse_graph(forward_section, names)
-    saved = {
-        n: f"saved {fingerprint}" for n, fingerprint in forward.values.items() if n not in names
-    }
+    saved = {f"#{k}": f"saved {fingerprint}" for k, fingerprint in enumerate(forward.saved)}
     return {**saved, **names}
 
 

@@ -77,15 +77,16 @@ _OUT = re.compile(r"\bout=([A-Za-z_]\w*)")
 
 
 def parse_output_code(
-    text: str, inputs: Mapping[str, str] | None = None, outputs: int | None = None
+    text: str, inputs: Mapping[str, str] | None = None, outputs: list[str] | None = None
 ) -> Program:
     """Kernels (bodies with their own name masked), the wrapper's calls and `call`'s steps.
 
     `inputs` says what each input of `call` is, by name, as the comparison
     knows it (`readers.graph_inputs`: Dynamo's name for `arg0_1`, a forward
     node's fingerprint for a saved value); an input it does not name is read
-    by its place. `outputs`: how many of the values `call` returns are the
-    model's; the rest, saved for the backward, are read as a multiset.
+    by its place. `outputs`: what each value `call` returns is, by its place, as
+    the AOT graph it runs says (`readers.return_keys`): the model's outputs in
+    order, a backward's gradients by their input, saved values as a multiset.
     """
     lines = text.splitlines()
     kernels, outside = _kernels(lines)
@@ -123,7 +124,7 @@ def _kernels(lines: list[str]) -> tuple[list[Kernel], list[str]]:
 
 
 def _steps(
-    lines: list[str], kernels: list[Kernel], inputs: Mapping[str, str], outputs: int | None
+    lines: list[str], kernels: list[Kernel], inputs: Mapping[str, str], outputs: list[str] | None
 ) -> tuple[Counter[str], dict[str, str]]:
     reader = _Steps(kernels, inputs, outputs)
     for statement in _call_body(lines):
@@ -154,7 +155,7 @@ class _Steps:
     """Reads statements in order, keeping each buffer's last writer (see the module)."""
 
     def __init__(
-        self, kernels: list[Kernel], inputs: Mapping[str, str], outputs: int | None
+        self, kernels: list[Kernel], inputs: Mapping[str, str], outputs: list[str] | None
     ) -> None:
         self.kernels = {k.name: "kernel " + _hash(k.body) for k in kernels}
         self.written = {k.name: _written_places(k.body) for k in kernels}
@@ -196,14 +197,12 @@ class _Steps:
         )
 
     def _returned(self, statement: str) -> str:
-        """The model's outputs in order, the values saved for the backward as a multiset."""
+        """Each value keyed by what it is (`outputs`): outputs by place, gradients by input,
+        saved values as a multiset; as returned where the keys do not fit."""
         values = [_IDENT.sub(self._named, v) for v in _top_level_arguments(statement[8:-1])]
-        return (
-            "return "
-            + ",".join(values[: self.outputs])
-            + " saved "
-            + ",".join(sorted(values[self.outputs :]))
-        )
+        if self.outputs is None or len(self.outputs) != len(values):
+            return "return " + ",".join(values)
+        return "return " + ";".join(f"{k}={v}" for k, v in sorted(zip(self.outputs, values)))
 
     def _named(self, match: re.Match[str]) -> str:
         name = match[1]

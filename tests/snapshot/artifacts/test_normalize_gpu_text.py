@@ -204,7 +204,14 @@ def test_a_triton_wrapper_reads_as_steps_and_an_argument_moved_is_another_step(n
     """Triton kernels declare no argument types in the wrapper: each buffer a `.run(` is given may
     be written. The same code read twice is the same steps; a launch's argument changed is not."""
     for case, records in samples(name)["cold"].items():
-        text = normalize_artifact(NORMALIZE, "wrapper_code", laid_out(records)["wrapper_code"])
+        log = CaptureLog(
+            [
+                TraceRecord(FrameKey(r["frame"], r["compile"]), r["name"], r["payload"])
+                for r in records
+            ]
+        )
+        raw = CATALOGUE["wrapper_code"].build(CaseCapture(log), "inductor")
+        text = normalize_artifact(NORMALIZE, "wrapper_code", raw)
         for section in split_sections(text).values():
             program = parse_output_code(section)
             runs = [s for s in program.shown.values() if ".run(" in s]
