@@ -161,8 +161,10 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     suite = SUITES[request.param]
     project = tmp_path_factory.mktemp("elsewhere") / "checkout_b"
     (project / "fixtures").mkdir(parents=True)
-    for name in ("__init__.py", "zoo.py", "real_models.py", "other_libraries.py", suite.module):
-        shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
+    # the suites' models (every module but the other suites' tests) and this suite's tests
+    for source in (REPO / "fixtures").glob("*.py"):
+        if not source.name.startswith("test_") or source.name == suite.module:
+            shutil.copy(source, project / "fixtures" / source.name)
     stem = suite.module.removesuffix(".py")
     sets = Path(resolve(suite.folder, torch=installed_torch_minor() or "", device="cpu"))
     committed = REPO / sets / "fixtures" / stem
