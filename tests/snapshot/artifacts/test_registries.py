@@ -220,3 +220,27 @@ def test_the_program_compares_a_set_built_list_sorted() -> None:
 
     assert holds([3, 4]) and holds([4, 3])
     assert not holds([4, 2]) and not holds([3, 4, 2])
+
+
+# --- another tensorclass where one was --------------------------------------------------------
+
+#: the guard on the DQN loss's batch, as `fixtures/other_libraries.tensordict_dqn_loss` stores it
+STEP_GUARD = (
+    "TYPE_MATCH: ___check_type_id(L['batch']._tensordict._tensordict['next'], <id>), "
+    "type=<class 'fixtures.tensorclasses.Step'>  # if not _is_tensor_collection(type(value))  "
+    "# base.py:<N> in <dictcomp> (HINT: type Step)"
+)
+
+
+def test_another_class_in_a_type_check_is_a_behaviour_change_that_names_both() -> None:
+    """A type check's id is masked: its class is what it compares (an identity check's note is
+    not read: torch 2.11 prints the object's repr there, later releases its class)."""
+    old = f"# ===== frame 0 compile 0: forward =====\n{STEP_GUARD}\n"
+    diff = compare_case({"guards": old}, {"guards": old.replace("Step", "Outcome")})
+    assert diff.verdict == BEHAVIOUR
+    assert diff.findings[0].fact == (
+        "guards changed: TYPE_MATCH on L['batch']._tensordict._tensordict['next']: "
+        "<class 'fixtures.tensorclasses.Step'> -> <class 'fixtures.tensorclasses.Outcome'>"
+    )
+    moved = old.replace("# base.py", "# other.py")
+    assert compare_case({"guards": old}, {"guards": moved}).verdict != BEHAVIOUR
