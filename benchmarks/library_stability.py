@@ -68,6 +68,9 @@ class Run:
     alone: bool = False
 
 
+#: `--select`: a `-k` expression every run takes (a part of the suites, where time is short)
+SELECT: dict[str, str] = {}
+
 RUNS = (
     Run("cold", "1"),
     Run("reversed", "0", (("REVERSE_ORDER", "1"),)),
@@ -81,6 +84,7 @@ RUNS = (
 def pytest_run(
     python: str, project: Path, suite: Suite, run: Run, cache: str, select: str | None = None
 ) -> dict[str, str]:
+    select = select or SELECT.get("k")
     """One pytest process over the suite (or one test of it): test name -> '' or its failure's first line."""
     report = project / f"report-{time.monotonic_ns()}.xml"
     env = {
@@ -107,10 +111,13 @@ def pytest_run(
     return outcomes
 
 
-def run_suite(python: str, suite: Suite, torch_minor: str, runs: list[Run]) -> bool:
+def run_suite(
+    python: str, suite: Suite, torch_minor: str, runs: list[Run], cache: str | None
+) -> bool:
     """Every run of one suite at another path; prints its table; True when nothing failed or changed."""
     with tempfile.TemporaryDirectory() as scratch:
-        project, cache = Path(scratch) / "elsewhere", str(Path(scratch) / "inductor_cache")
+        project = Path(scratch) / "elsewhere"
+        cache = cache or str(Path(scratch) / "inductor_cache")
         copy_suite(suite, project, torch_minor)
         digest = tree_digest(project / "snapshots")
         results: dict[str, dict[str, str]] = {}
@@ -182,7 +189,11 @@ def main() -> int:
     parser.add_argument(
         "--pythonpath", help="PYTHONPATH of the pytest runs (another venv's packages)"
     )
+    parser.add_argument("--select", help="a -k expression every run takes (default: every test)")
+    parser.add_argument("--cache", help="the Inductor cache the runs share (default: a new one)")
     args = parser.parse_args()
+    if args.select:
+        SELECT["k"] = args.select
     if args.pythonpath:
         os.environ["PYTHONPATH"] = args.pythonpath
     probe = "import sys, torch; print(f'{sys.version_info[0]}.{sys.version_info[1]}', torch.__version__)"
@@ -203,7 +214,7 @@ def main() -> int:
         if not committed_set(suite, torch_minor).is_dir():
             print(f"\n{suite.module}: no committed set at {committed_set(suite, torch_minor)}")
             continue
-        ok &= run_suite(args.python, suite, torch_minor, runs)
+        ok &= run_suite(args.python, suite, torch_minor, runs, args.cache)
     return 0 if ok else 1
 
 
