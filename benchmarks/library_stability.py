@@ -10,8 +10,8 @@ of its own (`PYTHONHASHSEED` 0 to 5; 0 is hash randomisation off):
 | cold | 1 | the file's | nothing (an empty Inductor cache; the others reuse what it filled) |
 | reversed | 0 | reversed | nothing |
 | shuffled | 2 | shuffled | nothing |
-| eager, shuffled | 3 | shuffled otherwise | every model of both suites called eagerly (`EAGER_FIRST`) |
-| eager, reversed | 4 | reversed | the same |
+| eager+shuffled | 3 | shuffled otherwise | every model of both suites called eagerly (`EAGER_FIRST`) |
+| eager+reversed | 4 | reversed | the same |
 | alone | 5 | one process per test (`-k`) | nothing |
 
 A test that fails in any run is a false alarm (the models and the code did not change), and
@@ -68,6 +68,8 @@ class Run:
     alone: bool = False
 
 
+RUN_NAMES = "cold, reversed, shuffled, eager+shuffled, eager+reversed, alone"
+
 #: `--select`: a `-k` expression every run takes (a part of the suites, where time is short)
 SELECT: dict[str, str] = {}
 
@@ -75,8 +77,8 @@ RUNS = (
     Run("cold", "1"),
     Run("reversed", "0", (("REVERSE_ORDER", "1"),)),
     Run("shuffled", "2", (("SHUFFLE_SEED", "2"),)),
-    Run("eager, shuffled", "3", (("SHUFFLE_SEED", "3"), ("EAGER_FIRST", "1"))),
-    Run("eager, reversed", "4", (("REVERSE_ORDER", "1"), ("EAGER_FIRST", "1"))),
+    Run("eager+shuffled", "3", (("SHUFFLE_SEED", "3"), ("EAGER_FIRST", "1"))),
+    Run("eager+reversed", "4", (("REVERSE_ORDER", "1"), ("EAGER_FIRST", "1"))),
     Run("alone", "5", alone=True),
 )
 
@@ -202,6 +204,9 @@ def main() -> int:
     ).stdout.split()
     torch_minor = ".".join(torch_version.split(".")[:2])
     runs = [r for r in RUNS if r.name in args.runs.split(",")]
+    unknown = set(args.runs.split(",")) - {r.name for r in RUNS}
+    if unknown:
+        parser.error(f"--runs: no run named {', '.join(sorted(unknown))} (the runs: {RUN_NAMES})")
     folder = (
         PROJECT_FOLDER
         if python_minor == "3.11"
