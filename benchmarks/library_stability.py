@@ -68,8 +68,6 @@ class Run:
     alone: bool = False
 
 
-RUN_NAMES = "cold, reversed, shuffled, eager+shuffled, eager+reversed, alone"
-
 #: `--select`: a `-k` expression every run takes (a part of the suites, where time is short)
 SELECT: dict[str, str] = {}
 
@@ -206,7 +204,9 @@ def main() -> int:
     runs = [r for r in RUNS if r.name in args.runs.split(",")]
     unknown = set(args.runs.split(",")) - {r.name for r in RUNS}
     if unknown:
-        parser.error(f"--runs: no run named {', '.join(sorted(unknown))} (the runs: {RUN_NAMES})")
+        parser.error(
+            f"--runs: no run named {', '.join(sorted(unknown))} (the runs: {', '.join(r.name for r in RUNS)})"
+        )
     folder = (
         PROJECT_FOLDER
         if python_minor == "3.11"
