@@ -35,10 +35,41 @@ import pytest
 from fixtures import REAL_MODELS_SNAPSHOT_DIR, other_libraries
 from pytest_torchcompile.snapshot.files.placeholders import installed_torch_minor, resolve
 from tests.conftest import REPO, tree_digest
-from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST as VARIATIONS_CONFTEST
+from tests.stability.test_fresh_snapshots_stable import REVERSE_CONFTEST
 
 #: the project's `torchcompile_snapshot_dir` (pyproject.toml), which each copy's ini repeats
 PROJECT_FOLDER = "snapshots/{torch}/{device}"
+
+#: the copy's conftest: the variations of `REVERSE_CONFTEST` (`REVERSE_ORDER`, `COMPILE_FIRST`), a
+#: shuffled order (`SHUFFLE_SEED`), and other tests of the same libraries first (`EAGER_FIRST`:
+#: every model of the real-model suites called eagerly at session start, as earlier tests that
+#: used those libraries leave the process: tensordict's memo of classes, transformers' registries
+#: and einops' backends filled)
+VARIATIONS_CONFTEST = (
+    REVERSE_CONFTEST.replace(
+        "def pytest_collection_modifyitems(items):\n",
+        "def pytest_collection_modifyitems(items):\n"
+        "    if os.environ.get('SHUFFLE_SEED'):\n"
+        "        __import__('random').Random(int(os.environ['SHUFFLE_SEED'])).shuffle(items)\n",
+    )
+    + """
+
+def pytest_configure(config):
+    if os.environ.get("EAGER_FIRST"):
+        import importlib, inspect, torch
+
+        for name in ("fixtures.other_libraries", "fixtures.real_models"):
+            module = importlib.import_module(name)
+            for build in vars(module).values():
+                if inspect.isfunction(build) and build.__module__ == name and build.__annotations__.get("return") == "Case":
+                    try:
+                        model, args, kwargs = build()
+                    except ImportError:
+                        continue
+                    with torch.no_grad():
+                        model(*args, **kwargs)
+"""
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +105,7 @@ def per_python(suite: Suite, select: str, tests: int) -> Suite:
         tests=tests,
         folder=REAL_MODELS_SNAPSHOT_DIR,
         select=select,
-        skips=frozenset({"xdist", "alone"}),
+        skips=frozenset({"xdist", "alone", "eager_first"}),
     )
 
 
@@ -87,10 +118,10 @@ SUITES = {
     # models of one library whose guards (wraps, dedented docstrings, einops' comprehensions),
     # graph (a comprehension's frame) and break reasons (`CALL_KW`) differ there
     "other_libraries": per_python(
-        Suite("test_other_libraries.py", 13, "einops_mixer"), "vq_codebook or vq_residual_fsq", 2
+        Suite("test_other_libraries.py", 15, "einops_mixer"), "vq_codebook or vq_residual_fsq", 2
     ),
     # the zoo's small models: its programs' runs cost each re-run a few seconds
-    "zoo": Suite("test_zoo.py", 10, "graph_break", programs=True),
+    "zoo": Suite("test_zoo.py", 10, "graph_break", programs=True, skips=frozenset({"eager_first"})),
 }
 #: the hash seed of each run: another one per run, and one run with hash randomisation off
 SEEDS = {
@@ -98,6 +129,7 @@ SEEDS = {
     "reversed": "0",
     "xdist": "2",
     "alone": "3",
+    "eager_first": "4",
 }
 
 
@@ -160,12 +192,7 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """The suite and its committed snapshots at another path, run once there with a cold cache."""
     suite = SUITES[request.param]
     project = tmp_path_factory.mktemp("elsewhere") / "checkout_b"
-    (project / "fixtures").mkdir(parents=True)
-    for name in ("__init__.py", "zoo.py", "real_models.py", "other_libraries.py", suite.module):
-        shutil.copy(REPO / "fixtures" / name, project / "fixtures" / name)
-    stem = suite.module.removesuffix(".py")
-    sets = Path(resolve(suite.folder, torch=installed_torch_minor() or "", device="cpu"))
-    committed = REPO / sets / "fixtures" / stem
+    committed = committed_set(suite)
     if not committed.is_dir():
         pytest.skip(
             f"no committed snapshots of {suite.module} for this torch and Python ({committed.relative_to(REPO)}): "
@@ -174,11 +201,7 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     missing = missing_libraries(suite)
     if missing and not os.environ.get("CI"):
         pytest.skip(f"{suite.module} needs {', '.join(missing)}: pip install -e '.[models]'")
-    shutil.copytree(committed, project / sets / "fixtures" / stem)
-    (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
-    (project / "pytest.ini").write_text(
-        f"[pytest]\npythonpath = .\ntorchcompile_snapshot_dir = {PROJECT_FOLDER}\n"
-    )
+    copy_suite(suite, project)
     cache = str(tmp_path_factory.mktemp("inductor_cache"))
     return Checkout(
         suite,
@@ -186,6 +209,28 @@ def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         tree_digest(project / "snapshots"),
         cache,
         run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONHASHSEED=SEEDS["cold"]),
+    )
+
+
+def committed_set(suite: Suite, torch_minor: str | None = None) -> Path:
+    """The suite's committed snapshot folder for this torch (or `torch_minor`) and Python."""
+    torch_minor = torch_minor or installed_torch_minor() or ""
+    sets = Path(resolve(suite.folder, torch=torch_minor, device="cpu"))
+    return REPO / sets / "fixtures" / suite.module.removesuffix(".py")
+
+
+def copy_suite(suite: Suite, project: Path, torch_minor: str | None = None) -> None:
+    """The suite's models and tests, its committed set, the variations' conftest and an ini, at `project`."""
+    (project / "fixtures").mkdir(parents=True)
+    # the suites' models (every module but the other suites' tests) and this suite's tests
+    for source in (REPO / "fixtures").glob("*.py"):
+        if not source.name.startswith("test_") or source.name == suite.module:
+            shutil.copy(source, project / "fixtures" / source.name)
+    committed = committed_set(suite, torch_minor)
+    shutil.copytree(committed, project / committed.relative_to(REPO))
+    (project / "conftest.py").write_text(VARIATIONS_CONFTEST)
+    (project / "pytest.ini").write_text(
+        f"[pytest]\npythonpath = .\ntorchcompile_snapshot_dir = {PROJECT_FOLDER}\n"
     )
 
 
@@ -206,6 +251,11 @@ def test_reversed_order_with_hash_randomisation_off(checkout: Checkout) -> None:
 def test_xdist_two_workers_after_a_dozen_unrelated_compiles(checkout: Checkout) -> None:
     # each worker compiles the dozen first (the conftest's session start runs in workers)
     checkout.assert_identical(checkout.run("xdist", "-n", "2", COMPILE_FIRST="1"))
+
+
+def test_shuffled_after_the_same_libraries_ran_eagerly(checkout: Checkout) -> None:
+    # the slice of benchmarks/library_stability.py that CI runs (the zoo uses no library)
+    checkout.assert_identical(checkout.run("eager_first", SHUFFLE_SEED="4", EAGER_FIRST="1"))
 
 
 def test_one_test_alone(checkout: Checkout) -> None:

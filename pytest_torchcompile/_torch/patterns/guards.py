@@ -49,6 +49,24 @@ SOURCE_START = re.compile(r"(?<![\w.])[LG]\[")
 GLOBAL_DICT_KEY = re.compile(
     r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] == (\"[^\"\n]*\"|'[^'\n]*')"
 )
+#: `list(dict.keys(G[...]))[13]`: a key of a dict reached from a global, read by its position
+GLOBAL_DICT_POSITION = re.compile(r"list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\]")
+#: `___check_obj_id(list(dict.keys(G[...]))[13], <id>), type=<class 'X'>`: that key by identity; the
+#: note names the object itself where it is a class (a registry of classes), else its type
+GLOBAL_DICT_KEY_ID = re.compile(
+    r"___check_obj_id\(list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\], (?:\d+|<id>)\)"
+    r", type=(<class '[^'\n]*'>)"
+)
+#: `G['m'].Tensor is list(dict.keys(G[...]))[13]` (either way round): that key is the object another
+#: source reads (Dynamo's guard that two sources hold one object, one of them a key by position)
+GLOBAL_DICT_KEY_ALIAS = re.compile(
+    r"(?<![\w.\]])([LG]\[[^\s#]*?) is list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\](?![\w.\[])"
+    r"|(?<![\w.\]])list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] is ([LG]\[[^\s#,)]*)"
+)
+#: `| | +- KeyValueManager pair at index=13`: a dict's key and value guards, by the key's position
+KEY_VALUE_PAIR = re.compile(r"(\+- KeyValueManager pair at index=)\d+")
+#: `| +- DictGuardManager: source=G['m'].REGISTRY, ...`: the guards on a dict reached from a global
+GLOBAL_DICT_MANAGER = re.compile(r"^((?:\| )*)\+- DictGuardManager: source=G\[")
 
 #: a guard of the tree's root (or of the stored form) relating values by code, `+- LAMBDA_GUARD: G['a'].torch is
 #: G['___unnamed_scope_...']['torch']`: Dynamo's epilogue guards

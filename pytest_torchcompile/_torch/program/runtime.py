@@ -337,6 +337,31 @@ def ___set_contains(s, item) -> bool:
     return (frozenset.__contains__ if isinstance(s, frozenset) else set.__contains__)(s, item)
 
 
+def ___dict_key(d, held):
+    """The key of `d` that is `held`: a key of a process-wide registry by what it holds, where
+    Dynamo's guard reads it by position (which says what the process did before)."""
+    for key in d:
+        if key is held:
+            return key
+    raise KeyError(held)
+
+
+def ___dict_key_with_id(d, key_id):
+    """The key of `d` whose id is `key_id` (the object an identity guard compares, found again)."""
+    for key in d:
+        if key_id == id(key):
+            return key
+    raise KeyError(key_id)
+
+
+def ___dict_key_equal(d, value):
+    """The key of `d` equal to `value` (a constant key: a registry's class name)."""
+    for key in d:
+        if key == value:
+            return key
+    raise KeyError(value)
+
+
 def ___odict_getitem(d, key):
     return collections.OrderedDict.__getitem__(d, key)
 

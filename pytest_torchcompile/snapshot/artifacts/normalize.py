@@ -46,7 +46,6 @@ from ..._torch.patterns.guards import (
     BARE_PROVENANCE,
     COMMENT_PATH,
     EQUALS_MATCH_LINE,
-    GLOBAL_DICT_KEY,
     GLOBALS_MANAGER,
     GUARD_LATENCY,
     NUM_THREADS,
@@ -54,8 +53,8 @@ from ..._torch.patterns.guards import (
     PROVENANCE_TAIL,
     PSEUDO_FILE_QUOTE,
     ROOT_LAMBDA_GUARD,
-    TREE_PREFIX_OR_KEY,
 )
+from .registries import sort_global_dict_entries, sort_set_built_lists, stable_global_dict_keys
 from .sections import per_frame_section
 
 Rule = Callable[[str], str]
@@ -477,59 +476,6 @@ def _unspaced_annotation(match: re.Match[str]) -> str:
     return '"' + SYMPY_OPERATOR.sub(r"\1", inner) + '"'
 
 
-def stable_global_dict_keys(text: str) -> str:
-    """Guards on a dict reached from a module global: by key, not by position.
-
-    Dynamo guards a dict key by key, by position: `list(dict.keys(D))[13] ==
-    "<class '...BartEncoder'>"`. When D is process-global state of a library
-    (transformers' `_CAN_RECORD_REGISTRY` gains a key for every model class
-    built in the process), the positions, and the keys before the one looked
-    up, say which models earlier tests built. So for a dict under `G[...]`:
-    a key the compile read (its value is guarded too) stays, written as
-    `K in dict.keys(D)` and `D[K]`; a key it only checked by position is left
-    out. Dicts reached from the frame's locals (`L[...]`) are untouched: their
-    order is the test's own. Nested dicts come out on the next pass.
-    """
-    for _ in range(4):
-        rewritten = _global_dict_keys_once(text)
-        if rewritten == text:
-            break
-        text = rewritten
-    return text
-
-
-def _global_dict_keys_once(text: str) -> str:
-    keys = {(m.group(1), m.group(2)): m.group(3) for m in GLOBAL_DICT_KEY.finditer(text)}
-    if not keys:
-        return text
-    read = set()
-    for (d, index), key in keys.items():
-        lookup = f"dict.__getitem__({d}, list(dict.keys({d}))[{index}])"
-        if lookup in text or f"{d}[{key}]" in text:
-            read.add((d, index))
-            text = text.replace(lookup, f"{d}[{key}]")
-    lines = []
-    for line in text.split("\n"):
-        found = [(d, i) for (d, i) in keys if f"list(dict.keys({d}))[{i}]" in line]
-        if found and not any(f in read for f in found) and _droppable_key_line(line):
-            continue
-        for d, index in found:
-            line = line.replace(
-                f"list(dict.keys({d}))[{index}] == {keys[(d, index)]}",
-                f"{keys[(d, index)]} in dict.keys({d})",
-            )
-            line = line.replace(f"list(dict.keys({d}))[{index}]", f"list(dict.keys({d}))[<key>]")
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _droppable_key_line(line: str) -> bool:
-    """A tree or compact guard line, or a joined `and ...` line of the program."""
-    return bool(TREE_PREFIX_OR_KEY.match(line)) or line.lstrip().startswith(
-        ("and ", "EQUALS_MATCH:", "KeyManager:")
-    )
-
-
 def sort_global_guards(text: str) -> str:
     """The guards on a frame's globals, one block per global, sorted by the block's text.
 
@@ -682,6 +628,8 @@ STATIC_RULES: tuple[Rule, ...] = (
     mask_frozen_line_numbers,
     canonical_sympy_spacing,
     stable_global_dict_keys,
+    sort_global_dict_entries,
+    sort_set_built_lists,
     sort_guarded_sets,
     sort_global_guards,
     sort_epilogue_guards,

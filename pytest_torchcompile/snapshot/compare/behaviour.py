@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from ..._torch.patterns.guards import TYPE_NOTE
 from ...common.counters import COUNTER_LABELS
 from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
@@ -656,13 +657,22 @@ def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
             ("guards",),
             f"guards changed: GLOBAL_STATE {moved}",
         )
+    retyped = _retyped(old.check, new.check)
     return Finding(
         True,
         "guards",
         f"guards {key.label()}: changed {_where(old)} -> {new.check}",
         ("guards",),
-        f"guards changed: {old.kind} on {old.source or old.check}",
+        f"guards changed: {old.kind} on {old.source or old.check}{retyped}",
     )
+
+
+def _retyped(old: str, new: str) -> str:
+    """`: <class 'A'> -> <class 'B'>` when two checks differ only in the class they compare."""
+    before, after = TYPE_NOTE.match(old), TYPE_NOTE.match(new)
+    if before is None or after is None or before[1] != after[1]:
+        return ""
+    return f": {old[len(before[1]) + 7 :]} -> {new[len(after[1]) + 7 :]}"
 
 
 def _where(guard: Guard) -> str:

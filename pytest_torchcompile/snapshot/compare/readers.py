@@ -327,7 +327,8 @@ class Guard:
     """One leaf guard: its kind, the source it checks, and its check.
 
     `check` is the guard's code without the provenance comment and without
-    the `, type=<...>` annotation ID and type matches carry; '' for a bare
+    the `, type=<...>` annotation an ID match carries (a type match keeps its
+    class); '' for a bare
     marker (`OBJECT_ALIASING` printed on the second of two sources whose
     check is printed on the first). `source` is the value the check reads
     (`L['self']._modules['fc1']`), taken from the check itself so that the
@@ -469,8 +470,13 @@ def _closing(text: str, start: int) -> int:
 
 
 def _check(code: str) -> str:
+    """The code compared: no comment; an identity check without its note (torch 2.11 prints the
+    object's repr there, later releases its class), a type check with it (the class is what
+    the check compares: its id is masked)."""
     code = code_and_comment(code)[0].strip()
-    code = TYPE_NOTE.sub(r"\1", code)
+    note = TYPE_NOTE.match(code)
+    if note is not None and not note[1].startswith("___check_type_id("):
+        code = note[1]
     return _unordered(_SPACES.sub(" ", code))
 
 

@@ -48,6 +48,7 @@ from ..._torch.formats import (
 from ..._torch.guard_tree import GuardRow, cached_guards
 from ..._torch.program.runtime import frame_locals
 from ...common.capture_log import CaptureLog, FrameKey
+from .unordered import KeyName, global_dict_keys, position, unordered_check
 
 __all__ = [
     "PRELUDE",
@@ -104,12 +105,13 @@ def guard_function(key: FrameKey, frame_name: str, rows: tuple[GuardRow, ...]) -
     ids: dict[str, int] = {}
     body: list[str] = []
     first, last_comment = True, ""
+    keys = global_dict_keys(row.code for row in rows)
     for row in rows:
         note = f"  # {row.kind}" + (
             f"  # {row.comment}" if row.comment and row.comment != last_comment else ""
         )
         last_comment = row.comment or last_comment
-        checks = row_checks(row, table, ids)
+        checks = [held_keys(check, keys, table) for check in row_checks(row, table, ids)]
         if not checks:
             body.append(f"# not re-checked here: {row.kind} {row.code}".replace("\n", " "))
         for index, check in enumerate(checks):
@@ -144,8 +146,9 @@ def guard_source(
         "    return first_failing(",
     ]
     not_checked = []
+    keys = global_dict_keys(row.code for row in rows)
     for row in rows:
-        checks = row_checks(row, "IDS", {})
+        checks = [held_keys(check, keys, "IDS") for check in row_checks(row, "IDS", {})]
         if not checks:
             not_checked.append(f"{row.kind}: {row.code}".replace("\n", " "))
         for index, check in enumerate(checks):
@@ -169,6 +172,25 @@ def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
     )
     code = SET_CONTAINS_CALL.sub(SET_CONTAINS_HELPER, code)
     return [code] if _parses(code) else []
+
+
+def held_keys(check: str, keys: dict[tuple[str, str], KeyName], table: str) -> str:
+    """The check with each key of a global dict read by what it holds, never by its position
+    (`emit/unordered.py`): a fresh process's registry holds its keys in another order, or fewer
+    of them; and a list built from a set compared sorted. A position nothing names stays."""
+    for (d, index), name in keys.items():
+        key = position(d, index)
+        if key not in check:
+            continue
+        label = f"{table}[{key!r}]"  # the id table's entry, a name: it stays as it is
+        if name.kind == "alias":
+            held = f"___dict_key({d}, {name.text})"
+        elif name.kind == "literal":
+            held = f"___dict_key_equal({d}, {name.text})"
+        else:
+            held = f"___dict_key_with_id({d}, {label})"
+        check = check.replace(label, "\0").replace(key, held).replace("\0", label)
+    return unordered_check(check)
 
 
 def _id_lookup(what: str, source: str, value: int, table: str, ids: dict[str, int]) -> str:

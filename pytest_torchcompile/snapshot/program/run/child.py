@@ -10,6 +10,7 @@ seconds, or the error that stopped it.
 
 from __future__ import annotations
 
+import copy
 import runpy
 import sys
 import time
@@ -44,6 +45,7 @@ def main(argv: list[str]) -> int:
         namespace = runpy.run_path(program_path)
         model = call["model"]
         _fill_einops_registry(call["args"], call["kwargs"])
+        _run_eagerly_first(model, call["args"], call["kwargs"], call["grad_enabled"])
         program = (
             namespace["load"](model) if isinstance(model, torch.nn.Module) else namespace["load"]()
         )
@@ -68,6 +70,17 @@ def _fill_einops_registry(args: Any, kwargs: Any) -> None:
     tensor = next((t for t in leaves if isinstance(t, torch.Tensor)), None)
     if backends is not None and tensor is not None and not backends._type2backend:
         backends.get_backend(tensor)
+
+
+def _run_eagerly_first(model: Any, args: Any, kwargs: Any, grad_enabled: bool) -> None:
+    """Call a copy of the model eagerly once, as the compiling process did before it compiled (the
+    eager reference): a library fills its process-wide registries on first use (tensordict's memo
+    of the classes it has seen), and the guards check the keys the compiled call found there,
+    by what they hold (`emit/unordered.py`). Copies: the program's call sees the model as it was."""
+    if not isinstance(model, torch.nn.Module):
+        return
+    with torch.set_grad_enabled(grad_enabled):
+        copy.deepcopy(model)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
 
 
 def _failure(exc: BaseException) -> str:
