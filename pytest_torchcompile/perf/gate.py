@@ -16,9 +16,10 @@ torch or files, so every verdict rule is unit-tested with synthetic numbers.
   when asked too;
 - GPU kernel times only against a baseline measured by the same method, and
   per-call times not when launch-bound or under Inductor's own CUDA graphs;
-- a CPU-timed metric (`CPU_TIMES`) that would FAIL while this run or the
-  baseline was timed under CPU contention is INCONCLUSIVE, with the reason
-  ("CPU contention: ..."): contention alone never fails a run;
+- a CPU-timed metric (`CPU_TIMES`) gated while this run or the baseline was
+  timed under CPU contention is INCONCLUSIVE, with the reason ("CPU
+  contention: ..."), whether it would FAIL or PASS: contention alone never
+  fails a run, nor passes a slowdown it hid;
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
   with `strict` on any INCONCLUSIVE.
 """
@@ -225,15 +226,16 @@ class Gate:
 
 
 def under_contention(row: Row, reason: str) -> Row:
-    """A CPU-timed FAIL measured under contention is INCONCLUSIVE, with the reason:
-    the neighbours may have moved the figure. An INCONCLUSIVE one gets the
-    reason as its note (in place of "possibly slower": the remedy is a quiet
-    re-run); a PASS, counters and GPU figures are left as they are."""
-    if row.metric not in CPU_TIMES:
+    """A CPU-timed figure measured under contention is INCONCLUSIVE, with the reason: the
+    neighbours may have moved it either way, faking a regression or hiding one (a planted
+    17% slowdown measured +1% [-14%, +19%] beside a machine waiting for a CPU 92% of the
+    time, a PASS). The reason replaces "possibly slower" (the remedy is a quiet re-run);
+    a figure not gated, counters and GPU figures are left as they are."""
+    if row.metric not in CPU_TIMES or row.verdict is Verdict.NOT_GATED:
         return row
-    if row.verdict is Verdict.FAIL:
+    if row.verdict in (Verdict.FAIL, Verdict.PASS):
         return replace(row, verdict=Verdict.INCONCLUSIVE, note=reason)
-    if row.verdict is Verdict.INCONCLUSIVE and (not row.note or row.note.endswith(RERUN)):
+    if not row.note or row.note.endswith(RERUN):
         return replace(row, note=reason)
     return row
 
