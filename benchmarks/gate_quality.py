@@ -53,6 +53,16 @@ the gate measured.
 
     python benchmarks/gate_quality.py --noisy                  # 5+5 quiet, 20+5 per neighbour
     python benchmarks/gate_quality.py --noisy --identical 4 --slow 2 --quiet 2   # a quick look
+
+`--slowdown FRACTION` asks whether a slowdown just past the threshold is ever
+a PASS: a compiled-only plant in the chain's kernel is calibrated to cost
+about FRACTION of the speedup, timed directly (`planted_slowdown.py`), then
+the chain and matmul cases are gated unchanged and with the plant,
+interleaved (20 and 10 runs by default; `--identical`, `--planted`). The
+report gives each variant's verdicts, the plant's cost timed directly before
+and after the gates, and the gated speedup changes.
+
+    python benchmarks/gate_quality.py --slowdown 0.17     # 20 unchanged, 10 with a -17% plant
 """
 
 from __future__ import annotations
@@ -369,15 +379,20 @@ def schedule(counts: dict[str, int]) -> list[str]:
     return order
 
 
+def by_variant(outcomes: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The runs of each variant, in the order they ran."""
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for o in outcomes:
+        found[o["variant"]].append(o)
+    return found
+
+
 def summarize(outcomes: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| variant | case | runs | gate FAIL / INCONCL. / PASS | speedup-only FAIL / INCONCL. / PASS | pytest-benchmark mean:5% FAIL | median change of speedup |",
         "|---|---|---|---|---|---|---|",
     ]
-    by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for o in outcomes:
-        by_variant[o["variant"]].append(o)
-    for variant, runs in by_variant.items():
+    for variant, runs in by_variant(outcomes).items():
         for case in CASES:
             gate = Counter(r["gate"][case] for r in runs)
             speedup = Counter(r["speedup"][case] for r in runs)
@@ -398,10 +413,7 @@ def summarize_gpu(outcomes: list[dict[str, Any]]) -> list[str]:
         "gpu_speedup verdicts | gpu_speedup change: median (range) | speedup change: median (range) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for o in outcomes:
-        by_variant[o["variant"]].append(o)
-    for variant, runs in by_variant.items():
+    for variant, runs in by_variant(outcomes).items():
         for case in GPU.cases:
             gate = Counter(r["gate"][case] for r in runs)
             failed = Counter(name for r in runs for name in r["failed_rows"][case])
@@ -560,9 +572,27 @@ def main() -> None:
         default=120.0,
         help="--noisy: seconds to wait for CPU pressure below 20%% before a quiet run (120)",
     )
+    parser.add_argument(
+        "--slowdown",
+        type=float,
+        default=None,
+        help="gate unchanged code and a compiled-only plant costing about this fraction of the speedup",
+    )
+    parser.add_argument(
+        "--planted", type=int, default=10, help="--slowdown: runs with the plant (10)"
+    )
+    parser.add_argument(
+        "--plant",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        default=None,
+        help="--slowdown: the plant as DIVISIONS,MULTIPLY_ADDS, calibrated before (skips the first timing)",
+    )
     args = parser.parse_args()
     if args.noisy:
         noisy_main(args)
+        return
+    if args.slowdown is not None:
+        slowdown_main(args)
         return
     if args.gpu and not cuda_available():
         sys.exit(
@@ -613,6 +643,67 @@ def main() -> None:
     print("\n".join(summarize_gpu(outcomes) if args.gpu else summarize(outcomes)))
     if args.keep:
         (args.keep / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
+
+
+def slowdown_main(args: argparse.Namespace) -> None:
+    """Unchanged and planted runs interleaved, the plant's cost timed directly around them."""
+    from planted_slowdown import chain_source, costs, pick, planted
+
+    source = chain_source(SUITE)
+    if args.plant:  # calibrated before: (divisions, multiply-adds)
+        chosen = args.plant
+        before = {}
+    else:
+        before = costs(source)
+        chosen = pick(before, args.slowdown)
+        shown = ", ".join(f"{d}d+{f}m {-100 * c:+.1f}%" for (d, f), c in before.items())
+        print(f"candidates timed directly: {shown}; planted: {chosen}", flush=True)
+    suite = Suite(
+        SUITE,
+        {"identical": {"planted": ""}, "planted": {"planted": planted(*chosen)}},
+        CASES,
+        "[{case}]::case_0",
+        pytest_benchmark=False,
+    )
+    project = Path(tempfile.mkdtemp(prefix="gate_quality_"))
+    record(project, suite)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    outcomes = []
+    order = schedule({"identical": args.identical or 20, "planted": args.planted})
+    for index, variant in enumerate(order):
+        outcome = gate_once(project, variant, index, args.keep, suite)
+        outcomes.append(outcome)
+        print(f"[{index + 1}/{len(order)}] {describe_run(outcome)}", flush=True)
+    after = costs(source)
+    print()
+    timed = f"{-100 * before[chosen]:+.1f}% before the gates, " if before else ""
+    print(
+        f"the plant ({chosen[0]} divisions, {chosen[1]} multiply-adds in the chain's kernel) timed "
+        f"directly: speedup {timed}{-100 * after[chosen]:+.1f}% after"
+    )
+    print("\n".join(summarize_slowdown(outcomes)))
+    if args.keep:
+        (args.keep / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
+
+
+def summarize_slowdown(outcomes: list[dict[str, Any]]) -> list[str]:
+    """Per variant and case: verdicts, the speedup change's median and range, re-measures."""
+    lines = [
+        "| variant | case | runs | FAIL / INCONCL. / PASS | of which INCONCL. for contention | "
+        "speedup change: median (range) | re-measured |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for variant, runs in by_variant(outcomes).items():
+        for case in CASES:
+            gate = Counter(r["gate"][case] for r in runs)
+            contended = sum(r["notes"][case].startswith("CPU contention") for r in runs)
+            remeasured = sum(r["remeasured"][case] for r in runs)
+            lines.append(
+                f"| {variant} | {case} | {len(runs)} | {gate['FAIL']} / {gate['INCONCLUSIVE']} / {gate['PASS']} | "
+                f"{contended} | {_changes([r['ratio'][case][2] for r in runs])} | {remeasured} |"
+            )
+    return lines
 
 
 def noisy_main(args: argparse.Namespace) -> None:

@@ -36,7 +36,7 @@ from ..common.diagnose import describe, user_frame
 from ..common.named_cases import CaseFailure
 from .gate import CaseVerdict
 from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
-from .record import CaseRecord
+from .record import CaseRecord, left_out_note
 from .result import BenchmarkResult, Figure
 from .spec import BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
@@ -213,7 +213,7 @@ class BenchmarkCase:
         left_out = len(self.passes) - len(self.timed_passes())
         if not left_out:
             return []
-        return [f"timing: {left_out} of {len(self.passes)} passes left out (CPU contention)"]
+        return [left_out_note(left_out, len(self.passes))]
 
     def own_noise(self) -> dict[str, float]:
         """Per metric, the spread between this case's passes (needs 3 or more)."""

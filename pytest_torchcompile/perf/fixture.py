@@ -92,6 +92,11 @@ class CompileBenchmark(NamedCases[BenchmarkResult]):
                 case.measure(REMEASURE_PASSES)
             case.verdict = self.gate.judge(self.key(case), case.record(), remeasured=True)
 
+    def threshold(self, default: float) -> float:
+        """The threshold this test's cases are judged by: the marker's, else `default` (the run's)."""
+        given = self.spec.threshold if self.spec is not None else None
+        return default if given is None else given
+
     def release(self) -> None:
         """Drop Dynamo's caches of this test's code when the test ends (see CompileModel.release)."""
         if self.cases:

@@ -6,18 +6,20 @@ torch or files, so every verdict rule is unit-tested with synthetic numbers.
 - counters and exact metrics (peak GPU bytes, on the baseline's machine)
   must equal the baseline's;
 - a statistical metric compares medians: the change now/baseline - 1 with an
-  interval combined in log space FAILs when it is worse than the threshold
-  and excludes no change, PASSes when within the threshold and excluding a
-  regression of twice the threshold, and is INCONCLUSIVE otherwise;
+  interval combined in log space PASSes only when the interval excludes a
+  regression past the threshold, FAILs when it lies wholly past it, and is
+  INCONCLUSIVE between ("possibly slower: ..."): an interval that reaches
+  past the threshold is no evidence that nothing regressed;
 - ratios (measured interleaved) are gated on any machine, absolute times
   only on the baseline's machine (its device, CPU model and threads; torch,
   triton and CUDA may differ: an upgrade is what is judged), CPU wall times
   when asked too;
 - GPU kernel times only against a baseline measured by the same method, and
   per-call times not when launch-bound or under Inductor's own CUDA graphs;
-- a CPU-timed metric (`CPU_TIMES`) that would FAIL while this run or the
-  baseline was timed under CPU contention is INCONCLUSIVE, with the reason
-  ("CPU contention: ..."): contention alone never fails a run;
+- a CPU-timed metric (`CPU_TIMES`) gated while this run or the baseline was
+  timed under CPU contention is INCONCLUSIVE, with the reason ("CPU
+  contention: ..."), whether it would FAIL or PASS: contention alone never
+  fails a run, nor passes a slowdown it hid;
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
   with `strict` on any INCONCLUSIVE.
 """
@@ -47,9 +49,9 @@ from .record import (
 from .stats import Summary, log_se, round_sig, z_value
 
 COUNTER_METRIC = "counters"
-#: a PASS needs an interval that excludes a regression this many times the threshold.
-PRECISION_FACTOR = 2.0
 ALL_METRICS = "(case)"
+#: how the note of a row whose interval straddles the threshold ends (`straddling`).
+RERUN = "re-run or record more rounds"
 
 
 class Verdict(str, enum.Enum):
@@ -224,14 +226,16 @@ class Gate:
 
 
 def under_contention(row: Row, reason: str) -> Row:
-    """A CPU-timed FAIL measured under contention is INCONCLUSIVE, with the reason:
-    the neighbours may have moved the figure. An INCONCLUSIVE one gets the
-    reason as its note; a PASS, counters and GPU figures are left as they are."""
-    if row.metric not in CPU_TIMES:
+    """A CPU-timed figure measured under contention is INCONCLUSIVE, with the reason: the
+    neighbours may have moved it either way, faking a regression or hiding one (a planted
+    17% slowdown measured +1% [-14%, +19%] beside a machine waiting for a CPU 92% of the
+    time, a PASS). The reason replaces "possibly slower" (the remedy is a quiet re-run);
+    a figure not gated, counters and GPU figures are left as they are."""
+    if row.metric not in CPU_TIMES or row.verdict is Verdict.NOT_GATED:
         return row
-    if row.verdict is Verdict.FAIL:
+    if row.verdict in (Verdict.FAIL, Verdict.PASS):
         return replace(row, verdict=Verdict.INCONCLUSIVE, note=reason)
-    if row.verdict is Verdict.INCONCLUSIVE and not row.note:
+    if not row.note or row.note.endswith(RERUN):
         return replace(row, note=reason)
     return row
 
@@ -279,13 +283,11 @@ def metric_row(
     change, ci = relative_change(now, base, settings.confidence)
     reason = gpu_time_reason(record, baseline.record) if name in GPU_TIMES else ""
     reason = reason or _not_gated_reason(info.kind, baseline, settings)
-    verdict = (
-        Verdict.NOT_GATED
-        if reason
-        else decide(change, ci, info.higher_is_better, settings.threshold)
-    )
+    verdict = Verdict.NOT_GATED if reason else decide(ci, info.higher_is_better, settings.threshold)
     # a gated GPU time says how it was measured (in the confidence column)
     note = reason or (TIMING_LABELS.get(record.gpu_timing() or "", "") if name in GPU_TIMES else "")
+    if verdict is Verdict.INCONCLUSIVE:
+        note = "; ".join(p for p in (straddling(change, ci, info.higher_is_better), note) if p)
     return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, note)
 
 
@@ -362,21 +364,38 @@ def relative_change(
     return math.expm1(log_ratio), (math.expm1(log_ratio - spread), math.expm1(log_ratio + spread))
 
 
-def decide(
-    change: float, ci: tuple[float, float], higher_is_better: bool, threshold: float
-) -> Verdict:
-    """The verdict on one metric from its change and the change's interval.
+def decide(ci: tuple[float, float], higher_is_better: bool, threshold: float) -> Verdict:
+    """The verdict on one metric from its change's interval against the threshold.
 
-    FAIL: worse than the threshold, and the interval excludes no change.
-    PASS: within the threshold, and the interval excludes a regression of
-    `PRECISION_FACTOR` times the threshold (the measurement could have seen one).
-    INCONCLUSIVE: worse than the threshold but possibly noise, or too noisy to tell.
+    PASS: the whole interval is better than a regression of `threshold` (the
+    measurement excludes one). FAIL: the whole interval is worse than it.
+    INCONCLUSIVE: the interval straddles it, whatever the estimate: a -14%
+    measured as [-23%, -5%] under a 15% threshold may be a 17% regression.
     """
-    # In "gain" terms (positive = better): the estimate and the interval's ends.
-    if higher_is_better:
-        gain, worse_end, better_end = change, ci[0], ci[1]
-    else:
-        gain, worse_end, better_end = -change, -ci[1], -ci[0]
-    if gain < -threshold:
-        return Verdict.FAIL if better_end < 0 else Verdict.INCONCLUSIVE
-    return Verdict.PASS if worse_end > -PRECISION_FACTOR * threshold else Verdict.INCONCLUSIVE
+    worse_end, better_end = _gain_ends(ci, higher_is_better)
+    if worse_end > -threshold:
+        return Verdict.PASS
+    if better_end < -threshold:
+        return Verdict.FAIL
+    return Verdict.INCONCLUSIVE
+
+
+def _gain_ends(ci: tuple[float, float], higher_is_better: bool) -> tuple[float, float]:
+    """The interval's ends as gains (positive = better): the worse end first."""
+    return (ci[0], ci[1]) if higher_is_better else (-ci[1], -ci[0])
+
+
+def straddling(change: float, ci: tuple[float, float], higher_is_better: bool) -> str:
+    """Why an interval that reaches past the threshold is INCONCLUSIVE, and what to do:
+    `possibly slower: -14%, interval -23% to -5%: re-run or record more rounds`."""
+    worse_end, better_end = _gain_ends(ci, higher_is_better)
+    gain = change if higher_is_better else -change
+    what = "possibly slower" if gain < 0 else "too noisy to rule out a slowdown"
+    return (
+        f"{what}: {_percent(gain)}, interval {_percent(worse_end)} to {_percent(better_end)}: "
+        f"{RERUN}"
+    )
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:+.0f}%" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")

@@ -233,6 +233,7 @@ def settings_from_config(config: pytest.Config) -> PerfSettings:
         threads=get_option_ini(config, THREADS).value,
         report=Path(report) if report else None,
         benchmark_json=Path(bench_json) if bench_json else None,
+        threshold=gate.threshold,
         baseline_setting=baseline.source,
     )
 

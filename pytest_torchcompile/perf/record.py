@@ -15,6 +15,7 @@ record, so the gate, the tables and the docs read one list.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,10 +209,29 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
             )
 
 
+def left_out_note(left: int, total: int) -> str:
+    """The note of a record whose figures leave out contended passes (read by `passes_left_out`)."""
+    return f"timing: {left} of {total} passes left out (CPU contention)"
+
+
+_LEFT_OUT = re.compile(r"timing: (\d+) of (\d+) passes left out \(CPU contention\)")
+
+
+def passes_left_out(record: CaseRecord) -> tuple[int, int] | None:
+    """(left out, of) when the record's figures leave out contended passes, else None."""
+    for note in record.notes:
+        match = _LEFT_OUT.fullmatch(note)
+        if match:
+            return int(match[1]), int(match[2])
+    return None
+
+
 @dataclass(frozen=True)
 class MeasuredCase:
-    """A case as the session collected it: where it ran and what it measured."""
+    """A case as the session collected it: where it ran, what it measured, and the threshold
+    its gate judges by (the marker's, else the run's)."""
 
     key: str
     nodeid: str
     record: CaseRecord
+    threshold: float | None = None

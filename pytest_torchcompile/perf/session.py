@@ -32,6 +32,7 @@ from .report.outputs import append_step_summary, benchmark_json, json_report, wr
 from .report.table import (
     RESULT_HEADER,
     contended_baseline_lines,
+    doubtful_baseline_lines,
     next_step,
     result_rows,
     run_verdict,
@@ -72,6 +73,7 @@ class PerfSettings:
     threads: int
     report: Path | None
     benchmark_json: Path | None
+    threshold: float = GateSettings.threshold  # the gate's, also known when recording a baseline
     baseline_setting: str = (
         "ini torchcompile_perf_baseline_dir"  # how the folder was named, for messages
     )
@@ -177,9 +179,10 @@ class PerfSession(WingSession):
         benchmark = item.stash.get(bench_key, None)
         if benchmark is None:
             return
+        threshold = benchmark.threshold(self.settings.threshold)
         for key, case in benchmark.finished():
             if case.final is not None:
-                self.cases.append(MeasuredCase(key, item.nodeid, case.final.record))
+                self.cases.append(MeasuredCase(key, item.nodeid, case.final.record, threshold))
             if case.verdict is not None:
                 self.verdicts.append(case.verdict)
                 attach(report, _VERDICTS, case.verdict.verdict.value)
@@ -229,6 +232,7 @@ class PerfSession(WingSession):
         path = self.store().write({c.key: c.record for c in self.cases})
         self.messages.append(f"baseline written: {self._show(path)} ({len(self.cases)} cases)")
         self.messages.extend(contended_baseline_lines(self.cases))
+        self.messages.extend(doubtful_baseline_lines(self.cases))
 
     def _write_report(self) -> None:
         if self.settings.report is None:

@@ -8,6 +8,12 @@ from typing import Any
 from ..common.terminal import align
 
 HEADER = ("case", "graphs", "breaks", "recompiles", "kernels", "compile s")
+#: under the table: which of the two compile times on screen this one is
+COMPILE_TIME_NOTE = (
+    "compile s: Dynamo's own compile time of the case's frames (torch's entire_frame_compile_time_s); "
+    "a progress line's `done in` is the whole first call by the wall clock (tracing, compiling, "
+    "capturing the artifacts, running, and waiting for a CPU)"
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,7 @@ class CaseRow:
 
 
 def format_table(rows: list[CaseRow]) -> list[str]:
-    """Left-aligned first column, right-aligned numbers."""
+    """Left-aligned first column, right-aligned numbers, and what `compile s` is."""
     per_test: dict[str, int] = {}
     for row in rows:
         per_test[row.nodeid] = per_test.get(row.nodeid, 0) + 1
@@ -50,7 +56,7 @@ def format_table(rows: list[CaseRow]) -> list[str]:
         row.cells(per_test[row.nodeid] == 1)
         for row in sorted(rows, key=lambda r: (r.nodeid, r.case))
     ]
-    return align(HEADER, body, numbers_right=True)
+    return [*align(HEADER, body, numbers_right=True), COMPILE_TIME_NOTE]
 
 
 PRECOMPILE_HEADER = ("case", "artifact KiB", "aot_compile s", "save s", "load s", "calls")

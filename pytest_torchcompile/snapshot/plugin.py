@@ -84,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session = TorchCompileSession.from_config(
         config, get_option_ini(config, SNAPSHOT_DIR), full_diff, _text_only(config)
     )
+    session.all_findings = config.getoption("verbose") >= 1
     open_session(config, session_key, session, "torchcompile-session")
     config.pluginmanager.register(session.housekeeping, "torchcompile-housekeeping")
 

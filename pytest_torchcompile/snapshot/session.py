@@ -117,6 +117,7 @@ class TorchCompileSession(WingSession):
         self.housekeeping = housekeeping
         self.stores: dict[Path, SnapshotStore] = {store.root: store}
         self.full_diff = full_diff
+        self.all_findings = False  # `-v`: a failure lists every finding, without every diff
         self.text_only = text_only or TextOnlyMode("", "")
         self.text_only_rows: list[tuple[str, dict[str, Any]]] = []
         self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
@@ -245,7 +246,9 @@ class TorchCompileSession(WingSession):
             if other is not None:
                 keep(pyfuncitem, OTHER_TORCH_PROPERTY, json.dumps(other.to_json()))
             if any(o.failed for o in outcomes):
-                failure = compose(outcomes, store.show(checked.folder), self.full_diff)
+                failure = compose(
+                    outcomes, store.show(checked.folder), self.full_diff, self.all_findings
+                )
                 if other is not None:
                     failure = "\n".join([other.headline(), failure, other.next_steps()])
                 if _html_report_wanted(pyfuncitem.config):

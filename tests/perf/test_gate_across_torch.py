@@ -20,11 +20,19 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.perf.baseline import BaselineStore, Machine
+from pytest_torchcompile.perf.case import BenchmarkCase
 from pytest_torchcompile.perf.gate import Baseline, CaseVerdict, Gate, GateSettings, Verdict
-from pytest_torchcompile.perf.record import CaseRecord
-from pytest_torchcompile.perf.report.table import next_step, next_steps, summary_lines
+from pytest_torchcompile.perf.record import CaseRecord, MeasuredCase
+from pytest_torchcompile.perf.report.table import (
+    doubtful_baseline_lines,
+    next_step,
+    next_steps,
+    summary_lines,
+)
+from pytest_torchcompile.perf.spec import BenchmarkSpec
+from pytest_torchcompile.perf.timing import PairedTiming, TimingSettings
 from tests.perf.test_gate_rules import record
-from tests.perf.test_gate_under_contention import BUSY, QUIET, SLOW_TEST
+from tests.perf.test_gate_under_contention import BUSY, QUIET, SLOW_TEST, paired
 from tests.perf.test_timing_baselines_reports import GPU_BOX, HERE, LAPTOP
 from tests.perf.test_timing_baselines_reports import record as stored
 
@@ -253,7 +261,10 @@ def test_each_kind_of_not_passing_names_its_own_remedy() -> None:
 def test_a_baseline_recorded_under_contention_says_so(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makeini("[pytest]\ntorchcompile_perf_max_time = 0.1\n")
+    # a threshold of 0.1% makes any interval measured here wide against it: that is said too
+    pytester.makeini(
+        "[pytest]\ntorchcompile_perf_max_time = 0.1\ntorchcompile_perf_threshold = 0.001\n"
+    )
     pytester.makepyfile(test_slow=SLOW_TEST)
     monkeypatch.setenv("SPIN", str(2 * (os.cpu_count() or 1)))
     result = pytester.runpytest("--torchcompile-perf-update-baseline")
@@ -264,8 +275,35 @@ def test_a_baseline_recorded_under_contention_says_so(
             "warning: 1 of 1 case(s) recorded under CPU contention (test_slow.py::test_chain::case_0: *): "
             "against such a baseline the gate calls a slowdown INCONCLUSIVE, never FAIL; record them again "
             "on a quiet machine: pytest --torchcompile-perf-update-baseline test_slow.py::test_chain",
+            "warning: 1 of 1 case(s) recorded with passes left out or a wide interval (test_slow.py::test_chain::case_0: "
+            "speedup *wide against its 0.1% threshold): * record them again on a quiet machine: "
+            "pytest --torchcompile-perf-update-baseline test_slow.py::test_chain",
         ]
     )
+
+
+def measured(passes: list[PairedTiming], threshold: float = 0.15) -> MeasuredCase:
+    case = BenchmarkCase("case_0", BenchmarkSpec(), TimingSettings(), threads=1)
+    case.passes = passes
+    return MeasuredCase("t.py::t::case_0", "t.py::t", case.record(), threshold)
+
+
+def test_a_baseline_with_passes_left_out_or_a_wide_interval_says_so() -> None:
+    quiet = [paired(QUIET, 3.0) for _ in range(5)]
+    assert doubtful_baseline_lines([measured(quiet)]) == []
+    # one contended pass left out: the four quiet ones are the baseline, and the run says so
+    (line,) = doubtful_baseline_lines([measured([paired(BUSY, 4.0), *quiet[1:]])])
+    assert line == (
+        "warning: 1 of 1 case(s) recorded with passes left out or a wide interval (t.py::t::case_0: "
+        "1 of 5 passes left out (CPU contention)): a gate against such a baseline may misjudge "
+        "unchanged code; record them again on a quiet machine: pytest --torchcompile-perf-update-baseline t.py::t"
+    )
+    # five quiet passes whose medians spread 0.48x to 0.62x: wide against 15%, not against 40%
+    spread = [paired(QUIET, ratio) for ratio in (0.48, 0.53, 0.56, 0.60, 0.62)]
+    (line,) = doubtful_baseline_lines([measured(spread)])
+    assert "(t.py::t::case_0: speedup 0.56x [" in line
+    assert "wide against its 15% threshold)" in line
+    assert doubtful_baseline_lines([measured(spread, threshold=0.4)]) == []
 
 
 def test_benchmarks_stay_out_of_a_snapshot_jobs_run(pytester: pytest.Pytester) -> None:

@@ -160,5 +160,7 @@ def test_session_summary_table(pytester: pytest.Pytester) -> None:
             "*torch.compile cases*",
             "case*graphs*breaks*recompiles*kernels*compile s",
             "test_m.py::test_m*1*0*0*0*",
+            "compile s: Dynamo's own compile time of the case's frames *; a progress line's "
+            "`done in` is the whole first call by the wall clock *",
         ]
     )

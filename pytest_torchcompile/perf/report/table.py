@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ...common.terminal import align
 from ..gate import CaseVerdict, GateSettings, Row, Verdict, run_fails, worst
-from ..record import MeasuredCase
+from ..record import MeasuredCase, passes_left_out
 
 UPDATE_FLAG = "--torchcompile-perf-update-baseline"
 GATE_FLAG = "--torchcompile-perf-gate"
@@ -212,18 +212,66 @@ def contended_baseline_lines(cases: Sequence[MeasuredCase]) -> list[str]:
     calls it INCONCLUSIVE; so the run says so, and how to record it again.
     """
     reasons = {
-        c.key: c.record.contention.reasons() for c in cases if c.record.contention is not None
+        c.key: c.record.contention.reasons() if c.record.contention is not None else []
+        for c in cases
     }
-    contended = sorted((c for c in cases if reasons.get(c.key)), key=lambda c: c.key)
-    if not contended:
+    return _baseline_warning(
+        cases,
+        reasons,
+        "under CPU contention",
+        "against such a baseline the gate calls a slowdown INCONCLUSIVE, never FAIL",
+    )
+
+
+def doubtful_baseline_lines(cases: Sequence[MeasuredCase]) -> list[str]:
+    """What a baseline update says about cases whose speedup it recorded from fewer passes than
+    it timed (contended ones left out) or with an interval wide against the threshold, or nothing.
+
+    Either can bias the baseline or leave later gates undecided, silently
+    otherwise: against a speedup recorded 2 of 5 passes short, unchanged code
+    read +1% to +33%. So the run says which, and how to record them again.
+    """
+    return _baseline_warning(
+        cases,
+        {c.key: _doubts(c) for c in cases},
+        "with passes left out or a wide interval",
+        "a gate against such a baseline may misjudge unchanged code",
+    )
+
+
+def _baseline_warning(
+    cases: Sequence[MeasuredCase], reasons: dict[str, list[str]], how: str, so: str
+) -> list[str]:
+    """One warning line naming each case with reasons, what follows, and the re-record command."""
+    named = sorted((c for c in cases if reasons[c.key]), key=lambda c: c.key)
+    if not named:
         return []
-    shown = "; ".join(f"{c.key}: {', '.join(reasons[c.key])}" for c in contended)
-    nodeids = sorted({c.nodeid for c in contended})
+    shown = "; ".join(f"{c.key}: {', '.join(reasons[c.key])}" for c in named)
+    nodeids = sorted({c.nodeid for c in named})
     return [
-        f"warning: {len(contended)} of {len(cases)} case(s) recorded under CPU contention ({shown}): "
-        "against such a baseline the gate calls a slowdown INCONCLUSIVE, never FAIL; record them again on a "
-        f"quiet machine: {' '.join([f'pytest {UPDATE_FLAG}', *map(shlex.quote, nodeids)])}"
+        f"warning: {len(named)} of {len(cases)} case(s) recorded {how} ({shown}): {so}; record them "
+        f"again on a quiet machine: {' '.join([f'pytest {UPDATE_FLAG}', *map(shlex.quote, nodeids)])}"
     ]
+
+
+def _doubts(case: MeasuredCase) -> list[str]:
+    """Why `case`'s recorded speedup is doubtful: passes left out, an interval wider than half
+    its threshold on either side (an unchanged run measured as well then fails to PASS often)."""
+    doubts = []
+    left_out = passes_left_out(case.record)
+    if left_out:
+        doubts.append(f"{left_out[0]} of {left_out[1]} passes left out (CPU contention)")
+    speedup = case.record.metrics.get("speedup")
+    if speedup is not None and case.threshold and speedup.ci_low > 0 and speedup.median > 0:
+        half = math.log(speedup.ci_high / speedup.ci_low) / 2
+        if half > case.threshold / 2:
+            low, high = (bound / speedup.median - 1 for bound in (speedup.ci_low, speedup.ci_high))
+            doubts.append(
+                f"speedup {fmt_value(speedup.median, 'x')} [{fmt_value(speedup.ci_low, 'x')}, "
+                f"{fmt_value(speedup.ci_high, 'x')}] ({low * 100:+.0f}% to {high * 100:+.0f}%), "
+                f"wide against its {case.threshold * 100:g}% threshold"
+            )
+    return doubts
 
 
 def software_lines(verdicts: Sequence[CaseVerdict]) -> list[str]:

@@ -16,9 +16,12 @@
 3. the diff of the earliest pipeline stage that changed (Dynamo's graph, its
    guards and bytecode, the AOT graphs, post-grad, output code);
 4. one line naming the other changed artifacts and how to see their diffs
-   (`--torchcompile-full-diff`, or `-vv`), which then follow, with every
-   finding of the verdict (the first line names at most three, in about 200
-   characters).
+   (`--torchcompile-full-diff`, or `-vv`), which then follow. Every finding
+   of the verdict (the first line names at most three, in about 200
+   characters) is listed under the verdict with `-v`, without those diffs.
+
+Long changed lines (a graph's signature of thousands of characters) show
+their changed part (`lines.shortened`), and the +/- counts are git's.
 
 Pure: text in, text out; nothing here imports torch or pytest.
 """
@@ -34,6 +37,7 @@ from ..artifacts.catalogue import ARTIFACTS
 from ..files.outcome import Outcome
 from .behaviour import compare_case
 from .findings import COUNTERS, HEADLINE_WIDTH, CaseDiff
+from .lines import changed_lines, shortened
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
@@ -59,10 +63,8 @@ class Change:
 
     @property
     def counts(self) -> tuple[int, int]:
-        diff = unified(self.old, self.new, n=0)[2:]  # without the ---/+++ header
-        return sum(1 for line in diff if line.startswith("+")), sum(
-            1 for line in diff if line.startswith("-")
-        )
+        """Lines added and removed, as git counts them (a minimal diff)."""
+        return changed_lines(self.old.splitlines(), self.new.splitlines())
 
     @property
     def names_only(self) -> bool:
@@ -74,11 +76,11 @@ class Change:
         return known.stage if known is not None else _LAST_STAGE
 
 
-def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
+def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool, findings: bool = False) -> str:
     """The failure text of one test whose snapshots did not all match.
 
-    `shown_dir` is the test's snapshot folder as the message names it; `full`
-    appends every diff.
+    `shown_dir` is the test's snapshot folder as the message names it; `findings`
+    lists every finding of each verdict (`-v`), `full` that and every diff (`-vv`).
     """
     changes = [
         Change(o.case, o.artifact, o.path.name, o.old, o.new)
@@ -93,7 +95,7 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
     diffs = case_diffs(changes, outcomes)
     lines = [headline(diffs), f"changed artifacts in {shown_dir}:", *_table(changes)]
     lines += [f"{_prefix(case)}verdict: {diff.line()}" for case, diff in diffs.items()]
-    if full:  # what the headline left out: every finding, whole
+    if full or findings:  # what the headline left out: every finding, whole
         lines += [
             f"  {_prefix(case)}{'behaviour' if f.behaviour else 'text'}: {f.render()}"
             for case, diff in diffs.items()
@@ -134,18 +136,18 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool) -> str:
 
 def headline(diffs: dict[str, CaseDiff], width: int = HEADLINE_WIDTH) -> str:
     """The first line: each changed case's most important facts (`CaseDiff.headline`), in
-    about `width` characters together; `(+N more cases, -vv)` counts the cases left out."""
+    about `width` characters together; `(+N more cases, -v)` counts the cases left out."""
     parts: list[str] = []
     for n, (case, diff) in enumerate(diffs.items()):
         room = width - len("; ".join(parts)) - (2 if parts else 0)
         if parts and room < _MIN_CASE_ROOM:
-            parts.append(f"(+{len(diffs) - n} more cases, -vv)")
+            parts.append(f"(+{len(diffs) - n} more cases, -v)")
             break
         parts.append(_prefix(case) + diff.headline(max(room - len(_prefix(case)), 40)))
     return "; ".join(parts)
 
 
-#: a case's headline gets at least this many characters, or waits for `-vv`
+#: a case's headline gets at least this many characters, or waits for `-v`
 _MIN_CASE_ROOM = 60
 
 
@@ -211,7 +213,7 @@ def case_diffs(changes: Sequence[Change], outcomes: Sequence[Outcome]) -> dict[s
 
 def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | None) -> list[str]:
     """`snapshot <path> differs:` and a unified diff (`---` the stored file, `+++` this run)."""
-    diff = unified(change.old, change.new)
+    diff = shortened(unified(change.old, change.new))
     if limit is not None and len(diff) > limit:
         diff = diff[:limit] + [f"... {len(diff) - limit} more diff lines: pytest {FULL_DIFF_FLAG}"]
     return ["", *([title] if title else []), f"snapshot {shown_dir}/{change.label} differs:", *diff]

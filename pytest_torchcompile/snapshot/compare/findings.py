@@ -28,8 +28,8 @@ OP_COUNT = "op count"
 COUNTERS = (*COUNTER_LABELS.values(), OP_COUNT)
 #: what moved, most important first: the order in which a failure's first line names it.
 #: One word per thing, the same in the headline, the verdict and the upgrade report.
-#: The counters first, then the shapes and dtypes of the model's inputs, parameters and
-#: buffers, then ops and fusion; guards, which follow from all of these, last.
+#: The counters first, then the shapes, dtypes and strides (layout) of the model's inputs,
+#: parameters and buffers, then ops and fusion; guards, which follow from all of these, last.
 TOPICS = (
     "damaged file",
     "graphs",
@@ -37,6 +37,7 @@ TOPICS = (
     "recompiles",
     "kernels",
     "shapes",
+    "strides",
     "break reasons",
     "recompile reasons",
     "ops",
@@ -54,7 +55,7 @@ TOPICS = (
 )
 #: the topics read from the `summary` artifact.
 SUMMARY_TOPICS = (*COUNTERS, "backend", "break reasons", "recompile reasons", "kernel names")
-#: facts a failure's first line names at most (the rest: `(+N more, -vv)`).
+#: facts a failure's first line names at most (the rest: `(+N more, -v)`).
 HEADLINE_FACTS = 3
 #: about how many characters a failure's first line takes (pytest's short summary repeats it).
 HEADLINE_WIDTH = 200
@@ -111,22 +112,30 @@ class CaseDiff:
 
     def line(self) -> str:
         """`behaviour changed: kernels 5 -> 7, op count 59 -> 105, fusion`, or `text only: ...`, or `unchanged`."""
+        parts = self.what_moved()
+        return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
+
+    def what_moved(self) -> list[str]:
+        """What the verdict line names after the verdict: the counters that moved, then the
+        topics of the findings of the verdict's kind, ranked (`kernels 5 -> 7`, `shapes`,
+        `guards`); the one source of every label a report gives a case."""
         if self.verdict == UNCHANGED:
-            return UNCHANGED
+            return []
         wanted = [f for f in self.findings if f.behaviour == (self.verdict == BEHAVIOUR)]
         parts = self.moved() if self.verdict == BEHAVIOUR else []
         topics = list(dict.fromkeys(f.topic for f in ranked(wanted) if f.topic not in COUNTERS))
-        parts += topics[:_SHOWN] + (
-            [f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else []
+        return (
+            parts
+            + topics[:_SHOWN]
+            + ([f"{len(topics) - _SHOWN} more"] if len(topics) > _SHOWN else [])
         )
-        return f"{self.verdict}: {', '.join(parts)}" if parts else self.verdict
 
     def headline(self, width: int = HEADLINE_WIDTH) -> str:
         """The most important facts, for a failure's first line: `ops: relu -> silu; kernels fused
         differently: cpp_fused_relu_0 -> cpp_fused_silu_0`; for text only, what kind of text moved.
 
         At most `HEADLINE_FACTS` facts in about `width` characters, kernel names
-        shortened; `(+N more, -vv)` counts the rest, which `-vv` lists whole.
+        shortened; `(+N more, -v)` counts the rest, which `-v` lists whole.
         """
         if self.verdict != BEHAVIOUR:
             return fit("text changed" if self.line() == TEXT else self.line(), width)
@@ -138,21 +147,21 @@ class CaseDiff:
 
 
 def fit_facts(facts: list[str], width: int) -> str:
-    """Facts joined by `; ` while they fit `width` (the first always, cut to fit), then `(+N more, -vv)`."""
+    """Facts joined by `; ` while they fit `width` (the first always, cut to fit), then `(+N more, -v)`."""
     shown: list[str] = []
     for fact in facts[:HEADLINE_FACTS]:
         rest = len(facts) - len(shown) - 1
-        more = f" (+{rest} more, -vv)" if rest else ""
+        more = f" (+{rest} more, -v)" if rest else ""
         joined = "; ".join([*shown, fact]) + more
         if shown and len(joined) > width:
             break
         shown.append(fact if shown else fit(fact, width - len(more)))
     rest = len(facts) - len(shown)
-    return "; ".join(shown) + (f" (+{rest} more, -vv)" if rest else "")
+    return "; ".join(shown) + (f" (+{rest} more, -v)" if rest else "")
 
 
 def fit(text: str, width: int) -> str:
-    """`text`, cut at a word to about `width` characters with `...` (the full text is one -vv away)."""
+    """`text`, cut at a word to about `width` characters with `...` (the full text is one -v away)."""
     if len(text) <= width:
         return text
     cut = text[: max(width - 3, 20)]
@@ -165,7 +174,7 @@ _KERNEL = re.compile(r"\b((?:cpp|triton_[a-z]+|cuda|halide)_fused_)(\w+?)(_\d+)\
 
 def short_kernels(fact: str) -> str:
     """Generated kernels' names with their fused ops cut: `cpp_fused__log_softmax__to_copy_add_embedding_0`
-    -> `cpp_fused__log_softmax__to_copy_..._0` (the verdict and `-vv` keep them whole)."""
+    -> `cpp_fused__log_softmax__to_copy_..._0` (the verdict and `-v` keep them whole)."""
 
     def cut(match: re.Match[str]) -> str:
         ops = match[2]

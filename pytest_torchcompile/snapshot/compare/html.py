@@ -9,7 +9,6 @@ offline and in a CI artifact viewer. Pure: text in, HTML out.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..artifacts.catalogue import ARTIFACTS
 from ..files.outcome import Outcome
 from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
 from .findings import ranked
+from .lines import LONG_LINE, split_arguments
 from .ranking import Folding, SharedCause
 from .upgrade import ONLY_NEW, ONLY_OLD, CaseReport, Report, folding, read_case, tiered
 
@@ -25,11 +25,8 @@ from .upgrade import ONLY_NEW, ONLY_OLD, CaseReport, Report, folding, read_case,
 WRAP = 80
 #: table rows of one artifact's diff before its further hunks are left out.
 MAX_ROWS = 200
-#: characters of a line before the side-by-side breaks it between arguments (a graph's signature
-#: of 2,000 characters would otherwise fill the screen with wrapped rows of one line)
-LONG_LINE = 160
-#: behaviour findings listed above the diffs (the rest are counted)
-MAX_FINDINGS = 12
+#: findings listed open above the diffs; the rest are folded under a <details>, never dropped
+SHOWN_FINDINGS = 12
 VERDICT_CLASS = {
     BEHAVIOUR: "behaviour",
     TEXT: "text",
@@ -46,6 +43,7 @@ STYLE = """
 .ptc table.cases {border-collapse: collapse} .ptc table.cases td, .ptc table.cases th {padding: 2px 10px;
   border-bottom: 1px solid #ddd; text-align: left}
 .ptc ul.findings {font-family: ui-monospace, monospace; font-size: 12px}
+.ptc details.more-findings summary {cursor: pointer; font-size: 13px}
 .ptc p.headline {font-family: ui-monospace, monospace; font-size: 13px; font-weight: 600}
 .ptc table.counters {border-collapse: collapse; font-size: 13px}
 .ptc table.counters td, .ptc table.counters th {padding: 1px 10px; border-bottom: 1px solid #ddd}
@@ -76,20 +74,13 @@ def side_by_side(old: str, new: str, old_label: str, new_label: str, rows: int =
     return _first_hunks(table, rows)
 
 
-#: `, name: ` or `, name = `: where a long line's next argument starts
-_ARGUMENT = re.compile(r", (?=[A-Za-z_][\w.]*\s*[:=])")
-
-
 def _broken(text: str) -> list[str]:
     """Lines, each longer than `LONG_LINE` broken before each of its arguments (continuations
     indented with `..`), so that a changed argument of a long signature is one short row."""
     lines: list[str] = []
     for line in text.splitlines():
-        parts = _ARGUMENT.split(line) if len(line) > LONG_LINE else [line]
-        lines += [p + "," for p in parts[:-1]] + parts[-1:]
-        lines[len(lines) - len(parts) + 1 :] = [
-            "    .. " + p for p in lines[len(lines) - len(parts) + 1 :]
-        ]
+        parts = split_arguments(line) if len(line) > LONG_LINE else [line]
+        lines += parts[:1] + ["    .. " + p for p in parts[1:]]
     return lines
 
 
@@ -107,11 +98,23 @@ def first_screen(diff: CaseDiff, findings: bool = True) -> list[str]:
         parts.append(f'<table class="counters">{header}{rows}</table>')
     found = [f.render() for f in ranked(f for f in diff.findings if f.behaviour and findings)]
     if found:
-        items = "".join(f"<li>{escape(line)}</li>" for line in found[:MAX_FINDINGS])
-        more = len(found) - MAX_FINDINGS
-        items += f"<li>... and {more} more</li>" if more > 0 else ""
-        parts.append(f'<ul class="findings changes">{items}</ul>')
+        parts.append(findings_list(found, "findings changes"))
     return parts
+
+
+def findings_list(lines: Sequence[str], css: str) -> str:
+    """Every line as a list item: the first `SHOWN_FINDINGS` open, the rest folded under a
+    `<details>` that says how many it holds (closed, never dropped: the one finding that names
+    the change may be the 26th)."""
+    items = lambda part: "".join(f"<li>{escape(line)}</li>" for line in part)  # noqa: E731
+    shown = f'<ul class="{css}">{items(lines[:SHOWN_FINDINGS])}</ul>'
+    rest = lines[SHOWN_FINDINGS:]
+    if not rest:
+        return shown
+    return (
+        f'{shown}<details class="more-findings"><summary>{len(rest)} more finding'
+        f'{"s" if len(rest) > 1 else ""} (of {len(lines)})</summary><ul class="{css}">{items(rest)}</ul></details>'
+    )
 
 
 def _first_hunks(table: str, rows: int) -> str:
@@ -167,8 +170,8 @@ def report_page(report: Report) -> str:
         *_causes(folded.causes),
         *_case_table(ordered),
     ]
-    for tier, case in ordered:
-        body += _case_section(report, case, tier, folded)
+    for _, case in ordered:
+        body += _case_section(report, case, folded)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>Snapshot diff</title><style>{STYLE}</style></head>"
@@ -185,9 +188,9 @@ def _causes(causes: Sequence[SharedCause]) -> list[str]:
 
 def _case_table(ordered: Sequence[tuple[str, CaseReport]]) -> list[str]:
     rows = "".join(
-        f'<tr><td><a href="#{_anchor(c.case)}">{escape(c.case)}</a></td><td>{escape(tier)}</td>'
+        f'<tr><td><a href="#{_anchor(c.case)}">{escape(c.case)}</a></td><td>{escape(moved)}</td>'
         f"<td>{verdict_badge(c.verdict)}</td></tr>"
-        for tier, c in ordered
+        for moved, c in ordered
     )
     header = "<tr><th>case</th><th>what moved</th><th>verdict</th></tr>"
     return [
@@ -196,7 +199,7 @@ def _case_table(ordered: Sequence[tuple[str, CaseReport]]) -> list[str]:
     ]
 
 
-def _case_section(report: Report, case: CaseReport, tier: str, folded: Folding) -> list[str]:
+def _case_section(report: Report, case: CaseReport, folded: Folding) -> list[str]:
     """A changed case: its own findings (shared causes are said above), then side by side the artifacts its behaviour findings name.
 
     Artifacts that changed in text only are named, not drawn: on a torch
@@ -208,11 +211,10 @@ def _case_section(report: Report, case: CaseReport, tier: str, folded: Folding) 
     section = [f'<h2 id="{anchor}">{escape(case.case)} {verdict_badge(case.verdict)}</h2>']
     named: set[str] = set()
     if case.diff is not None:
-        section.append(f"<p>{escape(tier)}: {escape(case.diff.line())}</p>")
+        section.append(f"<p>{escape(case.diff.line())}</p>")
         section += first_screen(case.diff, findings=False)  # its own findings follow
         own = [*folded.own.get(case.case, ()), *folded.own_text.get(case.case, ())]
-        items = "".join(f"<li>{escape(line)}</li>" for line in own)
-        section.append(f'<ul class="findings">{items or "<li>nothing of its own</li>"}</ul>')
+        section.append(findings_list(own or ["nothing of its own"], "findings"))
         named = {a for f in case.diff.findings if f.behaviour for a in f.artifacts}
     old, new = (_texts(Path(root) / case.case) for root in (report.old, report.new))
     changed = sorted((n for n in set(old) | set(new) if old.get(n) != new.get(n)), key=_stage)

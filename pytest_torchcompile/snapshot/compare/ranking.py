@@ -9,8 +9,11 @@ kernel names and numbers masked. A fact shared by at least `FOLD_AT` cases
 each case keeps what is its own. Fusion, kernel-code and counter findings
 are never folded: they are what a reviewer must read case by case.
 
-Tiers order the cases: counters moved, then kernels fused differently or
-lost, ops changed, guards only, text only. Pure: findings in, text out.
+Tiers order the cases: counters moved, then generated code changed (kernels
+fused otherwise, added, removed or with other code, other calls), ops, shapes
+or dataflow changed, guards only, text only. A tier orders; what a report
+says of a case is its verdict line's words (`CaseDiff.what_moved`), read from
+the same findings as the test's verdict. Pure: findings in, text out.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from .behaviour import BEHAVIOUR, COUNTERS, TEXT, CaseDiff, Finding
 FOLD_AT = 3
 TIERS = (
     "counters moved",
-    "kernels fused differently or lost",
-    "ops changed",
+    "generated code changed",
+    "ops, shapes or dataflow changed",
     "guards only",
     "text only",
     "unchanged",
@@ -76,6 +79,14 @@ class SharedCause:
 
     def render(self) -> str:
         return f"{len(self.cases)} of {self.of}: {self.summary}"
+
+
+def label(diff: CaseDiff) -> str:
+    """What a report says moved in a case: its verdict line's words (`shapes, guards`), or its
+    verdict where the line names nothing more. Never a tier's name: `ops changed` for a case
+    whose ops did not change, or `fused differently` for `same fusion, code changed`, would
+    name a change that did not happen."""
+    return ", ".join(diff.what_moved()) or diff.verdict
 
 
 def tier(diff: CaseDiff) -> int:

@@ -5,7 +5,8 @@ A snapshot set is a folder laid out as the plugin writes it,
 that holds artifact files (`summary.txt`, `guards.guards.txt`, ...). Each case
 found on either side is compared with `behaviour.compare_case`. The report
 opens with the totals and one row of counters per case, cases in reading
-order (`ranking.tiered`: counters moved first, text only last); then the
+order (`tiered`: counters moved first, text only last), each said by its
+verdict line's words, the same as the test's verdict (`ranking.label`); then the
 causes many cases share, each said once with its count (`ranking.fold`);
 then what each case has of its own. The part above the cases fits one
 screen for a suite of a dozen cases; a long finding wraps between words and
@@ -24,6 +25,7 @@ from ..artifacts.legend import without_legend
 from ..spec import ARTIFACT_EXTENSIONS
 from .behaviour import BEHAVIOUR, COUNTERS, TEXT, UNCHANGED, CaseDiff, compare_case
 from .ranking import TIERS, Folding, fold, tier
+from .ranking import label as moved_label
 
 ONLY_OLD = "only in OLD"
 ONLY_NEW = "only in NEW"
@@ -141,7 +143,8 @@ def folding(report: Report) -> Folding:
 
 
 def tiered(report: Report, folded: Folding | None = None) -> list[tuple[str, CaseReport]]:
-    """Cases in reading order, each with its tier: heaviest tier first, then most own findings."""
+    """Cases in reading order (heaviest tier first, then most own findings), each with what
+    moved in it (`ranking.label`: its verdict line's words)."""
     folded = folded or folding(report)
 
     def rank(c: CaseReport) -> tuple[float, int, str]:
@@ -150,7 +153,12 @@ def tiered(report: Report, folded: Folding | None = None) -> list[tuple[str, Cas
         return (tier(c.diff), -len(folded.own.get(c.case, ())), c.case)
 
     ordered = sorted(report.cases, key=rank)
-    return [(ONE_SIDE if c.diff is None else TIERS[tier(c.diff)], c) for c in ordered]
+    return [(ONE_SIDE if c.diff is None else moved_label(c.diff), c) for c in ordered]
+
+
+def tier_name(case: CaseReport) -> str:
+    """The tier that ordered `case` (`TIERS`), for tools reading the JSON."""
+    return ONE_SIDE if case.diff is None else TIERS[tier(case.diff)]
 
 
 def _wrapped(text: str, first: str, rest: str) -> list[str]:
@@ -240,11 +248,11 @@ def render_markdown(report: Report) -> str:
     for label, case in ordered:
         if case.verdict == BEHAVIOUR:
             lines += _md_block(case, label, prefix, folded)
-    text_cases = [c for _, c in ordered if c.verdict == TEXT]
+    text_cases = [(label, c) for label, c in ordered if c.verdict == TEXT]
     if text_cases:
         lines += ["", f"<details><summary>Text only: {len(text_cases)} case(s)</summary>"]
-        for case in text_cases:
-            lines += _md_block(case, TIERS[4], prefix, folded)
+        for label, case in text_cases:
+            lines += _md_block(case, label, prefix, folded)
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
@@ -255,7 +263,8 @@ def _md_block(case: CaseReport, label: str, prefix: str, folded: Folding) -> lis
         return []
     return [
         "",
-        f"`{case.case.removeprefix(prefix)}`: {case.verdict} ({label})",
+        f"`{case.case.removeprefix(prefix)}`: {case.verdict}"
+        + (f" ({label})" if label != case.verdict else ""),
         "",
         "```text",
         *(f"- {d}" for d in details),
@@ -286,6 +295,7 @@ def to_json(report: Report) -> str:
         else:
             entry["counters"] = c.counters
         entry["first_look"] = label
+        entry["tier"] = tier_name(c)
         entry["own"] = _details(c, folded)
         cases.append(entry)
     causes = [

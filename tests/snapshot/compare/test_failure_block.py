@@ -358,7 +358,7 @@ def test_changed_parameter_shapes_are_said_by_name_folded_over_layers() -> None:
     assert first.startswith("shapes: layers.*.*.to_q.weight [128, 32] -> [256, 32] (x2)")
 
 
-def test_a_headline_stays_short_and_the_rest_is_one_vv_away() -> None:
+def test_a_headline_stays_short_and_the_rest_is_one_v_away() -> None:
     kernel = "cpp_fused__log_softmax__to_copy_add_embedding_mean_mul_pow_rsqrt_{}"
     wrapper = "{k} = async_compile.cpp_pybinding(['float*'], '''\n{body}\n''')\n\ndef call(args):\n    {k}(buf0)\n"
     outcomes = [
@@ -375,10 +375,15 @@ def test_a_headline_stays_short_and_the_rest_is_one_vv_away() -> None:
     short = compose(outcomes, "d", full=False)
     first = short.splitlines()[0]
     assert len(first) <= 200 and first.startswith("kernels 21 -> 18; shapes: ")
-    assert first.endswith(" more, -vv)")
+    assert first.endswith(" more, -v)")
     full = compose(outcomes, "d", full=True)
     assert "  behaviour: op count: 59 -> 60" in full.splitlines()
     assert kernel.format(0) in full  # whole in the verdict's findings
+    # -v: every finding, without the diffs -vv adds
+    listed = compose(outcomes, "d", full=False, findings=True)
+    assert "  behaviour: op count: 59 -> 60" in listed.splitlines()
+    assert kernel.format(0) in listed
+    assert len(listed.splitlines()) < len(full.splitlines())
 
 
 def test_the_html_first_screen_leads_with_the_headline_and_breaks_long_lines() -> None:

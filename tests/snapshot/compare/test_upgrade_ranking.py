@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.diff_command import main
-from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, CaseDiff, Finding
-from pytest_torchcompile.snapshot.compare.ranking import TIERS, fold, tier
+from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, TEXT, CaseDiff, Finding
+from pytest_torchcompile.snapshot.compare.ranking import TIERS, fold, label, tier
 from tests.browser import opened
 from tests.conftest import DATA
 
@@ -87,13 +87,29 @@ def test_causes_every_model_shares_are_said_once_with_their_count(
 
 def test_cases_come_in_reading_order(reports: tuple[list[str], dict]) -> None:
     _, report = reports
-    order = [TIERS.index(c["first_look"]) for c in report["cases"]]
+    order = [TIERS.index(c["tier"]) for c in report["cases"]]
     assert order == sorted(order)
     first = report["cases"][0]
     # the one counter that moved anywhere: Falcon's attention became one SDPA kernel
-    assert (first["case"], first["first_look"]) == ("test_models/test_falcon", "counters moved")
+    assert (first["case"], first["tier"]) == ("test_models/test_falcon", "counters moved")
+    assert first["first_look"].startswith("kernels 6 -> 4")
     assert first["counters"]["kernels"] == {"old": "6", "new": "4"}
-    assert {c["first_look"] for c in report["cases"][1:]} <= set(TIERS[1:4])
+    assert {c["tier"] for c in report["cases"][1:]} <= set(TIERS[1:4])
+
+
+def test_each_case_is_labelled_with_its_verdicts_words(reports: tuple[list[str], dict]) -> None:
+    """A label names what the case's own findings say moved, as its test's verdict does:
+    never a tier's name for a change that did not happen."""
+    lines, report = reports
+    for case in report["cases"]:
+        assert case["line"] == f"{case['verdict']}: {case['first_look']}", case["case"]
+        topics = {f["topic"] for f in case["findings"] if f["behaviour"]}
+        if "fusion" not in topics:
+            assert "fused" not in case["first_look"], case["case"]
+        heading = (
+            f"{case['case'].removeprefix('test_models/')}: behaviour changed ({case['first_look']})"
+        )
+        assert any(line.startswith(heading) for line in lines), heading
 
 
 def test_no_line_is_cut_mid_fact(reports: tuple[list[str], dict]) -> None:
@@ -159,13 +175,29 @@ def test_fusion_and_counters_are_never_folded_and_weigh_most() -> None:
         ("output_code",),
     )
     diffs = {case: _diff(fused) for case in "abc"}
-    assert fold(diffs).causes == [] and tier(diffs["a"]) == TIERS.index(
-        "kernels fused differently or lost"
-    )
+    assert fold(diffs).causes == [] and TIERS[tier(diffs["a"])] == "generated code changed"
     moved = _diff(Finding(True, "kernels", "kernels: 6 -> 4"), fused)
     assert tier(moved) == 0
     guards_only = _diff(_guards(2, "ID_MATCH", "G['a'], G['b']"))
     assert TIERS[tier(guards_only)] == "guards only"
+
+
+def test_a_label_names_only_what_moved() -> None:
+    """`ops changed` for a case whose shapes and guards moved, `kernels fused differently` for one
+    whose kernels kept their fusion: the labels a vision team read. Now the verdict's words."""
+    shapes = Finding(True, "shapes", "dynamo_graph arguments: fc.weight [10, 16] -> [20, 16]")
+    guards = _guards(2, "TENSOR_MATCH", "L['self'].fc.weight, L['self'].fc.bias")
+    assert TIERS[tier(_diff(shapes, guards))] == "ops, shapes or dataflow changed"
+    assert label(_diff(shapes, guards)) == "shapes, guards"
+    code = Finding(
+        True,
+        "kernel code",
+        "output_code frame 0/0: kernel k1: same fusion, code changed (-1 +1 lines)",
+    )
+    assert label(_diff(code)) == "kernel code"
+    assert label(CaseDiff(TEXT, {}, (Finding(False, "kernels renamed", "renamed"),))) == (
+        "kernels renamed"
+    )
 
 
 # ---------------------------------------------------------------- the same as one page, in a browser
@@ -187,10 +219,8 @@ def test_the_html_page_shows_causes_ranked_cases_and_diffs_in_chromium(
         causes = page.locator("ul.causes li").all_inner_texts()
         assert causes[0].startswith("12 of 12: guards frame 0/0: +DICT_CONTAINS")
         rows = page.locator("table.cases tr").all_inner_texts()[1:]
-        assert len(rows) == 12 and rows[0].split("\t")[:2] == [
-            "test_models/test_falcon",
-            "counters moved",
-        ]
+        assert len(rows) == 12 and rows[0].split("\t")[0] == "test_models/test_falcon"
+        assert rows[0].split("\t")[1].startswith("kernels 6 -> 4")
         badge = page.locator("table.cases .verdict.behaviour").first
         assert badge.is_visible() and badge.evaluate(
             "e => getComputedStyle(e).backgroundColor"
