@@ -35,6 +35,7 @@ DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph 
 )
 bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
 recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process = None  # type: ignore[assignment]
+fill_einops_registry = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
 _KERNELS: dict[str, Any] = {}
@@ -269,6 +270,7 @@ def main() -> None:
             (f"{path}." if path else "") + spec[0]: random_tensor(spec)
             for path, _, params, buffers, _ in MODULE_LAYOUT
             for spec in (*params, *buffers)
+            if spec[1] not in (None, "tied")  # a slot that holds None, or a tensor tied to another
         }
         program = load(state_dict=state)
     else:
@@ -277,6 +279,9 @@ def main() -> None:
         [_argument(a) for a in INPUTS[0]],
         {a[0]: _argument(a) for a in INPUTS[1]},
     )
+    fill_einops_registry(
+        _tensors((args, kwargs))
+    )  # as the compiling process had it, if einops is used
     recorded = recorded_global_state(FRAMES)  # e.g. grad mode off: a case recorded under no_grad
     if recorded is not None:
         apply_global_state(recorded)

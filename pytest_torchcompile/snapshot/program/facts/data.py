@@ -64,6 +64,18 @@ class TensorSpec:
     dtype: str
     device: str
     requires_grad: bool
+    #: the values, flat, where a random tensor would not do: a buffer of integers or booleans
+    #: (indices, counts, masks), or one a state_dict leaves out (non-persistent); small ones only
+    values: tuple[object, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A parameter or buffer slot that holds no tensor of its own: None (`Linear(bias=False)`), or
+    the tensor registered first at `tied_to` (tied weights)."""
+
+    name: str
+    tied_to: str | None
 
 
 @dataclass(frozen=True)
@@ -71,10 +83,10 @@ class SubmoduleLayout:
     """One module of the model's tree: its class, parameters, buffers and plain settings."""
 
     path: str  # "" for the root, "fc1", "mlp.0"
-    class_path: str | None
-    parameters: tuple[TensorSpec, ...]
-    buffers: tuple[TensorSpec, ...]
-    settings: tuple[tuple[str, str], ...]  # (attribute, Python literal)
+    class_path: str | None  # or NO_MODULE, or SAME_MODULE + the path it was first seen at
+    parameters: tuple[TensorSpec | Slot, ...]
+    buffers: tuple[TensorSpec | Slot, ...]
+    settings: tuple[tuple[str, str], ...]  # (attribute, Python source that builds it)
 
 
 @dataclass(frozen=True)

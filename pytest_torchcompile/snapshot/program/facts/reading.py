@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import importlib
 import sys
 import types
 from collections.abc import Iterable, Mapping
@@ -32,10 +31,9 @@ from ...._torch.formats import (
 )
 from ...._torch.guard_tree import GuardRow
 from ...._torch.program import constants
-from ...._torch.program.runtime import NO_MODULE
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
-from ...emit.values import literal
+from ...emit.values import import_path, literal
 from .data import (
     ArgSpec,
     CaseFacts,
@@ -44,9 +42,8 @@ from .data import (
     IdFinder,
     Installed,
     ProgramFacts,
-    SubmoduleLayout,
-    TensorSpec,
 )
+from .module_tree import module_layout, tensor_spec
 
 #: guard helpers a guard's source may call while it is evaluated at capture.
 _GUARD_SCOPE = {
@@ -290,29 +287,6 @@ def _compiled(source: str) -> types.CodeType:
     return compile(source, "<guard source>", "eval")
 
 
-def import_path(value: object) -> str | None:
-    """`module:qualname` that imports back to this very object, or None."""
-    if isinstance(value, types.ModuleType):
-        return value.__name__ + ":" if sys.modules.get(value.__name__) is value else None
-    module, qualname = (
-        getattr(value, "__module__", None),
-        getattr(value, "__qualname__", None),
-    )
-    owner = getattr(value, "__self__", None)
-    if isinstance(owner, type):  # a method of a class: `tuple.__new__`, a namedtuple's `P._make`
-        module = owner.__module__
-    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
-        return None
-    try:
-        found: object = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError):
-        return None
-    same = found is value or (isinstance(value, types.MethodType) and found == value)
-    return f"{module}:{qualname}" if same else None
-
-
 def case_facts(
     model: Any,
     function: types.FunctionType,
@@ -342,39 +316,9 @@ def case_facts(
     )
 
 
-def tensor_spec(name: str, t: torch.Tensor) -> TensorSpec:
-    return TensorSpec(
-        name,
-        tuple(t.shape),
-        tuple(t.stride()),
-        str(t.dtype),
-        str(t.device),
-        bool(t.requires_grad),
-    )
-
-
 def arg_spec(name: str, value: object) -> ArgSpec:
+    """One argument; a small tensor of integers or booleans (token ids, labels, a mask) with its
+    values, which the script uses where random ones could index out of range."""
     if isinstance(value, torch.Tensor):
-        return ArgSpec(name, tensor_spec(name, value), None, type(value).__name__)
+        return ArgSpec(name, tensor_spec(name, value, by_value=True), None, type(value).__name__)
     return ArgSpec(name, None, literal(value), type(value).__name__)
-
-
-def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
-    """Every module of the tree with its own parameters, buffers and plain settings, and each
-    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many."""
-    layouts = []
-    for path, module in model.named_modules(remove_duplicate=False):
-        params = tuple(tensor_spec(n, p) for n, p in module._parameters.items() if p is not None)
-        buffers = tuple(tensor_spec(n, b) for n, b in module._buffers.items() if b is not None)
-        settings = tuple(
-            (k, text)
-            for k, v in vars(module).items()
-            if not k.startswith("_") and (text := literal(v)) is not None
-        )
-        layouts.append(SubmoduleLayout(path, import_path(type(module)), params, buffers, settings))
-        layouts += [  # a None slot counts in len(_modules), which Dynamo guards
-            SubmoduleLayout(f"{path}.{name}" if path else name, NO_MODULE, (), (), ())
-            for name, child in module._modules.items()
-            if child is None
-        ]
-    return tuple(layouts)

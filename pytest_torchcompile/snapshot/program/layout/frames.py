@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
-from ...emit.values import constant_source, literal
+from ...emit.values import constant_source, import_path, literal
 from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
-from ..facts.reading import import_path
 from ..translation.bytecode import Translation, Untranslatable
 from ..translation.checked import NotEquivalent, checked, with_closure
 from .graphs import GraphCode, graph_code

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ...._torch.program.runtime import fill_einops_registry
 from ...._torch.program.trap import trap_compilation
 from ...._torch.tensors import tree_leaves
 from ....common.diagnose import first_line
@@ -43,7 +44,7 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         namespace = runpy.run_path(program_path)
         model = call["model"]
-        _fill_einops_registry(call["args"], call["kwargs"])
+        fill_einops_registry(tree_leaves((call["args"], call["kwargs"])))
         program = (
             namespace["load"](model) if isinstance(model, torch.nn.Module) else namespace["load"]()
         )
@@ -57,17 +58,6 @@ def main(argv: list[str]) -> int:
         answer["error"] = _failure(exc)
     torch.save(answer, result_path)
     return 0
-
-
-def _fill_einops_registry(args: Any, kwargs: Any) -> None:
-    """einops fills its backend registry (`_type2backend`) on first use, and Dynamo guards the
-    registry's first key: where the model uses einops, fill it here as the compiling process had
-    it (torch's backend first), so that the guards see the same registry, not an empty one."""
-    backends = sys.modules.get("einops._backends")
-    leaves = tree_leaves((args, kwargs))
-    tensor = next((t for t in leaves if isinstance(t, torch.Tensor)), None)
-    if backends is not None and tensor is not None and not backends._type2backend:
-        backends.get_backend(tensor)
 
 
 def _failure(exc: BaseException) -> str:
