@@ -95,15 +95,98 @@ def first_failing(*checks):
 
 
 class FrameGlobals(dict):
-    """A compiled frame's globals: what Dynamo installed (given by the file), then the module's own."""
+    """A compiled frame's globals: what Dynamo installed (given by the file), then the module's own.
 
-    def __init__(self, installed: dict, module_globals: dict) -> None:
+    A frame of another module (a library's function called from compiled code) has its own,
+    which reads what the file installed through `shared` (the entry's) first.
+    """
+
+    def __init__(self, installed: dict, module_globals: dict, shared: dict | None = None) -> None:
         super().__init__(installed)
         self["__builtins__"] = builtins.__dict__
-        self.module_globals = module_globals
+        self.module_globals, self.shared = module_globals, shared
 
     def __missing__(self, name: str):
+        if self.shared is not None and name in self.shared:
+            return self.shared[name]
         return self.module_globals[name]
+
+
+def original_function(function):
+    """A copy of the function as it is now (code, defaults, closure): its frame binds locals by it
+    and runs its compiled code with its defaults and cells while the function itself is routed."""
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__, copy.__qualname__ = function.__kwdefaults__, function.__qualname__
+    return copy
+
+
+class Route:
+    """A function called from compiled code that Dynamo compiled as a frame of its own.
+
+    Dynamo's frame hook runs that frame's compiles whenever the function is
+    called while the compiled model runs. While the file's model runs (a
+    `with` around each call), the function's code is a trampoline to the
+    file's frame (the same free variables, so that it fits the function's
+    closure; the frame as a keyword-only default), and its own again after.
+    """
+
+    def __init__(self, function, frame) -> None:
+        self.function, self.frame = function, frame
+        self.own = (function.__code__, function.__defaults__, function.__kwdefaults__)
+        self.code = _trampoline(function.__code__)
+
+    def __enter__(self) -> None:
+        f = self.function
+        f.__code__, f.__defaults__, f.__kwdefaults__ = (
+            self.code,
+            None,
+            {"_program_frame": self.frame},
+        )
+        ROUTED.append(self)
+
+    def __exit__(self, *exc) -> None:
+        f = self.function
+        f.__code__, f.__defaults__, f.__kwdefaults__ = self.own
+        ROUTED.remove(self)
+
+
+#: the routes in place now (while the file's model runs)
+ROUTED: list = []
+
+
+@contextlib.contextmanager
+def unrouted():
+    """Every routed function its own again for a moment (a guard reads `fn.__code__`)."""
+    active = list(ROUTED)
+    for route in reversed(active):
+        route.__exit__()
+    try:
+        yield
+    finally:
+        for route in active:
+            route.__enter__()
+
+
+def _trampoline(code):
+    """Code that calls `_program_frame` with every argument, free variables as `code`'s."""
+    free = code.co_freevars
+    lines = ["def outer():", *(f"    {name} = None" for name in free)]
+    lines.append("    def trampoline(*args, _program_frame, **kwargs):")
+    if free:
+        lines.append(f"        ({', '.join(free)},)")
+    lines += ["        return _program_frame(*args, **kwargs)", "    return trampoline"]
+    scope: dict = {}
+    exec("\n".join(lines), scope)
+    made = scope["outer"]().__code__
+    if made.co_freevars != free:
+        raise RuntimeError(f"cannot route {code.co_qualname}: its free variables {free} do not fit")
+    return made.replace(co_name=code.co_name, co_qualname=code.co_qualname)
 
 
 class Frame:
@@ -121,7 +204,8 @@ class Frame:
         bound = frame_locals(self.signature, args, kwargs)
         failed = []
         for compile_ in self.compiles:  # newest first, as Dynamo's cache tries them
-            guard = compile_.guards(bound, compile_.globals, compile_.ids)
+            with unrouted():  # guards see each routed function's own code, as Dynamo's do
+                guard = compile_.guards(bound, compile_.globals, compile_.ids)
             if guard is None:
                 RAN.append(compile_.label)
                 return compile_.code(*args, **kwargs)

@@ -74,6 +74,9 @@ def constant_source(value: object) -> str | None:
         return f"torch.Size({list(value)!r})"
     if isinstance(value, enum.Enum):
         return enum_source(value)
+    if type(value) is slice:
+        parts = [constant_source(p) for p in (value.start, value.stop, value.step)]
+        return None if None in parts else f"slice({', '.join(parts)})"  # type: ignore[arg-type]
     if type(value) is tuple:
         parts = [constant_source(v) for v in value]
         return (

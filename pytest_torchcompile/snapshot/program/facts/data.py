@@ -52,6 +52,12 @@ class FrameFacts:
     constants: tuple[tuple[str, str], ...] = ()
     #: why a constant its graphs read cannot go into the file ("" when none)
     constants_problem: str = ""
+    #: the module whose globals its code runs in, where they are not the entry's (a library's frame)
+    module: str | None = None
+    #: a frame of a function called from compiled code: that function's module:qualname (routed)
+    function: str | None = None
+    #: why the frame cannot be placed: its globals or its function not found by name ("" when it can)
+    home_problem: str = ""
 
 
 @dataclass(frozen=True)

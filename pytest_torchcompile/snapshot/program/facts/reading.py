@@ -15,6 +15,7 @@ import functools
 import sys
 import types
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -43,6 +44,7 @@ from .data import (
     Installed,
     ProgramFacts,
 )
+from .homes import Home, frame_home
 from .module_tree import module_layout, tensor_spec
 
 #: guard helpers a guard's source may call while it is evaluated at capture.
@@ -97,16 +99,32 @@ def collect(
             else "nested"
         )
         scope = local_scope if role == "entry" else None
-        program.frames[record.key] = frame_facts(
+        home = frame_home(record.original) if role != "entry" else None
+        own = home is not None and home.globals is not None
+        facts = frame_facts(
             log,
             record.key,
             record.original.co_name,
             role,
             record.transformed,
-            function.__globals__,
+            home.globals if own else function.__globals__,  # type: ignore[union-attr,arg-type]
             scope,
         )
+        if home is not None:
+            facts = _placed(facts, home, function.__globals__)
+        program.frames[record.key] = facts
         resumes = program.resumes()
+
+
+def _placed(facts: FrameFacts, home: Home, entry_globals: dict[str, Any]) -> FrameFacts:
+    """A non-entry frame's home: its module where its globals are not the entry's, and for a frame
+    of a function called from compiled code, the function the file routes (or why none)."""
+    module = home.module if home.globals is not entry_globals else None
+    if home.globals is not None and home.globals is not entry_globals and module is None:
+        return replace(facts, home_problem="its globals are not a module's the file can import")
+    if facts.role != "nested":
+        return replace(facts, module=module)
+    return replace(facts, module=module, function=home.function, home_problem=home.why)
 
 
 def frame_facts(

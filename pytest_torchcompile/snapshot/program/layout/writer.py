@@ -329,10 +329,20 @@ def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
         )
         fallback = frame.fallback_name or "None"
         lines.append(
-            f"    {{'name': {frame.name!r}, 'role': {frame.role!r}, 'compiles': [{compiles}], 'fallback': {fallback}, 'installed_as': {frame.installed_as!r}}},"
+            f"    {{'name': {frame.name!r}, 'role': {frame.role!r}, 'compiles': [{compiles}], 'fallback': {fallback}, 'installed_as': {frame.installed_as!r}{_home(frame)}}},"
         )
     lines.append("]")
     return "\n".join(lines) + "\n"
+
+
+def _home(frame: FramePlan) -> str:
+    """A library's frame: the module its code runs in and the function `load` routes to it, with
+    its code's digest (`load` refuses another version of the library)."""
+    text = f", 'module': {frame.module!r}" if frame.module else ""
+    if frame.function:
+        digest = template_load.code_digest(frame.original)
+        text += f", 'function': {frame.function!r}, 'code': {digest!r}"
+    return text
 
 
 def _fallback_constants(frames: list[FramePlan]) -> list[str]:
