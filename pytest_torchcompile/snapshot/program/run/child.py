@@ -1,7 +1,8 @@
 """The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
 
 `python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
-CALL holds the model (as before the call), the inputs, grad mode, thread
+CALL holds the model (as before the call, with the gradients earlier calls' backwards left in
+it, which a pickled parameter drops), the inputs, grad mode, thread
 count, deterministic algorithms and default dtype (what GLOBAL_STATE guards), the case's `grads` and the function that observes the call (the
 compiled run's own, `check.Observe`: seeded, the same backward); RESULT
 receives what the call observed, the compiles that ran, load and call
@@ -44,6 +45,8 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         namespace = runpy.run_path(program_path)
         model = call["model"]
+        for name, grad in call.get("grads_before", {}).items():
+            model.get_parameter(name).grad = grad  # as earlier calls' backwards left them
         fill_einops_registry(tree_leaves((call["args"], call["kwargs"])))
         program = (
             namespace["load"](model) if isinstance(model, torch.nn.Module) else namespace["load"]()
