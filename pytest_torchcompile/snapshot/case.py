@@ -104,6 +104,7 @@ class CompileCase:
         doing = (
             f"compiling with {self.spec.backend_name}" if first else "calling the compiled model"
         )
+        self.program.before_first_call(self.model)
         with self.progress.stage(doing):
             out, seen = self._run_compiled(clone_inputs((args, kwargs)))
         self.result = self._result(out, eager_out)

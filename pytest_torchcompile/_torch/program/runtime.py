@@ -648,11 +648,22 @@ class Skeleton(torch.nn.Module):
 NO_MODULE, SAME_MODULE = "<None>", "<same as>"
 
 
-def new_object(class_path: str, attributes: dict, items: dict | None = None):
+#: the objects `new_object` made, by the number the file gave them (an object at two places is one)
+SHARED_OBJECTS: dict = {}
+
+
+def shared_object(number: int):
+    """The object `new_object` made with `shared=number`, earlier in the module's layout."""
+    return SHARED_OBJECTS[number]
+
+
+def new_object(class_path: str, attributes: dict, items: dict | None = None, shared=None):
     """An object rebuilt as pickle rebuilds it: its class's `__new__`, its items (a dict subclass,
     set as the dict sets them) and its `__dict__`; no `__init__` runs."""
     cls = import_object(class_path)
     value = cls.__new__(cls)
+    if shared is not None:
+        SHARED_OBJECTS[shared] = value
     for key, item in (items or {}).items():
         (
             collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
@@ -667,6 +678,7 @@ def rebuild_module(layout: list, state_dict: dict):
     `__init__` of its own runs), its recorded settings set; a tied tensor or a shared module bound
     once, at every path it had."""
     nodes, tensors = {}, {}
+    SHARED_OBJECTS.clear()
     for path, class_path, params, buffers, settings in layout:
         parent, _, child = path.rpartition(".")
         shared = class_path is not None and class_path.startswith(SAME_MODULE)

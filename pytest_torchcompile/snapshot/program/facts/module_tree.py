@@ -56,12 +56,27 @@ def with_values(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
     return replace(spec, values=tuple(t.detach().cpu().reshape(-1).tolist()))
 
 
-def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
+def buffer_values(model: object) -> dict[str, torch.Tensor]:
+    """The module's small buffers by name, copied (what `module_layout` may write by value)."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {
+        name: b.detach().clone()
+        for name, b in model.named_buffers(remove_duplicate=False)
+        if b.numel() <= _VALUES
+    }
+
+
+def module_layout(
+    model: torch.nn.Module, before: dict[str, torch.Tensor] | None = None
+) -> tuple[SubmoduleLayout, ...]:
     """Every module of the tree once (a shared one as `SAME_MODULE` of its first path) and each
-    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many."""
+    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many. A buffer
+    written by value has the value it had in `before` (as before the first call), where given."""
     layouts: list[SubmoduleLayout] = []
     modules: dict[int, str] = {}
     tensors: dict[int, str] = {}
+    shared: dict[int, int] = {}  # the objects written so far, numbered (`attribute_source`)
 
     def visit(path: str, module: torch.nn.Module) -> None:
         if id(module) in modules:
@@ -72,12 +87,12 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
         modules[id(module)] = path
         slots = (
             _slots(path, module._parameters, tensors),
-            _slots(path, module._buffers, tensors, module._non_persistent_buffers_set),
+            _slots(path, module._buffers, tensors, module._non_persistent_buffers_set, before),
         )
         settings = tuple(
             (k, text)
             for k, v in vars(module).items()
-            if k not in _MODULE_INTERNALS and (text := attribute_source(v)) is not None
+            if k not in _MODULE_INTERNALS and (text := _attribute(v, shared)) is not None
         )
         layouts.append(SubmoduleLayout(path, import_path(type(module)), *slots, settings))
         for name, child in module._modules.items():  # in order: a ModuleList iterates them so
@@ -90,6 +105,17 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
     return tuple(layouts)
 
 
+def _attribute(value: object, shared: dict[int, int]) -> str | None:
+    """One attribute's source; where it has none, the objects it numbered on the way are forgotten
+    (their source is not in the file)."""
+    before = dict(shared)
+    text = attribute_source(value, shared)
+    if text is None:
+        shared.clear()
+        shared.update(before)
+    return text
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -99,6 +125,7 @@ def _slots(
     slots: dict[str, torch.Tensor | None],
     seen: dict[int, str],
     by_value: set[str] | None = None,
+    before: dict[str, torch.Tensor] | None = None,
 ) -> tuple[TensorSpec | Slot, ...]:
     """The tensors of one registry, each once; a None slot and a tie as a `Slot`. `by_value`: a
     buffer registry's non-persistent names; its small buffers of those, or of integers or booleans,
@@ -112,6 +139,13 @@ def _slots(
             specs.append(Slot(name, seen[id(value)]))
         else:
             seen[id(value)] = full
+            earlier = (before or {}).get(full)
+            if (
+                earlier is not None
+                and earlier.shape == value.shape
+                and earlier.dtype == value.dtype
+            ):
+                value = earlier
             spec = tensor_spec(name, value, by_value=by_value is not None)
             if by_value is not None and name in by_value:
                 spec = with_values(spec, value)
@@ -119,14 +153,17 @@ def _slots(
     return tuple(specs)
 
 
-def attribute_source(value: object, depth: int = 0) -> str | None:
+def attribute_source(value: object, shared: dict[int, int], depth: int = 0) -> str | None:
     """Python source that builds a module's plain attribute again in the program file, or None.
 
     Literals, enum members, dtypes and devices as constants; functions and
     classes imported by name; lists, tuples, dicts, sets and partials of those; any other
     object of a class that imports by name, rebuilt from its attributes as
-    pickle would (`new_object`: no `__init__` runs). Tensors and modules
-    are not attributes here (they are the tree's), nor is what has no source.
+    pickle would (`new_object`: no `__init__` runs), once: an object met
+    again is that same object (`shared_object`; einops' layers share their
+    cached recipes, and Dynamo guards `a is b`). `shared` numbers them. Tensors
+    and modules are not attributes here (they are the tree's), nor is what
+    has no source.
     """
     if depth > _DEPTH:
         return None
@@ -139,23 +176,23 @@ def attribute_source(value: object, depth: int = 0) -> str | None:
     if path is not None:
         return f"import_object({path!r})"
     if type(value) in (list, tuple):
-        return _sequence(value, depth)  # type: ignore[arg-type]
+        return _sequence(value, shared, depth)  # type: ignore[arg-type]
     if type(value) in (set, frozenset):
-        return _set(value, depth)  # type: ignore[arg-type]
+        return _set(value, shared, depth)  # type: ignore[arg-type]
     if type(value) is functools.partial:
-        return _partial(value, depth)
+        return _partial(value, shared, depth)
     if type(value) in (dict, collections.OrderedDict):
-        items = _items(value, depth)  # type: ignore[arg-type]
+        items = _items(value, shared, depth)  # type: ignore[arg-type]
         if items is None:
             return None
         return items if type(value) is dict else f"collections.OrderedDict({items})"
-    return _object(value, depth)
+    return _object(value, shared, depth)
 
 
-def _sequence(value: list[Any] | tuple[Any, ...], depth: int) -> str | None:
+def _sequence(value: list[Any] | tuple[Any, ...], shared: dict[int, int], depth: int) -> str | None:
     if len(value) > _ITEMS:
         return None
-    parts = [attribute_source(v, depth + 1) for v in value]
+    parts = [attribute_source(v, shared, depth + 1) for v in value]
     if None in parts:
         return None
     if type(value) is list:
@@ -163,7 +200,7 @@ def _sequence(value: list[Any] | tuple[Any, ...], depth: int) -> str | None:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"  # type: ignore[arg-type]
 
 
-def _set(value: set[Any] | frozenset[Any], depth: int) -> str | None:
+def _set(value: set[Any] | frozenset[Any], shared: dict[int, int], depth: int) -> str | None:
     """A set of constants, in the order of their source (a set's own order differs per process)."""
     parts = sorted(constant_source(v) or "" for v in value)
     if "" in parts or len(parts) > _ITEMS:
@@ -172,44 +209,45 @@ def _set(value: set[Any] | frozenset[Any], depth: int) -> str | None:
     return text if type(value) is set else f"frozenset({text})"
 
 
-def _partial(value: functools.partial[Any], depth: int) -> str | None:
+def _partial(value: functools.partial[Any], shared: dict[int, int], depth: int) -> str | None:
     """`functools.partial(function, *args, **keywords)` where each part has a source."""
-    parts = [attribute_source(v, depth + 1) for v in (value.func, *value.args)]
-    keywords = _items(value.keywords, depth)
+    parts = [attribute_source(v, shared, depth + 1) for v in (value.func, *value.args)]
+    keywords = _items(value.keywords, shared, depth)
     if None in parts or keywords is None:
         return None
     return f"functools.partial({', '.join(parts)}, **{keywords})"  # type: ignore[arg-type]
 
 
-def _items(value: dict[Any, Any], depth: int) -> str | None:
+def _items(value: dict[Any, Any], shared: dict[int, int], depth: int) -> str | None:
     """A dict's items as a dict display (keys that are literals), or None."""
     if len(value) > _ITEMS:
         return None
     parts = []
     for key, item in value.items():
         key_text = constant_source(key)
-        item_text = attribute_source(item, depth + 1)
+        item_text = attribute_source(item, shared, depth + 1)
         if key_text is None or item_text is None:
             return None
         parts.append(f"{key_text}: {item_text}")
     return "{" + ", ".join(parts) + "}"
 
 
-def _object(value: object, depth: int) -> str | None:
+def _object(value: object, shared: dict[int, int], depth: int) -> str | None:
     """`new_object('module:Class', {attributes}[, {items}])` for an instance pickle would rebuild
     from its class and `__dict__` (and a dict subclass's items), or None."""
+    if id(value) in shared:
+        return f"shared_object({shared[id(value)]})"
     cls = type(value)
     class_path = import_path(cls)
     state = getattr(value, "__dict__", None)
     if class_path is None or not isinstance(state, dict) or not _pickled_as_its_dict(cls):
         return None
-    attributes = _items(state, depth)
-    if attributes is None:
+    attributes = _items(state, shared, depth)
+    items = _items(dict(value), shared, depth) if isinstance(value, dict) else "None"
+    if attributes is None or items is None:
         return None
-    if not isinstance(value, dict):
-        return f"new_object({class_path!r}, {attributes})"
-    items = _items(dict(value), depth)
-    return None if items is None else f"new_object({class_path!r}, {attributes}, {items})"
+    shared[id(value)] = len(shared)
+    return f"new_object({class_path!r}, {attributes}, {items}, shared={shared[id(value)]})"
 
 
 def _pickled_as_its_dict(cls: type) -> bool:

@@ -72,8 +72,10 @@ def collect(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     settings: CompileSettings,
+    buffers: dict[str, torch.Tensor] | None = None,
 ) -> None:
-    """Read into `program` the facts of every frame compile in `log` not read yet (and the case's, once)."""
+    """Read into `program` the facts of every frame compile in `log` not read yet (and the case's,
+    once; `buffers`: the model's small buffers as they were before its first call)."""
     if not log.bytecode:
         return
     entry = log.bytecode[0].original
@@ -85,7 +87,7 @@ def collect(
             return  # the first compiled frame is not the model's: the writer refuses, naming it
         function, self_arg = wrapped, ()
     if program.case is None:
-        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings)
+        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings, buffers)
     resumes = program.resumes()
     local_scope = frame_locals(function, self_arg + tuple(args), kwargs)
     for record in log.bytecode:
@@ -312,13 +314,14 @@ def case_facts(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     settings: CompileSettings,
+    buffers: dict[str, torch.Tensor] | None = None,
 ) -> CaseFacts:
     wrapped = not method and isinstance(
         model, torch.nn.Module
     )  # Dynamo's wrap of the module's call
     module = method or wrapped
     path = import_path(type(model)) if module else import_path(function)
-    layout = module_layout(model) if module else ()
+    layout = module_layout(model, buffers) if module else ()
     specs = tuple(arg_spec(str(i), a) for i, a in enumerate(args))
     keywords = tuple(arg_spec(k, v) for k, v in kwargs.items())
     return CaseFacts(

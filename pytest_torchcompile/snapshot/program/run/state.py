@@ -17,6 +17,7 @@ from typing import Any
 from ....common.capture_log import CaptureLog
 from ...fresh_process.servers import FreshProcesses
 from ..facts.data import CompileSettings, ProgramFacts
+from ..facts.module_tree import buffer_values
 from ..facts.reading import collect
 from .check import Differences, Inputs, Observe, ProgramCheck, ProgramReport
 
@@ -31,13 +32,21 @@ class ProgramState:
     processes: FreshProcesses
     facts: ProgramFacts = field(default_factory=ProgramFacts)
     check: ProgramCheck | None = None
+    #: the model's small buffers before its first compiled call (`before_first_call`)
+    buffers: dict[str, Any] = field(default_factory=dict)
+
+    def before_first_call(self, model: object) -> None:
+        """Keep the small buffers as they are before the first call: the file's layout writes those of
+        integers with their values, and the first call may change them (a cache's length)."""
+        if self.facts.case is None and not self.buffers:
+            self.buffers = buffer_values(model)
 
     def read(
         self, log: CaptureLog, model: object, inputs: Inputs, settings: CompileSettings
     ) -> None:
         """What the file needs from live objects, read while they exist (never fails the call)."""
         try:
-            collect(self.facts, log, model, *inputs, settings)
+            collect(self.facts, log, model, *inputs, settings, self.buffers)
         except Exception as exc:  # a fact that cannot be read makes write_program refuse, naming it
             if self.facts.error is None:
                 self.facts.error = f"{type(exc).__name__}: {exc}"
