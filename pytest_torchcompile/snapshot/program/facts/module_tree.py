@@ -56,23 +56,9 @@ def with_values(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
     return replace(spec, values=tuple(t.detach().cpu().reshape(-1).tolist()))
 
 
-def buffer_values(model: object) -> dict[str, torch.Tensor]:
-    """The module's small buffers by name, copied (what `module_layout` may write by value)."""
-    if not isinstance(model, torch.nn.Module):
-        return {}
-    return {
-        name: b.detach().clone()
-        for name, b in model.named_buffers(remove_duplicate=False)
-        if b.numel() <= _VALUES
-    }
-
-
-def module_layout(
-    model: torch.nn.Module, before: dict[str, torch.Tensor] | None = None
-) -> tuple[SubmoduleLayout, ...]:
+def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
     """Every module of the tree once (a shared one as `SAME_MODULE` of its first path) and each
-    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many. A buffer
-    written by value has the value it had in `before` (as before the first call), where given."""
+    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many."""
     layouts: list[SubmoduleLayout] = []
     modules: dict[int, str] = {}
     tensors: dict[int, str] = {}
@@ -87,7 +73,7 @@ def module_layout(
         modules[id(module)] = path
         slots = (
             _slots(path, module._parameters, tensors),
-            _slots(path, module._buffers, tensors, module._non_persistent_buffers_set, before),
+            _slots(path, module._buffers, tensors, module._non_persistent_buffers_set),
         )
         settings = tuple(
             (k, text)
@@ -125,7 +111,6 @@ def _slots(
     slots: dict[str, torch.Tensor | None],
     seen: dict[int, str],
     by_value: set[str] | None = None,
-    before: dict[str, torch.Tensor] | None = None,
 ) -> tuple[TensorSpec | Slot, ...]:
     """The tensors of one registry, each once; a None slot and a tie as a `Slot`. `by_value`: a
     buffer registry's non-persistent names; its small buffers of those, or of integers or booleans,
@@ -139,13 +124,6 @@ def _slots(
             specs.append(Slot(name, seen[id(value)]))
         else:
             seen[id(value)] = full
-            earlier = (before or {}).get(full)
-            if (
-                earlier is not None
-                and earlier.shape == value.shape
-                and earlier.dtype == value.dtype
-            ):
-                value = earlier
             spec = tensor_spec(name, value, by_value=by_value is not None)
             if by_value is not None and name in by_value:
                 spec = with_values(spec, value)

@@ -43,6 +43,7 @@ from .data import (
     IdFinder,
     Installed,
     ProgramFacts,
+    SubmoduleLayout,
 )
 from .homes import Home, frame_home
 from .module_tree import module_layout, tensor_spec
@@ -72,10 +73,10 @@ def collect(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     settings: CompileSettings,
-    buffers: dict[str, torch.Tensor] | None = None,
+    layout: tuple[SubmoduleLayout, ...] | None = None,
 ) -> None:
     """Read into `program` the facts of every frame compile in `log` not read yet (and the case's,
-    once; `buffers`: the model's small buffers as they were before its first call)."""
+    once; `layout`: the model's module tree as it was before its first call)."""
     if not log.bytecode:
         return
     entry = log.bytecode[0].original
@@ -87,7 +88,7 @@ def collect(
             return  # the first compiled frame is not the model's: the writer refuses, naming it
         function, self_arg = wrapped, ()
     if program.case is None:
-        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings, buffers)
+        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings, layout)
     resumes = program.resumes()
     local_scope = frame_locals(function, self_arg + tuple(args), kwargs)
     for record in log.bytecode:
@@ -314,14 +315,17 @@ def case_facts(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     settings: CompileSettings,
-    buffers: dict[str, torch.Tensor] | None = None,
+    layout: tuple[SubmoduleLayout, ...] | None = None,
 ) -> CaseFacts:
     wrapped = not method and isinstance(
         model, torch.nn.Module
     )  # Dynamo's wrap of the module's call
     module = method or wrapped
     path = import_path(type(model)) if module else import_path(function)
-    layout = module_layout(model, buffers) if module else ()
+    if not module:
+        layout = ()
+    elif layout is None:  # not read before the call: as it is now
+        layout = module_layout(model)
     specs = tuple(arg_spec(str(i), a) for i, a in enumerate(args))
     keywords = tuple(arg_spec(k, v) for k, v in kwargs.items())
     return CaseFacts(
