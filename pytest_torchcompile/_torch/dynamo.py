@@ -20,6 +20,9 @@ from torch._guards import CompileContext
 
 #: backends Dynamo always accepts by name, whatever its registry lists.
 BUILTIN_BACKENDS = ("eager", "aot_eager", "inductor")
+#: attributes torch.compile sets on the module it compiles (2.13's `OptimizeContext.__call__` marks
+#: the module it wraps), not the model's own: the program file's module layout leaves them out
+COMPILE_MARKS = frozenset({"_is_torch_compile"})
 
 
 def reset() -> None:

@@ -37,6 +37,18 @@ def copy_model(model: Any) -> Any:
     return _without_grads(_deep_copy(model))
 
 
+def copy_with_grads(model: Any) -> Any:
+    """`copy_model`, its parameters' gradients as the model holds them now (cloned): a later call's
+    backward adds to what the earlier ones left, so a copy that replays that call must start there."""
+    copied = copy_model(model)
+    if isinstance(model, torch.nn.Module):
+        held = dict(model.named_parameters())
+        for name, parameter in copied.named_parameters():
+            grad = held[name].grad if name in held else None
+            parameter.grad = None if grad is None else grad.detach().clone()
+    return copied
+
+
 def _deep_copy(model: torch.nn.Module) -> torch.nn.Module:
     try:
         return copy.deepcopy(model)

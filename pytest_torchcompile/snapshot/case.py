@@ -17,7 +17,7 @@ from .._torch import config
 from ..common.capture import reset_dynamo
 from ..common.capture_log import CaptureLog
 from ..common.compiling import MODEL_ERRORS, compile_with, compiling, eager_failed, unusable_output
-from ..common.copies import clone_inputs, copy_model
+from ..common.copies import clone_inputs, copy_model, copy_with_grads
 from ..common.counters import counters
 from ..common.named_cases import CaseFailure, fail_test_on_case_failure
 from ..common.terminal import Progress
@@ -95,7 +95,7 @@ class CompileCase:
             else None
         )
         unrun = (
-            (copy_model(self.model), clone_inputs((args, kwargs)))
+            (copy_with_grads(self.model), clone_inputs((args, kwargs)))
             if self.spec.run_program
             else None
         )
@@ -104,6 +104,7 @@ class CompileCase:
         doing = (
             f"compiling with {self.spec.backend_name}" if first else "calling the compiled model"
         )
+        self.program.before_first_call(self.model)
         with self.progress.stage(doing):
             out, seen = self._run_compiled(clone_inputs((args, kwargs)))
         self.result = self._result(out, eager_out)

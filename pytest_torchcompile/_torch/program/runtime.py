@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
+import functools  # noqa: F401 - a module's attribute may be a functools.partial (MODULE_LAYOUT)
 import hashlib  # noqa: F401 - the file's `load` (template_load.py) checks bytecode with it
 import importlib
 import inspect
@@ -94,15 +95,98 @@ def first_failing(*checks):
 
 
 class FrameGlobals(dict):
-    """A compiled frame's globals: what Dynamo installed (given by the file), then the module's own."""
+    """A compiled frame's globals: what Dynamo installed (given by the file), then the module's own.
 
-    def __init__(self, installed: dict, module_globals: dict) -> None:
+    A frame of another module (a library's function called from compiled code) has its own,
+    which reads what the file installed through `shared` (the entry's) first.
+    """
+
+    def __init__(self, installed: dict, module_globals: dict, shared: dict | None = None) -> None:
         super().__init__(installed)
         self["__builtins__"] = builtins.__dict__
-        self.module_globals = module_globals
+        self.module_globals, self.shared = module_globals, shared
 
     def __missing__(self, name: str):
+        if self.shared is not None and name in self.shared:
+            return self.shared[name]
         return self.module_globals[name]
+
+
+def original_function(function):
+    """A copy of the function as it is now (code, defaults, closure): its frame binds locals by it
+    and runs its compiled code with its defaults and cells while the function itself is routed."""
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__, copy.__qualname__ = function.__kwdefaults__, function.__qualname__
+    return copy
+
+
+class Route:
+    """A function called from compiled code that Dynamo compiled as a frame of its own.
+
+    Dynamo's frame hook runs that frame's compiles whenever the function is
+    called while the compiled model runs. While the file's model runs (a
+    `with` around each call), the function's code is a trampoline to the
+    file's frame (the same free variables, so that it fits the function's
+    closure; the frame as a keyword-only default), and its own again after.
+    """
+
+    def __init__(self, function, frame) -> None:
+        self.function, self.frame = function, frame
+        self.own = (function.__code__, function.__defaults__, function.__kwdefaults__)
+        self.code = _trampoline(function.__code__)
+
+    def __enter__(self) -> None:
+        f = self.function
+        f.__code__, f.__defaults__, f.__kwdefaults__ = (
+            self.code,
+            None,
+            {"_program_frame": self.frame},
+        )
+        ROUTED.append(self)
+
+    def __exit__(self, *exc) -> None:
+        f = self.function
+        f.__code__, f.__defaults__, f.__kwdefaults__ = self.own
+        ROUTED.remove(self)
+
+
+#: the routes in place now (while the file's model runs)
+ROUTED: list = []
+
+
+@contextlib.contextmanager
+def unrouted():
+    """Every routed function its own again for a moment (a guard reads `fn.__code__`)."""
+    active = list(ROUTED)
+    for route in reversed(active):
+        route.__exit__()
+    try:
+        yield
+    finally:
+        for route in active:
+            route.__enter__()
+
+
+def _trampoline(code):
+    """Code that calls `_program_frame` with every argument, free variables as `code`'s."""
+    free = code.co_freevars
+    lines = ["def outer():", *(f"    {name} = None" for name in free)]
+    lines.append("    def trampoline(*args, _program_frame, **kwargs):")
+    if free:
+        lines.append(f"        ({', '.join(free)},)")
+    lines += ["        return _program_frame(*args, **kwargs)", "    return trampoline"]
+    scope: dict = {}
+    exec("\n".join(lines), scope)
+    made = scope["outer"]().__code__
+    if made.co_freevars != free:
+        raise RuntimeError(f"cannot route {code.co_qualname}: its free variables {free} do not fit")
+    return made.replace(co_name=code.co_name, co_qualname=code.co_qualname)
 
 
 class Frame:
@@ -120,7 +204,8 @@ class Frame:
         bound = frame_locals(self.signature, args, kwargs)
         failed = []
         for compile_ in self.compiles:  # newest first, as Dynamo's cache tries them
-            guard = compile_.guards(bound, compile_.globals, compile_.ids)
+            with unrouted():  # guards see each routed function's own code, as Dynamo's do
+                guard = compile_.guards(bound, compile_.globals, compile_.ids)
             if guard is None:
                 RAN.append(compile_.label)
                 return compile_.code(*args, **kwargs)
@@ -189,10 +274,23 @@ def rebind(template, globals_: dict, original=None):
     return function
 
 
+#: the folders the modules the case was defined in were imported from, by top-level name, where a
+#: fresh interpreter might not find them (a test module, a project's own package): the file sets it
+IMPORT_ROOTS: dict = {}
+
+
 def import_object(path: str):
-    """`module:qualname` -> the object (`module:` is the module itself)."""
+    """`module:qualname` -> the object (`module:` is the module itself); a module that does not
+    import is looked for again in the folder it was imported from when the file was written."""
     module, _, qualname = path.partition(":")
-    found = importlib.import_module(module)
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        root = IMPORT_ROOTS.get(module.partition(".")[0])
+        if root is None or root in sys.path or not module.startswith(exc.name or "\0"):
+            raise
+        sys.path.append(root)  # after what is installed: an installed module of that name wins
+        found = importlib.import_module(module)
     for part in filter(None, qualname.split(".")):
         found = getattr(found, part)
     return found
@@ -308,6 +406,16 @@ def as_torch_compile_leaves_the_process() -> None:
     torch.distributions' argument validation off, so a compiled `Normal(...)` guards on
     `Distribution._validate_args == False`. The file, never running torch.compile, does the same."""
     torch.distributions.Distribution.set_default_validate_args(False)
+
+
+def fill_einops_registry(tensors: list) -> None:
+    """einops fills its backend registry (`_type2backend`) on first use, and Dynamo guards the
+    registry's first key: where the model uses einops, fill it as the compiling process had it
+    (torch's backend first), so that the guards see the same registry, not an empty one."""
+    backends = sys.modules.get("einops._backends")
+    tensor = next((t for t in tensors if isinstance(t, torch.Tensor)), None)
+    if backends is not None and tensor is not None and not backends._type2backend:
+        backends.get_backend(tensor)
 
 
 def dispatch_keys(t: torch.Tensor) -> str:
@@ -549,43 +657,102 @@ def mark_dynamic_dims(t, dims) -> None:
 # --- the module, from itself or from a state_dict ---------------------------
 
 
-class Skeleton:
-    """A module rebuilt from a state_dict: what the compiled code and the guards read, no methods."""
+class Skeleton(torch.nn.Module):
+    """A module of a class that cannot be imported by name, rebuilt from a state_dict: what the
+    compiled code and the guards read (its tensors, submodules and settings), none of its methods."""
 
     def __init__(self, class_path) -> None:
-        self._modules, self._parameters, self._buffers = {}, {}, {}
+        super().__init__()
         self._class_path = class_path
 
     def __repr__(self) -> str:
         return f"<Skeleton of {self._class_path}>"
 
 
-#: the class path of a module slot that holds None
-NO_MODULE = "<None>"
+#: the class path of a module slot that holds None; of a module seen before, this and its first path
+NO_MODULE, SAME_MODULE = "<None>", "<same as>"
+
+
+#: the objects `new_object` made, by the number the file gave them (an object at two places is one)
+SHARED_OBJECTS: dict = {}
+
+
+def shared_object(number: int):
+    """The object `new_object` made with `shared=number`, earlier in the module's layout."""
+    return SHARED_OBJECTS[number]
+
+
+def new_object(class_path: str, attributes: dict, items: dict | None = None, shared=None):
+    """An object rebuilt as pickle rebuilds it: its class's `__new__`, its items (a dict subclass,
+    set as the dict sets them) and its `__dict__`; no `__init__` runs."""
+    cls = import_object(class_path)
+    value = cls.__new__(cls)
+    if shared is not None:
+        SHARED_OBJECTS[shared] = value
+    for key, item in (items or {}).items():
+        (
+            collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
+        ).__setitem__(value, key, item)
+    value.__dict__.update(attributes)
+    return value
 
 
 def rebuild_module(layout: list, state_dict: dict):
-    """The module tree of `layout` with the tensors of `state_dict` bound by name."""
-    nodes = {}
+    """The module tree of `layout` with the tensors of `state_dict` bound by name: each module of
+    its own class (a `Skeleton` where the class does not import), made as pickle makes it (no
+    `__init__` of its own runs), its recorded settings set; a tied tensor or a shared module bound
+    once, at every path it had."""
+    nodes, tensors = {}, {}
+    SHARED_OBJECTS.clear()
     for path, class_path, params, buffers, settings in layout:
-        if class_path == NO_MODULE:  # a slot that holds None (`ModuleList([None, ...])`)
-            parent, _, child = path.rpartition(".")
-            nodes[parent]._modules[child] = None
-            continue
-        node = Skeleton(class_path)
-        for name, literal_source in settings:
-            setattr(node, name, eval(literal_source))
-        for spec in params:
-            node._parameters[spec[0]] = torch.nn.Parameter(
-                _tensor(state_dict, path, spec), requires_grad=spec[5]
-            )
-        for spec in buffers:
-            node._buffers[spec[0]] = _tensor(state_dict, path, spec)
-        nodes[path] = node
+        parent, _, child = path.rpartition(".")
+        shared = class_path is not None and class_path.startswith(SAME_MODULE)
+        if class_path == NO_MODULE:
+            node = None
+        elif shared:
+            node = nodes[class_path.removeprefix(SAME_MODULE).strip()]
+        else:
+            node = _new_module(class_path)
         if path:
-            parent, _, child = path.rpartition(".")
             nodes[parent]._modules[child] = node
+        if node is None or shared:
+            continue
+        nodes[path] = node
+        for name, source in settings:
+            node.__dict__[name] = eval(source)
+        for registry, specs, make in (
+            (node._parameters, params, True),
+            (node._buffers, buffers, False),
+        ):
+            for spec in specs:
+                registry[spec[0]] = _slot(state_dict, path, spec, make, tensors)
     return nodes[""]
+
+
+def _new_module(class_path):
+    """An empty module of the class at `class_path`, or a Skeleton where it does not import."""
+    try:
+        cls = import_object(class_path) if class_path is not None else None
+    except (ImportError, AttributeError):
+        cls = None
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        return Skeleton(class_path)
+    node = cls.__new__(cls)
+    torch.nn.Module.__init__(node)  # the registries and hooks every module has, empty
+    return node
+
+
+def _slot(state_dict: dict, path: str, spec, parameter: bool, made: dict):
+    """A parameter's or buffer's value: None, the tensor tied to it, or the state_dict's tensor."""
+    name = f"{path}.{spec[0]}" if path else spec[0]
+    if spec[1] is None:
+        return None
+    if spec[1] == "tied":
+        made[name] = made[spec[2]]
+        return made[name]
+    value = _tensor(state_dict, path, spec)
+    made[name] = torch.nn.Parameter(value, requires_grad=spec[5]) if parameter else value
+    return made[name]
 
 
 def _tensor(state_dict: dict, path: str, spec) -> torch.Tensor:
@@ -594,6 +761,8 @@ def _tensor(state_dict: dict, path: str, spec) -> torch.Tensor:
         tuple(spec[1]),
         spec[3],
     )
+    if name not in state_dict and len(spec) > 6:  # a non-persistent buffer: its recorded values
+        return random_tensor(spec)
     if name not in state_dict:
         raise KeyError(f"state_dict has no {name!r} (a {dtype} tensor of shape {list(shape)})")
     value = state_dict[name]
@@ -605,11 +774,13 @@ def _tensor(state_dict: dict, path: str, spec) -> torch.Tensor:
 
 
 def random_tensor(spec) -> torch.Tensor:
-    """A tensor of the recorded layout, with seeded random values."""
-    name, shape, stride, dtype, device_name, requires_grad = spec
+    """A tensor of the recorded layout, with seeded random values (or its recorded ones)."""
+    name, shape, stride, dtype, device_name, requires_grad = spec[:6]
     dtype = getattr(torch, dtype.removeprefix("torch."))
     base = torch.empty_strided(shape, stride, dtype=dtype, device=device_name)
-    if dtype.is_floating_point or dtype.is_complex:
+    if len(spec) > 6:
+        base.copy_(torch.tensor(spec[6], dtype=dtype).reshape(shape))
+    elif dtype.is_floating_point or dtype.is_complex:
         base.copy_(torch.randn(shape, dtype=dtype))
     elif dtype == torch.bool:
         base.copy_(torch.rand(shape) > 0.5)

@@ -10,6 +10,7 @@ Python that linters and tests can read. It is never imported to run.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import importlib
 import sys
@@ -34,7 +35,9 @@ DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph 
     None  # type: ignore[assignment]
 )
 bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
+Route = original_function = None  # type: ignore[assignment]
 recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process = None  # type: ignore[assignment]
+fill_einops_registry = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
 _KERNELS: dict[str, Any] = {}
@@ -81,6 +84,7 @@ class Program:
         self_args: tuple[Any, ...],
         skipped: list[str],
         versions: list[str],
+        routes: list[Any] = (),  # type: ignore[assignment]
     ) -> None:
         self.entry, self.self_args, self.skipped, self.versions = (
             entry,
@@ -88,12 +92,16 @@ class Program:
             skipped,
             versions,
         )
+        self.routes = list(routes)  # library functions Dynamo compiled as frames of their own
         self.ran: list[str] = []
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         RAN.clear()
         try:
-            return self.entry(*self.self_args, *args, **kwargs)
+            with contextlib.ExitStack() as routed:
+                for route in self.routes:
+                    routed.enter_context(route)
+                return self.entry(*self.self_args, *args, **kwargs)
         finally:
             self.ran = list(RAN)
 
@@ -196,12 +204,40 @@ def load(module: Any = None, *, state_dict: Any = None) -> Program:
     G.update(CONSTANTS)
     G.update({name: factory(kernels) for name, factory in GRAPHS.items()})
     skipped: list[str] = []
-    entry = None
+    entry, routes, homes = None, [], {}
     for spec in FRAMES:
-        frame = _frame(spec, G, function, self_args, rebuilt, skipped)
+        home = _home(spec, G, homes)
+        target = _routed(spec)
+        frame = _frame(spec, home, target or function, self_args, rebuilt, skipped)
         G.update({name: frame for name in spec["installed_as"]})
         entry = frame if spec["role"] == "entry" else entry
-    return Program(entry, self_args, skipped, versions)
+        if target is not None:
+            routes.append(Route(import_object(spec["function"]), frame))
+    return Program(entry, self_args, skipped, versions, routes)
+
+
+def _home(spec: dict[str, Any], G: Any, homes: dict[str, Any]) -> Any:
+    """The globals a frame runs in: the entry's, or those of the library module it belongs to."""
+    name = spec.get("module")
+    if name is None:
+        return G
+    if name not in homes:
+        homes[name] = FrameGlobals({}, vars(importlib.import_module(name)), shared=G)
+    return homes[name]
+
+
+def _routed(spec: dict[str, Any]) -> Any:
+    """A copy of the library function the frame is of (None for other frames), checked to be the
+    code that was compiled: another version of the library is refused, not run."""
+    if "function" not in spec:
+        return None
+    function = import_object(spec["function"])
+    if code_digest(function.__code__) != spec["code"]:
+        raise RuntimeError(
+            f"{spec['function']} is not the code Dynamo compiled when this file was written (another "
+            "version of its library?): write the file again"
+        )
+    return original_function(function)
 
 
 def _frame(
@@ -212,7 +248,7 @@ def _frame(
     rebuilt: bool,
     skipped: list[str],
 ) -> Any:
-    is_entry = spec["role"] == "entry"
+    is_entry, routed = spec["role"] == "entry", "function" in spec
     cells = zip(function.__code__.co_freevars, function.__closure__ or ())
     L = (
         ({"self": self_args[0]} if self_args else {k: c.cell_contents for k, c in cells})
@@ -225,11 +261,10 @@ def _frame(
         found: list[str] = []
         bound = bind_ids(ids, L, G, rebuilt, found)
         skipped.extend(f"{label}: {why}" for why in found)
-        compiles.append(
-            Compile(label, guards, bound, rebind(code, G, function if is_entry else None), G)
-        )
+        own = function if is_entry or routed else None
+        compiles.append(Compile(label, guards, bound, rebind(code, G, own), G))
     fallback = rebind(spec["fallback"], G) if spec["fallback"] is not None else None
-    signature = function if is_entry else (compiles[0].code if compiles else fallback)
+    signature = function if is_entry or routed else (compiles[0].code if compiles else fallback)
     return Frame(spec["name"], signature, compiles, fallback)
 
 
@@ -269,6 +304,7 @@ def main() -> None:
             (f"{path}." if path else "") + spec[0]: random_tensor(spec)
             for path, _, params, buffers, _ in MODULE_LAYOUT
             for spec in (*params, *buffers)
+            if spec[1] not in (None, "tied")  # a slot that holds None, or a tensor tied to another
         }
         program = load(state_dict=state)
     else:
@@ -277,6 +313,9 @@ def main() -> None:
         [_argument(a) for a in INPUTS[0]],
         {a[0]: _argument(a) for a in INPUTS[1]},
     )
+    fill_einops_registry(
+        _tensors((args, kwargs))
+    )  # as the compiling process had it, if einops is used
     recorded = recorded_global_state(FRAMES)  # e.g. grad mode off: a case recorded under no_grad
     if recorded is not None:
         apply_global_state(recorded)

@@ -11,15 +11,23 @@ code) as a string literal that reads like the text itself.
 from __future__ import annotations
 
 import ast
+import enum
+import importlib
+import sys
+import types
 
 
 def literal(value: object) -> str | None:
-    """The value as a Python literal that evaluates to an equal object of the same type, or None."""
-    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
+    """The value as a Python literal that evaluates to an equal object of the same type, or None.
+
+    Exact types only: a subclass's repr is not its source (a str-Enum's is `<Format.NCHW: 'NCHW'>`,
+    numpy's float64 `np.float64(1.0)`); `constant_source` writes an enum member by name.
+    """
+    if value is None or value is Ellipsis or type(value) in (bool, str, bytes):
         return repr(value)
-    if isinstance(value, int):
+    if type(value) is int:
         return repr(value) if value >= 0 else f"({value!r})"
-    if isinstance(value, float):
+    if type(value) is float:
         if value != value or value in (float("inf"), float("-inf")):
             return None
         return (
@@ -27,7 +35,7 @@ def literal(value: object) -> str | None:
             if value >= 0 and not (value == 0 and str(value).startswith("-"))
             else f"({value!r})"
         )
-    if isinstance(value, complex):
+    if type(value) is complex:
         return (
             f"complex({literal(value.real)}, {literal(value.imag)})"
             if None not in (literal(value.real), literal(value.imag))
@@ -64,6 +72,11 @@ def constant_source(value: object) -> str | None:
         return name if name.startswith("torch.") else None
     if isinstance(value, torch.Size):
         return f"torch.Size({list(value)!r})"
+    if isinstance(value, enum.Enum):
+        return enum_source(value)
+    if type(value) is slice:
+        parts = [constant_source(p) for p in (value.start, value.stop, value.step)]
+        return None if None in parts else f"slice({', '.join(parts)})"  # type: ignore[arg-type]
     if type(value) is tuple:
         parts = [constant_source(v) for v in value]
         return (
@@ -72,6 +85,39 @@ def constant_source(value: object) -> str | None:
             else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
         )  # type: ignore[arg-type]
     return None
+
+
+def enum_source(member: enum.Enum) -> str | None:
+    """An enum member as its class's attribute, imported by name (`import_object` is the program
+    file's), where the class imports back by name and the name gives this very member; else None."""
+    cls = type(member)
+    path = import_path(cls)
+    if path is None or getattr(cls, member.name, None) is not member:
+        return None
+    return f"import_object({f'{path}.{member.name}'!r})"
+
+
+def import_path(value: object) -> str | None:
+    """`module:qualname` that imports back to this very object, or None."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__ + ":" if sys.modules.get(value.__name__) is value else None
+    module, qualname = (
+        getattr(value, "__module__", None),
+        getattr(value, "__qualname__", None),
+    )
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, type):  # a method of a class: `tuple.__new__`, a namedtuple's `P._make`
+        module = owner.__module__
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    try:
+        found: object = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    same = found is value or (isinstance(value, types.MethodType) and found == value)
+    return f"{module}:{qualname}" if same else None
 
 
 def text_literal(text: str) -> str:

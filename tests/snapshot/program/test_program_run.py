@@ -66,6 +66,31 @@ def test_a_training_model_with_a_graph_break_and_a_recompile_runs_bitwise(
     ]
 
 
+TWO_STEPS = """
+import pytest, torch
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=(), run_program=True)
+def test_two_steps(compile_model):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    result = compile_model(model, torch.randn(4, 8))
+    result = result.call(torch.randn(4, 8))  # its backward adds to the gradients the first one left
+    assert model[0].weight.grad is None  # the plugin runs copies; the user's model is untouched
+    print("RAN", result.program_report.ran)
+"""
+
+
+def test_a_second_training_call_starts_from_the_gradients_the_first_left(
+    pytester: pytest.Pytester,
+) -> None:
+    """The compiled model's second backward adds to the first's gradients; the program file's run of
+    that call must start from them too, or a correct file fails with `diverges at stage: program`."""
+    pytester.makepyfile(test_two_steps=TWO_STEPS)
+    result = pytester.runpytest("-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*RAN*frame 0 compile 0 (*)*frame 0 compile 0 (*)*"])
+
+
 def test_a_file_that_computes_something_else_fails_naming_the_stage(
     pytester: pytest.Pytester,
 ) -> None:

@@ -52,6 +52,12 @@ class FrameFacts:
     constants: tuple[tuple[str, str], ...] = ()
     #: why a constant its graphs read cannot go into the file ("" when none)
     constants_problem: str = ""
+    #: the module whose globals its code runs in, where they are not the entry's (a library's frame)
+    module: str | None = None
+    #: a frame of a function called from compiled code: that function's module:qualname (routed)
+    function: str | None = None
+    #: why the frame cannot be placed: its globals or its function not found by name ("" when it can)
+    home_problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,18 @@ class TensorSpec:
     dtype: str
     device: str
     requires_grad: bool
+    #: the values, flat, where a random tensor would not do: a buffer of integers or booleans
+    #: (indices, counts, masks), or one a state_dict leaves out (non-persistent); small ones only
+    values: tuple[object, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A parameter or buffer slot that holds no tensor of its own: None (`Linear(bias=False)`), or
+    the tensor registered first at `tied_to` (tied weights)."""
+
+    name: str
+    tied_to: str | None
 
 
 @dataclass(frozen=True)
@@ -71,10 +89,10 @@ class SubmoduleLayout:
     """One module of the model's tree: its class, parameters, buffers and plain settings."""
 
     path: str  # "" for the root, "fc1", "mlp.0"
-    class_path: str | None
-    parameters: tuple[TensorSpec, ...]
-    buffers: tuple[TensorSpec, ...]
-    settings: tuple[tuple[str, str], ...]  # (attribute, Python literal)
+    class_path: str | None  # or NO_MODULE, or SAME_MODULE + the path it was first seen at
+    parameters: tuple[TensorSpec | Slot, ...]
+    buffers: tuple[TensorSpec | Slot, ...]
+    settings: tuple[tuple[str, str], ...]  # (attribute, Python source that builds it)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import builtins
 import functools
-import importlib
 import sys
 import types
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -32,10 +32,9 @@ from ...._torch.formats import (
 )
 from ...._torch.guard_tree import GuardRow
 from ...._torch.program import constants
-from ...._torch.program.runtime import NO_MODULE
 from ....common.capture_log import CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
-from ...emit.values import literal
+from ...emit.values import import_path, literal
 from .data import (
     ArgSpec,
     CaseFacts,
@@ -45,8 +44,9 @@ from .data import (
     Installed,
     ProgramFacts,
     SubmoduleLayout,
-    TensorSpec,
 )
+from .homes import Home, frame_home
+from .module_tree import module_layout, tensor_spec
 
 #: guard helpers a guard's source may call while it is evaluated at capture.
 _GUARD_SCOPE = {
@@ -73,8 +73,10 @@ def collect(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     settings: CompileSettings,
+    layout: tuple[SubmoduleLayout, ...] | None = None,
 ) -> None:
-    """Read into `program` the facts of every frame compile in `log` not read yet (and the case's, once)."""
+    """Read into `program` the facts of every frame compile in `log` not read yet (and the case's,
+    once; `layout`: the model's module tree as it was before its first call)."""
     if not log.bytecode:
         return
     entry = log.bytecode[0].original
@@ -86,7 +88,7 @@ def collect(
             return  # the first compiled frame is not the model's: the writer refuses, naming it
         function, self_arg = wrapped, ()
     if program.case is None:
-        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings)
+        program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings, layout)
     resumes = program.resumes()
     local_scope = frame_locals(function, self_arg + tuple(args), kwargs)
     for record in log.bytecode:
@@ -100,16 +102,32 @@ def collect(
             else "nested"
         )
         scope = local_scope if role == "entry" else None
-        program.frames[record.key] = frame_facts(
+        home = frame_home(record.original) if role != "entry" else None
+        own = home is not None and home.globals is not None
+        facts = frame_facts(
             log,
             record.key,
             record.original.co_name,
             role,
             record.transformed,
-            function.__globals__,
+            home.globals if own else function.__globals__,  # type: ignore[union-attr,arg-type]
             scope,
         )
+        if home is not None:
+            facts = _placed(facts, home, function.__globals__)
+        program.frames[record.key] = facts
         resumes = program.resumes()
+
+
+def _placed(facts: FrameFacts, home: Home, entry_globals: dict[str, Any]) -> FrameFacts:
+    """A non-entry frame's home: its module where its globals are not the entry's, and for a frame
+    of a function called from compiled code, the function the file routes (or why none)."""
+    module = home.module if home.globals is not entry_globals else None
+    if home.globals is not None and home.globals is not entry_globals and module is None:
+        return replace(facts, home_problem="its globals are not a module's the file can import")
+    if facts.role != "nested":
+        return replace(facts, module=module)
+    return replace(facts, module=module, function=home.function, home_problem=home.why)
 
 
 def frame_facts(
@@ -290,29 +308,6 @@ def _compiled(source: str) -> types.CodeType:
     return compile(source, "<guard source>", "eval")
 
 
-def import_path(value: object) -> str | None:
-    """`module:qualname` that imports back to this very object, or None."""
-    if isinstance(value, types.ModuleType):
-        return value.__name__ + ":" if sys.modules.get(value.__name__) is value else None
-    module, qualname = (
-        getattr(value, "__module__", None),
-        getattr(value, "__qualname__", None),
-    )
-    owner = getattr(value, "__self__", None)
-    if isinstance(owner, type):  # a method of a class: `tuple.__new__`, a namedtuple's `P._make`
-        module = owner.__module__
-    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
-        return None
-    try:
-        found: object = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError):
-        return None
-    same = found is value or (isinstance(value, types.MethodType) and found == value)
-    return f"{module}:{qualname}" if same else None
-
-
 def case_facts(
     model: Any,
     function: types.FunctionType,
@@ -320,13 +315,17 @@ def case_facts(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     settings: CompileSettings,
+    layout: tuple[SubmoduleLayout, ...] | None = None,
 ) -> CaseFacts:
     wrapped = not method and isinstance(
         model, torch.nn.Module
     )  # Dynamo's wrap of the module's call
     module = method or wrapped
     path = import_path(type(model)) if module else import_path(function)
-    layout = module_layout(model) if module else ()
+    if not module:
+        layout = ()
+    elif layout is None:  # not read before the call: as it is now
+        layout = module_layout(model)
     specs = tuple(arg_spec(str(i), a) for i, a in enumerate(args))
     keywords = tuple(arg_spec(k, v) for k, v in kwargs.items())
     return CaseFacts(
@@ -342,39 +341,9 @@ def case_facts(
     )
 
 
-def tensor_spec(name: str, t: torch.Tensor) -> TensorSpec:
-    return TensorSpec(
-        name,
-        tuple(t.shape),
-        tuple(t.stride()),
-        str(t.dtype),
-        str(t.device),
-        bool(t.requires_grad),
-    )
-
-
 def arg_spec(name: str, value: object) -> ArgSpec:
+    """One argument; a small tensor of integers or booleans (token ids, labels, a mask) with its
+    values, which the script uses where random ones could index out of range."""
     if isinstance(value, torch.Tensor):
-        return ArgSpec(name, tensor_spec(name, value), None, type(value).__name__)
+        return ArgSpec(name, tensor_spec(name, value, by_value=True), None, type(value).__name__)
     return ArgSpec(name, None, literal(value), type(value).__name__)
-
-
-def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
-    """Every module of the tree with its own parameters, buffers and plain settings, and each
-    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many."""
-    layouts = []
-    for path, module in model.named_modules(remove_duplicate=False):
-        params = tuple(tensor_spec(n, p) for n, p in module._parameters.items() if p is not None)
-        buffers = tuple(tensor_spec(n, b) for n, b in module._buffers.items() if b is not None)
-        settings = tuple(
-            (k, text)
-            for k, v in vars(module).items()
-            if not k.startswith("_") and (text := literal(v)) is not None
-        )
-        layouts.append(SubmoduleLayout(path, import_path(type(module)), params, buffers, settings))
-        layouts += [  # a None slot counts in len(_modules), which Dynamo guards
-            SubmoduleLayout(f"{path}.{name}" if path else name, NO_MODULE, (), (), ())
-            for name, child in module._modules.items()
-            if child is None
-        ]
-    return tuple(layouts)

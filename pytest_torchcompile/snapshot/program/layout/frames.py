@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
-from ...emit.values import constant_source, literal
+from ...emit.values import constant_source, import_path, literal
 from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
-from ..facts.reading import import_path
 from ..translation.bytecode import Translation, Untranslatable
 from ..translation.checked import NotEquivalent, checked, with_closure
 from .graphs import GraphCode, graph_code
@@ -59,6 +58,10 @@ class FramePlan:
     )  # resume functions: the names the code calls it by
     fallback: Translation | None = None
     fallback_name: str = ""
+    #: the module whose globals its code runs in, where they are not the entry's (a library's frame)
+    module: str | None = None
+    #: a function called from compiled code: its module:qualname, which `load` routes to this frame
+    function: str | None = None
 
 
 def plan_frames(
@@ -75,18 +78,27 @@ def plan_frames(
                 where,
                 "its facts were not read right after the compile (write_program needs the case run by compile_model)",
             )
-        if facts.role == "nested":
+        if facts.role == "nested" and facts.function is None:
             raise ProgramRefused(
                 where,
-                "a function called from compiled code that Dynamo compiled as a frame of its own; the file cannot route calls to it",
+                "a function called from compiled code that Dynamo compiled as a frame of its own; the file "
+                f"cannot route calls to it: {facts.home_problem}",
             )
+        if facts.home_problem and facts.role != "nested":
+            raise ProgramRefused(where, facts.home_problem)
         for item in facts.installed:
             if item.kind == "refused":
                 raise ProgramRefused(where, f"its code reads {item.name}, {item.target}")
             installed.setdefault(item.name, item)
         plan = frames.setdefault(
             record.original,
-            FramePlan(record.original.co_name, facts.role, record.original),
+            FramePlan(
+                record.original.co_name,
+                facts.role,
+                record.original,
+                module=facts.module,
+                function=facts.function,
+            ),
         )
         plan.compiles.insert(0, compile_plan(log, record, facts, backend, where))
     _link_resumes(program, frames)
@@ -99,7 +111,7 @@ def _link_resumes(program: ProgramFacts, frames: dict[types.CodeType, FramePlan]
         for name, code in facts.resumes:
             plan = frames.get(code)
             if plan is None:
-                plan = frames[code] = FramePlan(code.co_name, "resume", code)
+                plan = frames[code] = FramePlan(code.co_name, "resume", code, module=facts.module)
             if name not in plan.installed_as:
                 plan.installed_as.append(name)
     for index, plan in enumerate(frames.values()):

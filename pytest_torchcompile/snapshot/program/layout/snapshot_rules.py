@@ -33,12 +33,19 @@ _LOAD = re.compile(
 )
 
 
+#: where the case's own modules were imported from (`imports.py`): this machine's folders
+_IMPORT_ROOTS = re.compile(
+    r"^#: where a module the file imports was found.*\nIMPORT_ROOTS = .*\n", re.M
+)
+
+
 def mask_python_version(text: str) -> str:
     """`3.11.7` -> `3.<N>.<N>` where the file states the Python it was written with, `2.13.0+cpu` ->
-    `2.13.0` where it states torch's (the build tag dropped), and the compiled function's bytecode
-    hash as `<hash>`."""
+    `2.13.0` where it states torch's (the build tag dropped), the compiled function's bytecode
+    hash as `<hash>`, and no IMPORT_ROOTS (folders of this machine)."""
     text = _PYTHON_STAMP.sub(lambda m: f"{m.group(1)}3.<N>.<N>", text)
     text = _TORCH_BUILD.sub(r"\1", text)
+    text = _IMPORT_ROOTS.sub("", text)
     return _CODE_HASH.sub(r"\1<hash>'", text)
 
 

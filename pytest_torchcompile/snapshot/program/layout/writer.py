@@ -22,12 +22,22 @@ import torch
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
 from ...._torch.program import template_load
+from ...._torch.program.runtime import SAME_MODULE
 from ....common.capture_log import CaptureLog
 from ....common.files import atomic_write_text
 from ...emit.values import constant_source, text_literal
-from ..facts.data import ArgSpec, CaseFacts, CompileSettings, Installed, ProgramFacts, TensorSpec
+from ..facts.data import (
+    ArgSpec,
+    CaseFacts,
+    CompileSettings,
+    Installed,
+    ProgramFacts,
+    Slot,
+    TensorSpec,
+)
 from .frames import FramePlan, case_facts, object_source, plan_frames
 from .graphs import Kernel
+from .imports import with_import_roots
 from .refusals import ProgramRefused, check_case
 
 RUNTIME_MARKER = "# ---- runtime (copied into every program file from here on) ----"
@@ -78,7 +88,7 @@ def program_text(log: CaptureLog, program: ProgramFacts, backend: str) -> str:
     sections.append(_wiring(frames, installed))
     sections.append(_copied(inspect.getsource(template_load), LOAD_MARKER))
     sections.append('if __name__ == "__main__":\n    main()\n')
-    return "\n\n".join(s.strip("\n") + "\n" for s in sections)
+    return with_import_roots("\n\n".join(s.strip("\n") + "\n" for s in sections))
 
 
 def write_program(log: CaptureLog, program: ProgramFacts, backend: str, path: Path) -> Path:
@@ -157,8 +167,19 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         f"BACKEND = {backend!r}",
         f"ENTRY = {entry!r}",
         "#: the module tree: (path, class, parameters, buffers, settings); a tensor is (name, shape, stride, dtype, device, requires_grad)",
+        *_layout_notes(case),
         f"MODULE_LAYOUT = {layout!r}",
         "#: the first call's arguments: (name, tensor layout or None, Python literal or None, type)",
+        *(
+            [
+                "#: a small tensor of integers or booleans carries its values last (ids, labels, masks)"
+            ]
+            if any(
+                a.tensor is not None and a.tensor.values is not None
+                for a in (*case.args, *case.kwargs)
+            )
+            else []
+        ),
         f"INPUTS = {inputs!r}",
         "#: Inductor's settings the kernels were compiled with (they pick the vector ISA and math flags)",
         f"KERNEL_BUILD = {dict(settings.kernel_build)!r}",
@@ -166,8 +187,33 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
     return "\n".join(lines) + "\n"
 
 
-def _spec(spec: TensorSpec) -> tuple[object, ...]:
-    return (
+def _layout_notes(case: CaseFacts) -> list[str]:
+    """What MODULE_LAYOUT holds beyond tensors and literals, said where it holds it."""
+    slots = [s for m in case.module for s in (*m.parameters, *m.buffers) if isinstance(s, Slot)]
+    notes = []
+    if slots:
+        notes.append(
+            "#: a slot without a tensor of its own is (name, None), or (name, 'tied', the path it is tied to)"
+        )
+    if any(
+        getattr(s, "values", None) is not None
+        for m in case.module
+        for s in (*m.parameters, *m.buffers)
+    ):
+        notes.append(
+            "#: a buffer of integers, booleans, or that a state_dict leaves out, carries its values last"
+        )
+    if any(m.class_path and m.class_path.startswith(SAME_MODULE) for m in case.module):
+        notes.append(
+            f"#: a module met before is {SAME_MODULE!r} and its first path (shared, bound once)"
+        )
+    return notes
+
+
+def _spec(spec: TensorSpec | Slot) -> tuple[object, ...]:
+    if isinstance(spec, Slot):
+        return (spec.name, None) if spec.tied_to is None else (spec.name, "tied", spec.tied_to)
+    layout = (
         spec.name,
         list(spec.shape),
         list(spec.stride),
@@ -175,6 +221,7 @@ def _spec(spec: TensorSpec) -> tuple[object, ...]:
         spec.device,
         spec.requires_grad,
     )
+    return layout if spec.values is None else (*layout, list(spec.values))
 
 
 def _arg(arg: ArgSpec) -> tuple[object, ...]:
@@ -282,10 +329,20 @@ def _wiring(frames: list[FramePlan], installed: list[Installed]) -> str:
         )
         fallback = frame.fallback_name or "None"
         lines.append(
-            f"    {{'name': {frame.name!r}, 'role': {frame.role!r}, 'compiles': [{compiles}], 'fallback': {fallback}, 'installed_as': {frame.installed_as!r}}},"
+            f"    {{'name': {frame.name!r}, 'role': {frame.role!r}, 'compiles': [{compiles}], 'fallback': {fallback}, 'installed_as': {frame.installed_as!r}{_home(frame)}}},"
         )
     lines.append("]")
     return "\n".join(lines) + "\n"
+
+
+def _home(frame: FramePlan) -> str:
+    """A library's frame: the module its code runs in and the function `load` routes to it, with
+    its code's digest (`load` refuses another version of the library)."""
+    text = f", 'module': {frame.module!r}" if frame.module else ""
+    if frame.function:
+        digest = template_load.code_digest(frame.original)
+        text += f", 'function': {frame.function!r}, 'code': {digest!r}"
+    return text
 
 
 def _fallback_constants(frames: list[FramePlan]) -> list[str]:

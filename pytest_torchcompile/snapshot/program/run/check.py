@@ -115,6 +115,14 @@ class ProgramCheck:
         payload = {
             "observe": self.observe,
             "model": model,
+            # what earlier calls' backwards left in the gradients (a pickled parameter drops them)
+            "grads_before": {
+                name: p.grad
+                for name, p in (
+                    model.named_parameters() if isinstance(model, torch.nn.Module) else ()
+                )
+                if p.grad is not None
+            },
             "args": tuple(args),
             "kwargs": dict(kwargs),
             "grads": grads,

@@ -1,7 +1,8 @@
 """The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
 
 `python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
-CALL holds the model (as before the call), the inputs, grad mode, thread
+CALL holds the model (as before the call, with the gradients earlier calls' backwards left in
+it, which a pickled parameter drops), the inputs, grad mode, thread
 count, deterministic algorithms and default dtype (what GLOBAL_STATE guards), the case's `grads` and the function that observes the call (the
 compiled run's own, `check.Observe`: seeded, the same backward); RESULT
 receives what the call observed, the compiles that ran, load and call
@@ -19,6 +20,7 @@ from typing import Any
 
 import torch
 
+from ...._torch.program.runtime import fill_einops_registry
 from ...._torch.program.trap import trap_compilation
 from ...._torch.tensors import tree_leaves
 from ....common.diagnose import first_line
@@ -44,8 +46,10 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         namespace = runpy.run_path(program_path)
         model = call["model"]
-        _fill_einops_registry(call["args"], call["kwargs"])
+        fill_einops_registry(tree_leaves((call["args"], call["kwargs"])))
         _run_eagerly_first(model, call["args"], call["kwargs"], call["grad_enabled"])
+        for name, grad in call.get("grads_before", {}).items():
+            model.get_parameter(name).grad = grad  # as earlier calls' backwards left them
         program = (
             namespace["load"](model) if isinstance(model, torch.nn.Module) else namespace["load"]()
         )
@@ -59,17 +63,6 @@ def main(argv: list[str]) -> int:
         answer["error"] = _failure(exc)
     torch.save(answer, result_path)
     return 0
-
-
-def _fill_einops_registry(args: Any, kwargs: Any) -> None:
-    """einops fills its backend registry (`_type2backend`) on first use, and Dynamo guards the
-    registry's first key: where the model uses einops, fill it here as the compiling process had
-    it (torch's backend first), so that the guards see the same registry, not an empty one."""
-    backends = sys.modules.get("einops._backends")
-    leaves = tree_leaves((args, kwargs))
-    tensor = next((t for t in leaves if isinstance(t, torch.Tensor)), None)
-    if backends is not None and tensor is not None and not backends._type2backend:
-        backends.get_backend(tensor)
 
 
 def _run_eagerly_first(model: Any, args: Any, kwargs: Any, grad_enabled: bool) -> None:

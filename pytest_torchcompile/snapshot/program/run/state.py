@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from ....common.capture_log import CaptureLog
 from ...fresh_process.servers import FreshProcesses
-from ..facts.data import CompileSettings, ProgramFacts
+from ..facts.data import CompileSettings, ProgramFacts, SubmoduleLayout
+from ..facts.module_tree import module_layout
 from ..facts.reading import collect
 from .check import Differences, Inputs, Observe, ProgramCheck, ProgramReport
 
@@ -31,13 +34,24 @@ class ProgramState:
     processes: FreshProcesses
     facts: ProgramFacts = field(default_factory=ProgramFacts)
     check: ProgramCheck | None = None
+    #: the model's module tree as it was before its first compiled call (`before_first_call`)
+    layout: tuple[SubmoduleLayout, ...] | None = None
+
+    def before_first_call(self, model: object) -> None:
+        """Read the module tree before the first call: its guards hold for the attributes and buffers
+        as they are now, and the call may change them (a cache and its length)."""
+        if self.facts.case is None and self.layout is None:
+            try:
+                self.layout = module_layout(model) if isinstance(model, torch.nn.Module) else ()
+            except Exception as exc:  # the file is refused, naming it; the call goes on
+                self.facts.error = self.facts.error or f"{type(exc).__name__}: {exc}"
 
     def read(
         self, log: CaptureLog, model: object, inputs: Inputs, settings: CompileSettings
     ) -> None:
         """What the file needs from live objects, read while they exist (never fails the call)."""
         try:
-            collect(self.facts, log, model, *inputs, settings)
+            collect(self.facts, log, model, *inputs, settings, self.layout)
         except Exception as exc:  # a fact that cannot be read makes write_program refuse, naming it
             if self.facts.error is None:
                 self.facts.error = f"{type(exc).__name__}: {exc}"

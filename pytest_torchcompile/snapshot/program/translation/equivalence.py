@@ -2,8 +2,8 @@
 
 Every argument, free variable, global and builtin the code reads is replaced
 by a `_Recorder` that logs each operation done to it (attribute reads, calls,
-subscripts, stores, operators, iteration, truth tests) and answers with a new
-recorder. Both codes run on fresh stand-ins; the logs and the outcomes must
+subscripts, stores, operators, iteration, truth tests, conversions to text)
+and answers with a new recorder (a fresh string for a conversion to text). Both codes run on fresh stand-ins; the logs and the outcomes must
 be equal. A truth test answers from a script, and the scripts are explored so
 that every branch both codes can take is taken (up to `MAX_PATHS`). Iteration
 yields two items. This proves the two codes do the same operations on the
@@ -57,6 +57,12 @@ class _Run:
     def new(self, event: str, *operands: Any) -> _Recorder:
         result = _Recorder(self, f"v{next(self.names)}")
         self.log.append((event, *map(self.label, operands), self.label(result)))
+        return result
+
+    def text(self, event: str, *operands: Any) -> str:
+        """A conversion to text (Python insists on a str): logged, answered with a fresh one."""
+        result = f"<text {next(self.names)}>"
+        self.log.append((event, *map(self.label, operands), repr(result)))
         return result
 
     def truth(self, value: Any) -> bool:
@@ -135,6 +141,15 @@ class _Recorder:
     def __len__(self) -> int:
         return _ITEMS
 
+    def __format__(self, spec: str) -> str:  # an f-string's `{x}`, `format(x, spec)`
+        return object.__getattribute__(self, "_run").text("format", self, spec)
+
+    def __repr__(self) -> str:  # `{x!r}`, `repr(x)`
+        return object.__getattribute__(self, "_run").text("repr", self)
+
+    def __str__(self) -> str:  # `{x!s}`, `str(x)`
+        return object.__getattribute__(self, "_run").text("str", self)
+
     def __hash__(self) -> int:
         return hash(object.__getattribute__(self, "_name"))
 
@@ -207,6 +222,10 @@ def _run(
     fake_builtins.update(
         globals=builtins.globals,
         slice=slice,
+        format=format,  # text conversions run for real: each logs on the stand-in it converts
+        repr=repr,
+        str=str,
+        ascii=ascii,
         AssertionError=AssertionError,
         StopIteration=StopIteration,
     )

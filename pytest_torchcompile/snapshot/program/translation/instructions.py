@@ -45,6 +45,9 @@ _BINARY_310 = {
 #: 3.12+'s one-operand intrinsics this translator writes (CALL_INTRINSIC_1's argrepr -> template).
 _INTRINSIC_1 = {"INTRINSIC_LIST_TO_TUPLE": "(*{},)", "INTRINSIC_UNARY_POSITIVE": "+{}"}
 
+#: FORMAT_VALUE's and CONVERT_VALUE's conversions (`!s`, `!r`, `!a`)
+_CONVERSIONS = {1: "str", 2: "repr", 3: "ascii"}
+
 #: where the NULL of a call goes: below the callable up to 3.12, above it from 3.13 on.
 _NULL_BELOW = sys.version_info < (3, 13)
 
@@ -268,6 +271,30 @@ class Instructions(SymbolicStack):
         left, right = self.take(stack, 2)
         self.statement(stack, f"{left.expr} {'not in' if ins.arg else 'in'} {right.expr}")
 
+    def op_FORMAT_VALUE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """An f-string's `{value!conversion:spec}` (up to 3.12): the conversion, then `format`."""
+        flags = ins.arg or 0
+        operands = self.take(stack, 2 if flags & 0x04 else 1)
+        value, spec = operands[0].expr, (operands[1].expr if flags & 0x04 else "''")
+        conversion = _CONVERSIONS.get(flags & 0x03)
+        if conversion:
+            value = f"{conversion}({value})"
+        self.statement(stack, f"format({value}, {spec})")
+
+    def op_CONVERT_VALUE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.13+: an f-string's `!s`, `!r` or `!a`."""
+        (value,) = self.take(stack, 1)
+        self.statement(stack, f"{_CONVERSIONS[ins.arg or 0]}({value.expr})")
+
+    def op_FORMAT_SIMPLE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.13+: an f-string's `{value}` without a spec."""
+        (value,) = self.take(stack, 1)
+        self.statement(stack, f"format({value.expr}, '')")
+
+    def op_FORMAT_WITH_SPEC(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        value, spec = self.take(stack, 2)
+        self.statement(stack, f"format({value.expr}, {spec.expr})")
+
     def build(self, ins: dis.Instruction, stack: list[Val]) -> None:
         op, count = ins.opname, ins.arg or 0
         if op == "BUILD_MAP":
@@ -287,6 +314,11 @@ class Instructions(SymbolicStack):
             bounds = [("" if p.expr == "None" else p.expr) for p in parts]
             self.lazy(stack, "slice(" + ", ".join(p.expr for p in parts) + ")", _free(parts))
             stack[-1].subscript = ":".join(bounds)
+        elif (
+            op == "BUILD_STRING"
+        ):  # an f-string's parts, each a str by now: joined, no method called
+            vals = self.take(stack, count)
+            self.lazy(stack, "''.join((" + "".join(f"{v.expr}, " for v in vals) + "))", _free(vals))
         elif op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
             vals = self.take(stack, count)
             items = [v.expr for v in vals]

@@ -1,0 +1,109 @@
+"""`python program.py` on a model as modern code writes them, defined in a test module.
+
+The script rebuilds the module from the file's recorded layout (random
+parameters, no `__init__` run) and calls it through the guards: every slot
+and attribute the guards and code read must be there as the model had it.
+This model has what real models have and a toy does not: a `Linear(bias=False)`
+and a `LayerNorm(elementwise_affine=False)` (parameters registered as None),
+an output layer tied to the embedding, a submodule shared at two paths,
+submodules without parameters, a str-Enum and a config object as attributes,
+and integer token ids. Its class lives in the test module, which `python
+program.py` run from another folder, in an interpreter that never imported
+it, finds through the folder pytest imported it from (`IMPORT_ROOTS`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+MODEL = """
+import enum
+
+import pytest
+import torch
+from torch import nn
+
+
+class Format(str, enum.Enum):
+    NLC = "NLC"
+    NCL = "NCL"
+
+
+class Config:
+    def __init__(self, vocab, dim, scale):
+        self.vocab, self.dim, self.scale = vocab, dim, scale
+
+
+class Decoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config, self.format = config, Format.NCL
+        self.embed = nn.Embedding(config.vocab, config.dim)
+        self.proj = nn.Linear(config.dim, config.dim, bias=False)
+        self.norm = nn.LayerNorm(config.dim, elementwise_affine=False)
+        self.act, self.drop = nn.GELU(), nn.Dropout(0.0)
+        self.blocks = nn.ModuleList([self.proj, None, self.proj])
+        self.head = nn.Linear(config.dim, config.vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        x = self.embed(ids) * self.config.scale
+        for block in self.blocks:
+            if block is not None:
+                x = self.drop(self.act(block(self.norm(x))))
+        if self.format == Format.NCL:
+            x = x.transpose(1, 2).transpose(1, 2)
+        return self.head(x)
+
+
+def build():
+    torch.manual_seed(0)
+    return Decoder(Config(vocab=16, dim=8, scale=0.5)), torch.randint(0, 16, (2, 5))
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=())
+def test_no_grad(compile_model, tmp_path_factory):
+    model, ids = build()
+    with torch.no_grad():
+        result = compile_model(model.eval(), ids)
+    print("SCRIPT", result.write_program(tmp_path_factory.mktemp("files") / "no_grad.py"))
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=())
+def test_training(compile_model, tmp_path_factory):
+    model, ids = build()
+    result = compile_model(model, ids)
+    print("SCRIPT", result.write_program(tmp_path_factory.mktemp("files") / "training.py"))
+"""
+
+
+def test_the_script_rebuilds_a_modern_model_from_a_test_module_in_another_folder(
+    pytester: pytest.Pytester, tmp_path
+) -> None:
+    pytester.makepyfile(test_local_decoder=MODEL)
+    ran = pytester.runpytest("-s", "-p", "no:cacheprovider")
+    ran.assert_outcomes(passed=2)
+    scripts = [line.split("SCRIPT ", 1)[1] for line in ran.outlines if "SCRIPT " in line]
+    assert len(scripts) == 2
+    # a new interpreter in another folder, whose import path lacks the test's folder
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and str(pytester.path) not in p),
+    }
+    for script in scripts:
+        done = subprocess.run(
+            [sys.executable, script], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "ran forward (aot_eager) on random inputs of the recorded shapes:" in done.stdout
+        assert "frame 0 compile 0 (forward)" in done.stdout
+        assert "output: float32 [2, 5, 16]" in done.stdout
+    assert "backward ran through 1 output(s)" in done.stdout  # the training file, last
+    text = open(scripts[0]).read()
+    assert "('bias', None)" in text and "('weight', 'tied', 'embed.weight')" in text
+    assert "import_object('test_local_decoder:Format.NCL')" in text
+    assert "IMPORT_ROOTS = {'test_local_decoder': " in text
