@@ -2,8 +2,10 @@
 
 A 2- and a 4-layer model, each layer's LayerNorm epsilon changed in turn:
 the lines each change rewrites in an artifact lie apart from those any other
-layer's change rewrites, in layer order, and there are as few of them as the
-change needs (not the layer's whole code, not the lines of the layers after it).
+layer's change rewrites, and there are as few of them as the change needs
+(not the layer's whole code, not the lines of the layers after it). In
+`wrapper_code` a change rewrites kernel digests only: a kernel Inductor fused
+from two layers' code is a line of both, and `call` does not move.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 import torch
 from torch import nn
 
+from pytest_torchcompile.snapshot.artifacts.compact import digest_lines
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 from pytest_torchcompile.snapshot.case import CompileCase
 from pytest_torchcompile.snapshot.spec import CompileSpec
@@ -74,5 +77,13 @@ def test_a_change_in_one_layer_stays_in_its_lines(depth: int, backend: str) -> N
         assert len(touched) == depth, f"{name}: only {len(touched)} of {depth} layers' changes show"
         for layer, lines in enumerate(rewritten):
             assert len(lines) <= MOST, f"{name}: layer {layer}'s epsilon rewrote lines {lines}"
-        spans = [(min(lines), max(lines)) for lines in rewritten]
+        if name == "wrapper_code":
+            # Inductor fuses across layers (one layer's GELU with the next one's norm): a kernel
+            # holds code of two layers, so its digest is a line of both; `call` stays as it was
+            old = text.splitlines()
+            assert all(digest_lines(old[k]) is not None for lines in rewritten for k in lines), name
+            continue
+        spans = sorted(
+            (min(lines), max(lines)) for lines in rewritten
+        )  # a backward runs last first
         assert all(a[1] < b[0] for a, b in zip(spans, spans[1:])), f"{name}: {spans} overlap"
