@@ -38,7 +38,6 @@ from .files.outcome import Outcome, Status
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
-    case_device,
     installed_torch_minor,
     placeholders,
     resolve,
@@ -203,7 +202,7 @@ class TorchCompileSession(WingSession):
     def _device(self, nodeid: str, cases: list[CompileCase], template: str) -> str:
         if "device" not in placeholders(template):
             return "cpu"
-        devices = sorted({case_device(c.model, c.calls[:1]) for c in cases})
+        devices = sorted({c.device_key() for c in cases})
         if len(devices) > 1:
             pytest.fail(
                 f"usage error: the cases of {nodeid} ran on {' and '.join(devices)}, but the snapshot folder "
