@@ -9,12 +9,22 @@ import re
 DDP_BUCKET_CALL = re.compile(r"\bself\.submod_(\d+)\(")
 #: the parts' names in the split graph's text (`submod_0`, and `submod` once renumbered)
 DDP_PART_NAME = re.compile(r"\bsubmod(?:_(\d+))?\b")
-#: where a graph break happened inside torch's wrappers, by the code its record names: the
-#: wrapper's module path or class (a function of DDP's that Dynamo skips is reported at
-#: `contextlib.py`, its context naming `DistributedDataParallel._inside_ddp_forward`)
-WRAPPER_CODE = (
-    ("FSDP", re.compile(r"distributed[/.]fsdp|distributed[/.]_composable|\bFSDP\w*\b")),
-    ("DDP", re.compile(r"nn[/.]parallel[/.]distributed|\bDistributedDataParallel\b")),
+#: torch's wrappers by their source files, where a graph break's record locates it
+WRAPPER_FILES = (
+    ("FSDP", re.compile(r"torch/distributed/(?:fsdp|_composable)/")),
+    ("DDP", re.compile(r"torch/nn/parallel/distributed\.py")),
+)
+#: torch's wrappers by the module or class a graph break's record names: a function of DDP's
+#: that Dynamo skips is located at the standard library's `contextlib.py`, and its record
+#: names `DistributedDataParallel._inside_ddp_forward` of `torch.nn.parallel.distributed`
+WRAPPER_NAMES = (
+    ("FSDP", re.compile(r"module: torch\.distributed\.(?:fsdp|_composable)\b|qualname: FSDP\w*\.")),
+    (
+        "DDP",
+        re.compile(
+            r"module: torch\.nn\.parallel\.distributed\b|qualname: DistributedDataParallel\."
+        ),
+    ),
 )
 #: where a graph-break record's own text ends and the traceback of Dynamo's frames starts
 _TRACEBACK = "Traceback (most recent call last)"
@@ -36,11 +46,19 @@ def name_ddp_buckets(text: str) -> str:
     return DDP_PART_NAME.sub(lambda m: f"bucket_{m.group(1) or 0}", text)
 
 
-def wrapper_break(payload: str) -> str | None:
-    """The torch wrapper (`DDP`, `FSDP`) whose code a graph-break record points into, or None
-    for a break in the user's code; read from the record's location and explanation."""
+def wrapper_at(path: str) -> str | None:
+    """The torch wrapper (`DDP`, `FSDP`) whose source file `path` is, or None."""
+    for wrapper, pattern in WRAPPER_FILES:
+        if pattern.search(path):
+            return wrapper
+    return None
+
+
+def wrapper_named(payload: str) -> str | None:
+    """The torch wrapper a graph-break record's explanation names as the code Dynamo could not
+    trace (`module: torch.nn.parallel.distributed, qualname: DistributedDataParallel...`), or None."""
     head = payload.split(_TRACEBACK, 1)[0]
-    for wrapper, pattern in WRAPPER_CODE:
+    for wrapper, pattern in WRAPPER_NAMES:
         if pattern.search(head):
             return wrapper
     return None

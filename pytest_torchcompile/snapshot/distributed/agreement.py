@@ -28,11 +28,14 @@ def disagreement(texts: Sequence[Mapping[str, str]], full: bool = False) -> str 
     diff = compare_case(dict(texts[0]), dict(texts[rank])) if changes else None
     facts = diff.headline() if diff is not None else "other artifacts"
     lines = [
-        f"rank {rank} compiled differently from rank 0: {facts} ({WHY}: a hang waiting to happen)",
+        f"rank {rank} compiled differently from rank 0: {facts}",
+        f"({WHY}: a hang waiting to happen; any difference between ranks fails)",
         f"changed artifacts, rank 0 -> rank {rank}: "
         + ", ".join(f"{c.filename} +{c.counts[0]} -{c.counts[1]}" for c in changes),
     ]
-    if len(differing) > 1:
+    if len(differing) == 2:
+        lines.append(f"(rank {differing[1]} differs from rank 0 too)")
+    elif len(differing) > 2:
         lines.append(f"(ranks {', '.join(map(str, differing[1:]))} differ from rank 0 too)")
     shown = changes if full else changes[:2]
     for change in shown:

@@ -20,7 +20,6 @@ import os
 import pickle
 import signal
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from ...common.capture_log import CaptureLog
 from ...common.compiling import compile_with, compiling
 from ...common.copies import clone_inputs
 from ...common.counters import counters
+from ...common.diagnose import user_traceback
 from ...common.named_cases import CaseFailure
 from ..artifacts.normalize import Normalizer
 from ..files.placeholders import case_device
@@ -62,8 +62,8 @@ def main(argv: list[str]) -> int:
         report = run(request, rank)
     except CaseFailure as exc:
         report.failure = str(exc)
-    except BaseException:  # the model's or the plugin's: the parent shows it with its traceback
-        report.error = traceback.format_exc()
+    except BaseException as exc:  # the model's or the plugin's: the parent shows its traceback
+        report.error = user_traceback(exc)
     report.save(folder)
     distributed.leave()
     return 0 if report.failure is None and report.error is None else 1
@@ -98,7 +98,9 @@ def run(request: RankRequest, rank: int) -> RankReport:
     fp64 = _fp64_run(call, device, inputs, spec.grads)
     return RankReport(
         rank,
-        texts=rank_texts(log, counted, spec.backend_name, spec.artifacts, normalizer, share),
+        texts=rank_texts(
+            log, counted, spec.backend_name, spec.artifacts, normalizer, share, request.rootdir
+        ),
         counters=counted.as_dict(),
         device_key=case_device(compiled.module, inputs[0]),
         compile_seconds=spent.seconds,

@@ -10,8 +10,10 @@ default where DDP split one. Pure text over a capture: no torch import.
 from __future__ import annotations
 
 import dataclasses
+import os
 
-from ..._torch.patterns.distributed import break_function, ddp_buckets, wrapper_break
+from ..._torch.patterns.distributed import break_function, ddp_buckets, wrapper_at, wrapper_named
+from ..._torch.patterns.dynamo import BREAK_AT
 from ...common.capture_log import CaptureLog
 from ...common.counters import Counters
 from ..artifacts.case_artifacts import CaseArtifacts
@@ -33,12 +35,24 @@ def buckets(log: CaptureLog) -> int:
     return sum(ddp_buckets(payload) for payload in log.payloads(DDP_SPLIT))
 
 
-def marked(counted: Counters, log: CaptureLog) -> tuple[Counters, dict[str, int]]:
+def wrapper_break(payload: str, rootdir: str) -> str | None:
+    """The torch wrapper a graph break happened in, or None for the user's: located in the
+    wrapper's file, or (outside the rootdir: a skipped function of DDP's is located in the
+    standard library's `contextlib.py`) naming the wrapper's code as what Dynamo did not trace."""
+    where = BREAK_AT.search(payload)
+    path = where.group(1).rsplit(":", 1)[0] if where else ""
+    wrapper = wrapper_at(path)
+    if wrapper is None and not os.path.abspath(path).startswith(os.path.join(rootdir, "")):
+        wrapper = wrapper_named(payload)
+    return wrapper
+
+
+def marked(counted: Counters, log: CaptureLog, rootdir: str) -> tuple[Counters, dict[str, int]]:
     """The counters with each break inside a torch wrapper marked (`[DDP: f] reason`), and
     how many breaks each wrapper caused."""
     reasons, by_wrapper = [], dict[str, int]()
     for reason, payload in zip(counted.break_reasons, log.payloads("graph_break_reason")):
-        wrapper = wrapper_break(payload)
+        wrapper = wrapper_break(payload, rootdir)
         if wrapper is None:
             reasons.append(reason)
             continue
@@ -72,10 +86,11 @@ def rank_texts(
     wanted: tuple[str, ...] | None,
     normalizer: Normalizer,
     share: Share,
+    rootdir: str,
 ) -> dict[str, str]:
     """artifact name -> text as stored: the requested artifacts, or the defaults the compile
     produced with `ddp_split` where DDP split a graph."""
-    counted, by_wrapper = marked(counted, log)
+    counted, by_wrapper = marked(counted, log, rootdir)
     capture = CaseCapture(
         log, counted=counted, facts=tuple(facts(counted, by_wrapper, buckets(log), share))
     )
