@@ -76,15 +76,9 @@ class DistributedCase:
 
 
 def _too_little(share: str, call: DistributedCall) -> str:
-    hint = (
-        " FSDP2's hooks on each sharded layer are not traced by Dynamo, so compiling the sharded "
-        "model whole compiles (almost) none of it: compile each layer before sharding it "
-        "(wrapper='fsdp2_per_layer')."
-        if call.wrapper == "fsdp2"
-        else " Its graph breaks are in the summary."
-    )
     return (
         f"compiled almost nothing: of the ops the model's forward runs, {share} ran in compiled "
-        f"code, under min_compiled_share={call.min_share:g} (wrapper={call.wrapper_name!r}).{hint} "
-        "To record the case as it is, pass min_compiled_share=0."
+        f"code, under min_compiled_share={call.min_share:g} (wrapper={call.wrapper_name!r}); the "
+        "summary's graph breaks (those inside torch's wrappers marked [DDP: ...], [FSDP: ...]) and "
+        "frames say where compiling stopped. To record the case as it is, pass min_compiled_share=0."
     )

@@ -1,10 +1,10 @@
 """Start a case's ranks, wait for them within the case's timeout, and say what went wrong.
 
-Each rank is a new interpreter (`rank.py`) in a session of its own (so it
-and whatever it starts, Inductor's compile workers, are stopped together),
-with its output in files of a temporary folder that also holds the file
-store the ranks meet at: no port, so nothing clashes under xdist, and
-nothing is left once the case is done. The ranks get `START_LIMIT_S` to
+Each rank (`rank.py`, started by `starter.py`) leads a session of its own
+(so it and whatever it starts, Inductor's compile workers, are stopped
+together), with its output in files of a temporary folder that also holds
+the file store the ranks meet at: no port, so nothing clashes under xdist,
+and nothing is left once the case is done. The ranks get `START_LIMIT_S` to
 start (an interpreter, torch's import) and join the process group; the
 case's timeout counts from when all have. A rank that fails stops the
 others at once and the test fails with its error and traceback; at the
@@ -14,20 +14,18 @@ deadline every rank still running writes its stack (SIGUSR1) and is killed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fresh_process.servers import child_env
-from .report import JOINED_FILE, REQUEST_FILE, SETUP_FILE, RankReport
+from .report import JOINED_FILE, REPORT_FILE, REQUEST_FILE, SETUP_FILE, RankReport
+from .starter import RankProcess, start_rank
 
-RANK_MODULE = "pytest_torchcompile.snapshot.distributed.rank"
 #: seconds the ranks may take to start and join the process group (torch's import, on a busy machine)
 START_LIMIT_S = 300.0
 _POLL_S = 0.05
@@ -47,7 +45,7 @@ class Rank:
     """One running rank: its process and its output files."""
 
     index: int
-    process: subprocess.Popen[bytes]
+    process: RankProcess
     folder: Path
 
     @property
@@ -66,18 +64,29 @@ class Rank:
             handle.seek(start)
             return handle.read().decode(errors="replace").strip()
 
+    @property
+    def report_file(self) -> Path:
+        return self.folder / REPORT_FILE.format(rank=self.index)
+
+    @property
+    def reported(self) -> bool:
+        return self.report_file.exists()
+
+    def reported_at(self) -> float:
+        """When it wrote its report (never: infinitely late)."""
+        return self.report_file.stat().st_mtime if self.reported else math.inf
+
     def written(self) -> int:
         return self.stderr.stat().st_size if self.stderr.is_file() else 0
 
     def stop(self) -> None:
-        """Kill it and everything it started; reap it."""
-        if self.process.poll() is None:
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(self.process.pid, signal.SIGKILL)
-                    break
-                except (ProcessLookupError, PermissionError):
-                    continue
+        """Kill it and what it started (its session: Inductor's compile workers), even once it
+        exited; reap it."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            if self.process.poll() is None:  # not its session's leader yet
+                os.kill(self.process.pid, signal.SIGKILL)
         self.process.wait()
 
 
@@ -90,48 +99,32 @@ def run_ranks(request: bytes, world_size: int, backend: str, timeout_s: float) -
         (folder / REQUEST_FILE).write_bytes(request)
         ranks: list[Rank] = []
         try:
-            ranks = [_start(folder, index, world_size) for index in range(world_size)]
+            for index in range(world_size):
+                ranks.append(Rank(index, start_rank(folder, index, world_size), folder))
             _wait(ranks, folder, timeout_s)
         finally:
             for rank in ranks:
                 rank.stop()
         reports = [RankReport.load(folder, rank.index) for rank in ranks]
-        return [r if r is not None else _no_report(rank) for r, rank in zip(reports, ranks)]
+        failed = [rank for rank, r in zip(ranks, reports) if r is None or not r.ran]
+        if failed:
+            raise RanksFailed(_first_failure(failed, [], folder))
+        return [r for r in reports if r is not None]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _start(folder: Path, index: int, world_size: int) -> Rank:
-    env = {
-        **child_env(),
-        "RANK": str(index),
-        "LOCAL_RANK": str(index),
-        "WORLD_SIZE": str(world_size),
-    }
-    with (
-        open(folder / f"rank{index}.stdout", "wb") as out,
-        open(folder / f"rank{index}.stderr", "wb") as err,
-    ):
-        process = subprocess.Popen(
-            [sys.executable, "-m", RANK_MODULE, str(folder), str(index), str(os.getpid())],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-    return Rank(index, process, folder)
-
-
 def _wait(ranks: list[Rank], folder: Path, timeout_s: float) -> None:
-    """Return once every rank exited with 0; raise `RanksFailed` at the first failure or deadline."""
+    """Return once every rank exited with 0 or wrote its report (one that hangs on its way out
+    is stopped); raise `RanksFailed` at the first failure or deadline."""
     start_deadline, deadline = time.monotonic() + START_LIMIT_S, None
     while True:
         codes = [rank.process.poll() for rank in ranks]
         failed = [rank for rank, code in zip(ranks, codes) if code not in (None, 0)]
         if failed:
-            raise RanksFailed(_failure(failed[0], ranks, folder))
-        if all(code == 0 for code in codes):
+            running = [r.index for r, code in zip(ranks, codes) if code is None]
+            raise RanksFailed(_first_failure(failed, running, folder))
+        if all(code == 0 or rank.reported for rank, code in zip(ranks, codes)):
             return
         now = time.monotonic()
         if deadline is None and all(
@@ -145,11 +138,23 @@ def _wait(ranks: list[Rank], folder: Path, timeout_s: float) -> None:
         time.sleep(_POLL_S)
 
 
-def _failure(rank: Rank, ranks: list[Rank], folder: Path) -> str:
-    """The first failed rank's error (its report, or how it died and its stderr)."""
-    report = RankReport.load(folder, rank.index)
-    others = [r.index for r in ranks if r is not rank and r.process.poll() is None]
-    stopped = f"\n(stopped the ranks still running: {_names(others)})" if others else ""
+def _first_failure(failed: list[Rank], running: list[int], folder: Path) -> str:
+    """The error of the rank that failed first (by its report's time: a peer's crash makes the
+    others' collectives fail right after), then a line for each other failed rank."""
+    first = min(failed, key=lambda rank: rank.reported_at())
+    text = _failure(first, RankReport.load(folder, first.index), running)
+    for rank in failed:
+        if rank is not first:
+            report = RankReport.load(folder, rank.index)
+            last = (report.error or report.failure or "") if report is not None else ""
+            after = last.strip().splitlines()[-1:] or [_exit(rank.process.returncode)]
+            text += f"\n(rank {rank.index} failed too, after it: {after[0]})"
+    return text
+
+
+def _failure(rank: Rank, report: RankReport | None, running: list[int]) -> str:
+    """A failed rank's error (its report, or how it died and its stderr)."""
+    stopped = f"\n(stopped the ranks still running: {_names(running)})" if running else ""
     if report is not None and report.failure is not None:
         return f"rank {rank.index}: {report.failure}{stopped}"
     if report is not None and report.error is not None:
@@ -188,10 +193,6 @@ def _late(ranks: list[Rank], folder: Path) -> str:
             *tails,
         ]
     )
-
-
-def _no_report(rank: Rank) -> RankReport:
-    raise RanksFailed(f"rank {rank.index} exited without a report:\n{rank.tail()}")
 
 
 def _names(indices: list[int]) -> str:

@@ -1,4 +1,4 @@
-"""One rank of a distributed case: `python -m pytest_torchcompile.snapshot.distributed.rank FOLDER RANK PARENT`.
+"""One rank of a distributed case: `main([FOLDER, RANK, PARENT])`, forked or `python -m` this module.
 
 It joins the process group through the case's file store, says so
 (`rank<N>.joined`: the case's timeout starts once every rank has), reads the
@@ -73,7 +73,7 @@ def _die_with(parent: int) -> None:
     """Exit when the parent does (Linux), so no rank outlives a killed pytest."""
     if sys.platform == "linux":
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
+    if parent and os.getppid() != parent:  # 0: forked, its parent is the fork server
         os._exit(1)
 
 

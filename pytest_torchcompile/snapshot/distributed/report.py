@@ -55,6 +55,11 @@ class RankReport:
     output: Any = None
     eager_output: Any = None
 
+    @property
+    def ran(self) -> bool:
+        """The case ran on this rank (its verdicts may still fail it)."""
+        return self.failure is None and self.error is None
+
     def save(self, folder: Path) -> None:
         import torch
 

@@ -120,6 +120,12 @@ class Hang(Net):
         return super().forward(x)
 
 
+class Opaque(Net):
+    @torch._dynamo.disable
+    def forward(self, x):
+        return super().forward(x)
+
+
 def off_by_one(gm, example_inputs):
     def run(*args):
         return [out + 1 for out in gm(*args)]
@@ -139,11 +145,16 @@ def test_hang(compile_distributed):
 @pytest.mark.compile_snapshot(backend=off_by_one)
 def test_wrong(compile_distributed):
     compile_distributed(Net, torch.randn(8, 512), wrapper="fsdp2_per_layer")
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager")
+def test_nothing(compile_distributed):
+    compile_distributed(Opaque, torch.randn(8, 512))
 """
 )
 
 
-def test_a_crashing_a_hanging_and_a_wrong_rank_fail_with_their_own_error(
+def test_crashing_hanging_wrong_and_uncompiled_cases_fail_with_their_own_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(test_dist=FAULTS)
@@ -151,7 +162,7 @@ def test_a_crashing_a_hanging_and_a_wrong_rank_fail_with_their_own_error(
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))  # the ranks' folders, to see that none is left
     result = pytester.runpytest("--durations=0")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
         [
             "*test_crash*",
@@ -174,6 +185,12 @@ def test_a_crashing_a_hanging_and_a_wrong_rank_fail_with_their_own_error(
         [
             "[[]case_0] rank 0: compiled (off_by_one) differs from eager (the same wrapper on 2 ranks):",
             "  output: *",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "[[]case_0] compiled almost nothing: of the ops the model's forward runs, 0 of the "
+            "model's 13 (0%) ran in compiled code, under min_compiled_share=0.1 (wrapper='ddp')*"
         ]
     )
     assert list(temp.iterdir()) == []
