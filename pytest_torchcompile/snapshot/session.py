@@ -51,7 +51,11 @@ from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
     from .case import CompileCase
+    from .distributed.case import DistributedCase
     from .fixture import CompileModel
+
+    #: a case of either fixture, as the snapshot check and the tables read it
+    Case = CompileCase | DistributedCase
 
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
@@ -149,7 +153,7 @@ class TorchCompileSession(WingSession):
         return cls(template, store, rootdir, worker, housekeeping, full_diff, given, text_only)
 
     def store_for(
-        self, nodeid: str, cases: list[CompileCase], template: str | None = None
+        self, nodeid: str, cases: list[Case], template: str | None = None
     ) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device),
         under the run's folder template or the test's own (the marker's `snapshot_dir`).
@@ -184,7 +188,7 @@ class TorchCompileSession(WingSession):
     def _other_torch(
         self,
         nodeid: str,
-        cases: list[CompileCase],
+        cases: list[Case],
         store: SnapshotStore,
         folder: TestFolder,
         checked: TestFiles,
@@ -199,7 +203,7 @@ class TorchCompileSession(WingSession):
         now, device = torch_minor(torch.__version__), self._device(nodeid, cases, template)
         return other_torch(template, self.rootdir, now, device, store.root, folder, store.show)
 
-    def _device(self, nodeid: str, cases: list[CompileCase], template: str) -> str:
+    def _device(self, nodeid: str, cases: list[Case], template: str) -> str:
         if "device" not in placeholders(template):
             return "cpu"
         devices = sorted({c.device_key() for c in cases})
@@ -437,7 +441,7 @@ def _nested(root: Path, run_root: Path) -> str | None:
     )
 
 
-def _row(nodeid: str, case: CompileCase) -> CaseRow:
+def _row(nodeid: str, case: Case) -> CaseRow:
     r = case.result
     assert r is not None
     return CaseRow(

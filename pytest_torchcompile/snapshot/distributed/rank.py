@@ -58,8 +58,7 @@ def main(argv: list[str]) -> int:
     (folder / JOINED_FILE.format(rank=rank)).touch()
     report = RankReport(rank)
     try:
-        request: RankRequest = pickle.loads((folder / REQUEST_FILE).read_bytes())
-        report = run(request, rank)
+        report = run(_request(folder), rank)
     except CaseFailure as exc:
         report.failure = str(exc)
     except BaseException as exc:  # the model's or the plugin's: the parent shows its traceback
@@ -67,6 +66,22 @@ def main(argv: list[str]) -> int:
     report.save(folder)
     distributed.leave()
     return 0 if report.failure is None and report.error is None else 1
+
+
+def _request(folder: Path) -> RankRequest:
+    """The case as the parent pickled it; a factory whose module this process cannot import is
+    the user's to fix (a test module imported under another name)."""
+    try:
+        request: RankRequest = pickle.loads((folder / REQUEST_FILE).read_bytes())
+    except (ImportError, AttributeError) as exc:
+        raise CaseFailure(
+            f"usage error: the rank could not load the case ({type(exc).__name__}: {exc}): "
+            "compile_distributed's model factory (and a wrapper or backend function) must be "
+            "importable by its module's name in a new process; pytest's default import mode "
+            "(prepend) puts a test file's folder on sys.path, --import-mode=importlib does not: "
+            "there, define them in a module on sys.path"
+        ) from exc
+    return request
 
 
 def _die_with(parent: int) -> None:

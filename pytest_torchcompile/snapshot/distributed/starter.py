@@ -9,7 +9,8 @@ every rank of every later case in milliseconds. It imported torch under the
 environment it started with, and torch reads some variables at import: a
 case run under another environment (less the variables that change per test
 or per rank) starts new interpreters instead, as it does where `fork` is
-missing (not Linux) or `PTC_FORK_SERVER=0`. Either way the rank leads a
+missing (not Linux), where the server cannot start (its socket's path, under
+`TMPDIR`, too long) or `PTC_FORK_SERVER=0`. Either way the rank leads a
 session of its own (so it and what it starts stop together) and writes its
 output to the case's files.
 """
@@ -54,8 +55,11 @@ def start_rank(folder: Path, index: int, world_size: int) -> RankProcess:
     if _server_fits(env):
         context = multiprocessing.get_context("forkserver")
         process = context.Process(target=_forked, args=(args, env), name=f"rank {index}")
-        process.start()
-        return _Forked(process)
+        try:
+            process.start()
+            return _Forked(process)
+        except OSError:  # no server (its socket's path too long for a long TMPDIR): interpreters
+            _SERVER_ENV[:] = [frozenset({("", "the fork server did not start")})]
     with (
         open(folder / f"rank{index}.stdout", "wb") as out,
         open(folder / f"rank{index}.stderr", "wb") as err,

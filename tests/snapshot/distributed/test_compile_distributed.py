@@ -160,7 +160,9 @@ def test_crashing_hanging_wrong_and_uncompiled_cases_fail_with_their_own_error(
     pytester.makepyfile(test_dist=FAULTS)
     temp = pytester.path / "tmp"
     temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))  # the ranks' folders, to see that none is left
+    # the ranks' folders, to see that none is left; multiprocessing's fork server cannot put its
+    # socket in a folder this deep, so the ranks are new interpreters here (forked in the test above)
+    monkeypatch.setenv("TMPDIR", str(temp))
     result = pytester.runpytest("--durations=0")
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
