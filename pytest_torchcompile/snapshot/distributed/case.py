@@ -56,7 +56,7 @@ class DistributedCase:
         return self.result
 
     def _judged(self, reports: list[RankReport], backend: str) -> DistributedResult:
-        differs = disagreement([r.texts for r in reports], self.full_diff)
+        differs = disagreement([r.compared() for r in reports], self.full_diff)
         if differs is not None:
             raise CaseFailure(differs)
         failing = [r for r in reports if r.numerics is not None]

@@ -111,11 +111,13 @@ def run(request: RankRequest, rank: int) -> RankReport:
     bare = _built(call.factory, device)
     share = Share(ran, distributed.eager_ops(lambda: bare(*inputs[0])))
     fp64 = _fp64_run(call, device, inputs, spec.grads)
+    texts, summary = rank_texts(
+        log, counted, spec.backend_name, spec.artifacts, normalizer, share, request.rootdir
+    )
     return RankReport(
         rank,
-        texts=rank_texts(
-            log, counted, spec.backend_name, spec.artifacts, normalizer, share, request.rootdir
-        ),
+        texts=texts,
+        summary=summary,
         counters=counted.as_dict(),
         device_key=case_device(compiled.module, inputs[0]),
         compile_seconds=spent.seconds,

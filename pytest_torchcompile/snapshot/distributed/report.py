@@ -41,6 +41,8 @@ class RankReport:
 
     rank: int
     texts: Mapping[str, str] = field(default_factory=dict)
+    #: the summary, stored or not (`artifacts=()`): every rank's is compared with rank 0's
+    summary: str = ""
     counters: Mapping[str, int] = field(default_factory=dict)
     device_key: str = "cpu"
     compile_seconds: float = 0.0
@@ -54,6 +56,10 @@ class RankReport:
     error: str | None = None
     output: Any = None
     eager_output: Any = None
+
+    def compared(self) -> dict[str, str]:
+        """What the ranks must agree on: the stored texts and the summary."""
+        return {"summary": self.summary, **self.texts}
 
     @property
     def ran(self) -> bool:

@@ -88,8 +88,22 @@ def check_call(factory: Any, inputs: tuple[Any, ...], keywords: dict[str, Any]) 
             "model's ops that must run compiled; 0 accepts a compile that covers nothing)"
         )
     return DistributedCall(
-        factory, inputs, wrapper, dict(keywords), world_size, device, float(timeout), float(share)
+        factory,
+        _on_cpu(inputs),
+        wrapper,
+        dict(keywords),
+        world_size,
+        device,
+        float(timeout),
+        float(share),
     )
+
+
+def _on_cpu(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The inputs as they cross into the ranks: on the CPU (each rank moves them to its own GPU)."""
+    from ..._torch.tensors import map_tensors
+
+    return tuple(map_tensors(lambda t: t.detach().cpu().requires_grad_(t.requires_grad), inputs))
 
 
 def _check_factory(factory: Any) -> None:

@@ -22,7 +22,7 @@ from ..artifacts.normalize import Normalizer
 from .report import Share
 
 #: the artifact of DDP's split graph, and the summary's lines of a distributed case
-DDP_SPLIT = "ddp_split"
+DDP_SPLIT, SUMMARY = "ddp_split", "summary"
 BUCKETS, WRAPPER_BREAKS, COMPILED_OPS = (
     "ddp buckets",
     "graph breaks in torch's wrappers",
@@ -87,9 +87,10 @@ def rank_texts(
     normalizer: Normalizer,
     share: Share,
     rootdir: str,
-) -> dict[str, str]:
-    """artifact name -> text as stored: the requested artifacts, or the defaults the compile
-    produced with `ddp_split` where DDP split a graph."""
+) -> tuple[dict[str, str], str]:
+    """artifact name -> text as stored (the requested artifacts, or the defaults the compile
+    produced with `ddp_split` where DDP split a graph), and the summary, which the ranks compare
+    whether it is stored or not."""
     counted, by_wrapper = marked(counted, log, rootdir)
     capture = CaseCapture(
         log, counted=counted, facts=tuple(facts(counted, by_wrapper, buckets(log), share))
@@ -97,4 +98,6 @@ def rank_texts(
     if wanted is None:
         produced = [a for a in (*DEFAULT_ARTIFACTS, ARTIFACTS[DDP_SPLIT]) if a.produced(log)]
         wanted = tuple(a.name for a in produced)
-    return dict(CaseArtifacts(capture, backend, wanted, normalizer))
+    texts = dict(CaseArtifacts(capture, backend, wanted, normalizer))
+    summary = texts.get(SUMMARY) or ARTIFACTS[SUMMARY].text(capture, backend, normalizer)
+    return texts, summary

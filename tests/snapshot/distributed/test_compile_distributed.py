@@ -264,7 +264,7 @@ from torch import nn
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.layers = nn.ModuleList([nn.Linear(64, 64) for _ in range(2)])
+        self.layers = nn.ModuleList([nn.Linear(512, 512) for _ in range(3)])
 
     def forward(self, x):
         for layer in self.layers:
@@ -274,8 +274,10 @@ class Net(nn.Module):
 
 @pytest.mark.compile_snapshot(backend="inductor")
 def test_nccl(compile_distributed):
-    result = compile_distributed(Net, torch.randn(8, 64, device="cuda"), world_size=1)
+    x = torch.randn(8, 512, device="cuda")
+    result = compile_distributed(Net, x, wrapper="ddp", world_size=1, bucket_cap_mb=1)
     assert result.backend == "nccl" and result.device_key.startswith("cuda-sm")
+    assert result.ddp_buckets == 3 and result.kernel_count > 0
 """
 
 
@@ -286,5 +288,5 @@ def test_world_size_one_nccl_on_a_gpu(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--update-snapshots").assert_outcomes(passed=1)
     (folder,) = (pytester.path / "snapshots").iterdir()
     assert folder.name.startswith("cuda-sm")
-    assert "ddp buckets: " in (folder / "test_gpu" / "test_nccl" / "summary.txt").read_text()
+    assert "ddp buckets: 3\n" in (folder / "test_gpu" / "test_nccl" / "summary.txt").read_text()
     pytester.runpytest().assert_outcomes(passed=1)
