@@ -127,7 +127,8 @@ def compiled_runs() -> Iterator[Counter[tuple[int, int]]]:
     filled when the block ends (the profiler's events; Dynamo marks each run when it profiles)."""
     runs: Counter[tuple[int, int]] = Counter()
     activities = [torch.profiler.ProfilerActivity.CPU]
-    with torch.profiler.profile(activities=activities) as profile:
+    # acc_events: one profiling cycle either way; without it torch warns that cycles are cleared
+    with torch.profiler.profile(activities=activities, acc_events=True) as profile:
         yield runs
     for event in profile.events():
         region = compiled_region(event.name)
