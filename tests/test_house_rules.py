@@ -113,7 +113,7 @@ LAYERS = {
         ("compare",),
         ("numerics",),
         ("result", "case_table"),
-        ("case",),
+        ("case", "distributed"),
         ("fixture",),
         ("session",),
         ("plugin",),

@@ -23,6 +23,8 @@ Modules by topic:
 - `bisector`: torch's compiler bisector;
 - `kernels`: loading generated kernel modules, Inductor's compile workers;
 - `tensors`: pytree walks and `assert_close`'s default tolerances;
+- `distributed`: process groups, DDP and FSDP2, DTensor shards, eager op counts, compiled
+  frames' runs (their texts: `patterns/distributed.py`);
 - `program`: what the program file needs (AOTAutograd's metadata, its runtime, the compile trap).
 
 Importing this package imports none of them.

@@ -44,6 +44,8 @@ TRACE_RECORDS: dict[str, str] = {
     "recompile_reasons": "recompile_reasons",
     # what the program file's AOTAutograd wrapper is written from (`program/aot_meta.py`)
     "aot_forward_graph_fw_metadata": "aot_metadata",
+    # DDP's graph split at its bucket boundaries (Dynamo's DDPOptimizer), its parts nested in it
+    "optimize_ddp_split_graph": "ddp_split",
 }
 
 #: streams whose payload a cache hit emits twice (as a record and as an artifact).

@@ -34,6 +34,7 @@ __all__ = [
     "is_warning",
     "rejected_arguments",
     "user_frame",
+    "user_traceback",
 ]
 
 DYNAMO = "Dynamo tracing"
@@ -160,6 +161,14 @@ def user_frame(exc: BaseException) -> str:
     frame = ours[-1]
     code = f"\n    {frame.line}" if frame.line else ""
     return f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}{code}\n'
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback through the user's code alone (the innermost frames when none is), then the error."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if not _library_file(f.filename)] or frames[-3:]
+    listing = "".join(traceback.format_list(ours))
+    return f"Traceback (most recent call last):\n{listing}{''.join(traceback.format_exception_only(exc))}"
 
 
 def _library_file(filename: str) -> bool:

@@ -25,6 +25,7 @@ from .artifacts.case_artifacts import CaseArtifacts, frame_results
 from .artifacts.catalogue import CaseCapture
 from .artifacts.normalize import Normalizer
 from .emit.guards import GuardChecker, read_guards
+from .files.placeholders import case_device
 from .fresh_process.servers import FreshProcesses
 from .numerics.calls import SEED, Inputs, observed_call
 from .numerics.check import bitwise_differences
@@ -190,6 +191,10 @@ class CompileCase:
             _check_guards=self.check_guards,
             _write_program=functools.partial(write_program, log, capture.program, backend),
         )
+
+    def device_key(self) -> str:
+        """The `{device}` of its snapshot folder: where its model and first call's inputs are."""
+        return case_device(self.model, self.calls[:1])
 
     def check_guards(self, *args: Any, **kwargs: Any) -> bool:
         """The first frame compile's guards, as emitted in the program, on new inputs."""

@@ -21,6 +21,7 @@ from ..common.named_cases import FixtureFailure, NamedCases, fail_test_on_case_f
 from ..common.terminal import Progress
 from .artifacts.normalize import Normalizer
 from .case import CompileCase
+from .distributed.case import DistributedCase
 from .fresh_process.servers import FreshProcesses
 from .result import CompileResult
 from .spec import CompileSpec
@@ -35,7 +36,8 @@ class CompileModel(NamedCases[CompileResult]):
     normalizer: Normalizer
     progress: Progress = field(default_factory=Progress)
     processes: FreshProcesses = field(default_factory=FreshProcesses)
-    cases: list[CompileCase] = field(default_factory=list)
+    #: its cases, and those of `compile_distributed` in the same test (one numbering)
+    cases: list[CompileCase | DistributedCase] = field(default_factory=list)
     fixture_name: ClassVar[str] = "compile_model"
 
     def _run(
@@ -62,7 +64,7 @@ class CompileModel(NamedCases[CompileResult]):
         for case in self.cases:
             case.close()
 
-    def finished(self) -> list[CompileCase]:
+    def finished(self) -> list[CompileCase | DistributedCase]:
         """The cases whose calls all ran (a failing case has no result to snapshot)."""
         return [c for c in self.cases if c.result is not None]
 

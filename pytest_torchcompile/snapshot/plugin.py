@@ -23,6 +23,7 @@ from .session import TextOnlyMode, TorchCompileSession, model_key, parse_marker
 from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
+    from .distributed.fixture import CompileDistributed
     from .fixture import CompileModel
 
 SNAPSHOT_DIR = Option(
@@ -123,3 +124,17 @@ def compile_model(request: pytest.FixtureRequest) -> Iterator[CompileModel]:
     request.node.stash[model_key] = model
     yield model
     model.release()
+
+
+@pytest.fixture
+def compile_distributed(
+    request: pytest.FixtureRequest, compile_model: CompileModel
+) -> CompileDistributed:
+    """Run a model factory on several ranks under DDP or FSDP2, compiled with the marker's
+    settings; rank 0's artifacts are the snapshots, every other rank must match them."""
+    from .distributed.fixture import CompileDistributed
+
+    session = request.config.stash[session_key]
+    return CompileDistributed(
+        compile_model, str(request.config.rootpath), compile_model.progress, session.full_diff
+    )

@@ -38,7 +38,6 @@ from .files.outcome import Outcome, Status
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
-    case_device,
     installed_torch_minor,
     placeholders,
     resolve,
@@ -52,7 +51,11 @@ from .spec import MARKER, CompileSpec
 
 if TYPE_CHECKING:
     from .case import CompileCase
+    from .distributed.case import DistributedCase
     from .fixture import CompileModel
+
+    #: a case of either fixture, as the snapshot check and the tables read it
+    Case = CompileCase | DistributedCase
 
 ROWS_PROPERTY = "torchcompile_cases"
 PRECOMPILE_PROPERTY = "torchcompile_precompile"
@@ -151,7 +154,7 @@ class TorchCompileSession(WingSession):
         return cls(template, store, rootdir, worker, housekeeping, full_diff, given, text_only)
 
     def store_for(
-        self, nodeid: str, cases: list[CompileCase], template: str | None = None
+        self, nodeid: str, cases: list[Case], template: str | None = None
     ) -> SnapshotStore:
         """The store of the folder these cases resolve to (one per torch version and device),
         under the run's folder template or the test's own (the marker's `snapshot_dir`).
@@ -186,7 +189,7 @@ class TorchCompileSession(WingSession):
     def _other_torch(
         self,
         nodeid: str,
-        cases: list[CompileCase],
+        cases: list[Case],
         store: SnapshotStore,
         folder: TestFolder,
         checked: TestFiles,
@@ -201,10 +204,10 @@ class TorchCompileSession(WingSession):
         now, device = torch_minor(torch.__version__), self._device(nodeid, cases, template)
         return other_torch(template, self.rootdir, now, device, store.root, folder, store.show)
 
-    def _device(self, nodeid: str, cases: list[CompileCase], template: str) -> str:
+    def _device(self, nodeid: str, cases: list[Case], template: str) -> str:
         if "device" not in placeholders(template):
             return "cpu"
-        devices = sorted({case_device(c.model, c.calls[:1]) for c in cases})
+        devices = sorted({c.device_key() for c in cases})
         if len(devices) > 1:
             pytest.fail(
                 f"usage error: the cases of {nodeid} ran on {' and '.join(devices)}, but the snapshot folder "
@@ -441,7 +444,7 @@ def _nested(root: Path, run_root: Path) -> str | None:
     )
 
 
-def _row(nodeid: str, case: CompileCase) -> CaseRow:
+def _row(nodeid: str, case: Case) -> CaseRow:
     r = case.result
     assert r is not None
     return CaseRow(

@@ -193,3 +193,50 @@ def test_precompile_round_trip_and_its_guard_failure(tmp_path: Path) -> None:
         loaded(torch.randn(5, 3))
     guards = formats.rejected_guards(str(rejected.value))
     assert guards and "size mismatch" in guards[0]
+
+
+class Layers(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(512, 512) for _ in range(3)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+def test_ddp_split_wrapper_breaks_and_compiled_runs(tmp_path: Path) -> None:
+    """DDP's split graph arrives as its stream, one part per bucket; DDP's own graph breaks are
+    told apart from the user's; the profiler counts each run of a compiled frame; FSDP2 shards
+    parameters as DTensors, read back as this rank's shard."""
+    from pytest_torchcompile._torch import distributed
+    from pytest_torchcompile._torch.patterns import distributed as texts
+
+    distributed.join(str(tmp_path / "store"), 0, 1, "gloo", 60)
+    try:
+        dynamo.reset()
+        handler = Collect()
+        model = distributed.ddp(Layers(), "cpu", {"bucket_cap_mb": 1})
+        with trace.trace_only_to(handler), distributed.compiled_runs() as runs:
+            torch.compile(model, backend="aot_eager")(torch.randn(4, 512)).sum().backward()
+        (split,) = [e.payload for e in handler.events if e.stream == "ddp_split"]
+        assert texts.ddp_buckets(split) == 3
+        assert "bucket_2" in texts.name_ddp_buckets(split)
+        breaks = [e.payload for e in handler.events if e.stream == "graph_break_reason"]
+        located = [dynamo_names.BREAK_AT.search(p).group(1).rsplit(":", 1)[0] for p in breaks]
+        wrappers = [
+            texts.wrapper_at(where) or texts.wrapper_named(p) for where, p in zip(located, breaks)
+        ]
+        assert breaks and wrappers == ["DDP"] * len(breaks)
+        assert all(texts.break_function(p) for p in breaks)
+        graph_frame = {
+            (e.frame_id, e.compile_id) for e in handler.events if e.stream == "ddp_split"
+        }
+        assert set(runs) >= graph_frame and all(runs[key] == 1 for key in graph_frame)
+        sharded = distributed.fully_shard(Layers(), {})
+        assert type(distributed.local(next(sharded.parameters()))) is torch.Tensor
+        bare, x = Layers(), torch.randn(2, 512)
+        assert distributed.eager_ops(lambda: bare(x)) == 6  # 3 linear, 3 relu
+    finally:
+        distributed.leave()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..._torch.patterns.distributed import name_ddp_buckets
 from ...common.capture_log import CaptureLog
 from ...common.counters import Counters, counters
 from ..program.facts.data import ProgramFacts
@@ -47,6 +48,8 @@ class CaseCapture:
     program: ProgramFacts = field(default_factory=ProgramFacts)
     #: the log's counters where the case already counted them (the summary does not count them again)
     counted: Counters | None = None
+    #: (label, value) lines the summary states after its counters (a distributed case's buckets)
+    facts: tuple[tuple[str, str], ...] = ()
 
 
 #: (what the case captured, backend name) -> the artifact's raw text
@@ -137,7 +140,7 @@ def _frame_by_frame(
 
 
 def _summary(capture: CaseCapture, backend: str) -> str:
-    return summary.write(backend, capture.counted or counters(capture.log))
+    return summary.write(backend, capture.counted or counters(capture.log), capture.facts)
 
 
 def _transformed_code(capture: CaseCapture, backend: str) -> str:
@@ -175,6 +178,10 @@ CATALOGUE: tuple[Artifact, ...] = (
     ),
     _frame_by_frame("dynamo_graph", "fx.txt", 0, "graph", DYNAMO_FORM),
     _frame_by_frame("guards", "guards.txt", 1, "guards", (compact_guards,)),
+    # DDP's graph split at its buckets (compile_distributed has it by default where DDP splits)
+    _frame_by_frame(
+        "ddp_split", "fx.txt", 2, "graph", (*DYNAMO_FORM, name_ddp_buckets), opt_in=True
+    ),
     _frame_by_frame("aot_forward", "fx.txt", 3, "graph", AOT_FORM),
     _frame_by_frame("aot_backward", "fx.txt", 5, "graph", AOT_FORM),
     _frame_by_frame("aot_inference", "fx.txt", 4, "graph", AOT_FORM),

@@ -23,8 +23,9 @@ _KERNEL_LINE = re.compile(r"^\s{6,}(\w+)\s*$")
 _REASONS = {"graph breaks": "break_reasons", "recompiles": "recompile_reasons"}
 
 
-def write(backend: str, c: Counters) -> str:
-    """The counters a reviewer reads first, one fact a line."""
+def write(backend: str, c: Counters, facts: Iterable[tuple[str, str]] = ()) -> str:
+    """The counters a reviewer reads first, one fact a line; then `facts`, `label: value` lines
+    a kind of case adds (a distributed case's DDP buckets), not read back as counters."""
     lines = [
         f"backend: {backend}",
         f"graphs: {c.graph_count}",
@@ -39,6 +40,7 @@ def write(backend: str, c: Counters) -> str:
         key = f"frame {f.key.frame_id} compile {f.key.compile_id}"
         lines.append(f"  - {key}: {f.name}: {f.ops} ops, {len(f.kernels)} kernels")
         lines.extend(f"      {k}" for k in f.kernels)
+    lines.extend(f"{label}: {value}" for label, value in facts)
     return "\n".join(lines) + "\n"
 
 

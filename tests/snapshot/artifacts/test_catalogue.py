@@ -40,6 +40,7 @@ def test_frame_artifacts_are_the_streams_laid_out_frame_by_frame() -> None:
     assert [a.name for a in FRAME_ARTIFACTS] == [
         "dynamo_graph",
         "guards",
+        "ddp_split",
         "aot_forward",
         "aot_backward",
         "aot_inference",
