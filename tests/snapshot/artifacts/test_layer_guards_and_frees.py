@@ -2,21 +2,18 @@
 
 Dynamo guards each layer of a model on its own, and FX frees each value on
 the line that uses it last: one layer changed, or one node inserted, rewrote
-lines that say nothing new. `fold_layer_guards` and `drop_fx_frees`
-(compact.py) fold and drop so that it does not, and each keeps every check a
-comparison reads: the tests below plant a change in the new form and see the
-verdict name it. The text is x-transformers' (a 2-layer decoder, torch 2.13).
+lines that say nothing new. `drop_fx_frees` (compact.py) drops the frees and
+keeps every fact a comparison reads; guards an earlier version folded over
+layers (`[* = 0, 1]`) read as the same guards. The tests below plant a change
+and see the verdict name it. The text is x-transformers' (a 2-layer decoder,
+torch 2.13).
 """
 
 from __future__ import annotations
 
 import difflib
 
-from pytest_torchcompile.snapshot.artifacts.compact import (
-    drop_fx_frees,
-    fold_layer_guards,
-    renumber_fx_names,
-)
+from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees, renumber_fx_names
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, compare_case
 from pytest_torchcompile.snapshot.compare.readers import parse_graph
 
@@ -101,43 +98,37 @@ GUARDS = (
 )
 
 
-def test_layer_guards_fold_to_one_line_each_with_the_indices() -> None:
-    folded = fold_layer_guards(GUARDS)
-    assert len(folded.splitlines()) == 1 + 3 + 1
-    assert (
-        "_modules['layers']._modules[*]._modules['0']._modules['ln'].eps == 1e-05  [* = 0, 1, 2, 3]"
-        in folded
-    )
-    assert fold_layer_guards(folded) == folded
+def _folded(guards: str) -> str:
+    """`guards` as an earlier version stored them: each layer's copies of a guard as one line."""
+    lines = guards.splitlines()
+    kept = [line for line in lines if "._modules['layers']._modules['" not in line]
+    first = [line for line in lines if "._modules['layers']._modules['0']" in line]
+    folded = [
+        line.replace(
+            "._modules['layers']._modules['0']", "._modules['layers']._modules[*]", 1
+        ).replace("  # ", "  [* = 0, 1, 2, 3]  # ", 1)
+        if "  # " in line
+        else line.replace("._modules['layers']._modules['0']", "._modules['layers']._modules[*]", 1)
+        + "  [* = 0, 1, 2, 3]"
+        for line in first
+    ]
+    return "\n".join(kept[:1] + folded + kept[1:]) + "\n"
 
 
-def test_a_guard_one_layer_changed_stays_and_is_behaviour() -> None:
+def test_guards_an_earlier_version_folded_read_as_the_same_guards() -> None:
+    folded = _folded(GUARDS)
+    assert len(folded.splitlines()) == 1 + 3 + 1 and "[* = 0, 1, 2, 3]" in folded
+    diff = compare_case({"guards": folded}, {"guards": GUARDS})
+    assert diff.verdict != BEHAVIOUR, diff.findings
+
+
+def test_a_guard_one_layer_changed_against_the_folded_form_is_behaviour() -> None:
     changed_layer = GUARDS.replace(
         "['2']._modules['0']._modules['ln'].eps == 1e-05",
         "['2']._modules['0']._modules['ln'].eps == 1e-06",
     )
-    folded = fold_layer_guards(changed_layer)
-    assert "[* = 0, 1, 3]" in folded and "['2']._modules['0']._modules['ln'].eps == 1e-06" in folded
-    assert (
-        compare_case({"guards": fold_layer_guards(GUARDS)}, {"guards": folded}).verdict == BEHAVIOUR
-    )
-
-
-def test_a_guard_one_layer_lost_is_behaviour() -> None:
+    assert compare_case({"guards": _folded(GUARDS)}, {"guards": changed_layer}).verdict == BEHAVIOUR
     lost = "\n".join(
         line for line in GUARDS.splitlines() if "['3']._modules['0']._parameters" not in line
     )
-    assert "[* = 0, 1, 2]" in fold_layer_guards(lost)
-    assert (
-        compare_case(
-            {"guards": fold_layer_guards(GUARDS)}, {"guards": fold_layer_guards(lost)}
-        ).verdict
-        == BEHAVIOUR
-    )
-
-
-def test_folded_and_unfolded_guards_are_the_same_guards() -> None:
-    """A set stored before folding compares with one stored after as text, not behaviour."""
-    assert (
-        compare_case({"guards": GUARDS}, {"guards": fold_layer_guards(GUARDS)}).verdict != BEHAVIOUR
-    )
+    assert compare_case({"guards": _folded(GUARDS)}, {"guards": lost}).verdict == BEHAVIOUR

@@ -1,6 +1,6 @@
 """A graph's names, found by one split of the text, are those a name pattern finds.
 
-The stored form's `fold_repeats` (repeats.py) reads and renames names through
+Reading an earlier version's folded files (older_forms.py) renames names through
 names.py, which splits a text at its identifiers and decides on each from its
 neighbours instead of running the lookbehind-led pattern below: a name found
 where the pattern finds none (an attribute, a string's text, a word's tail)

@@ -20,10 +20,9 @@ from collections.abc import Callable
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pytest_torchcompile.snapshot.artifacts.repeats import fold_repeats
 
 from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
-from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees, fold_layer_guards
+from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees
 from pytest_torchcompile.snapshot.artifacts.normalize import (
     STATIC_RULES,
     Normalizer,
@@ -46,6 +45,7 @@ from pytest_torchcompile.snapshot.artifacts.normalize import (
     strip_trailing_space,
     unmask_names,
 )
+from pytest_torchcompile.snapshot.artifacts.older_forms import written_out
 
 ROOT = "/home/u/proj"
 TORCH = "/venv/lib/python3.11/site-packages/torch"
@@ -67,9 +67,8 @@ ALL_RULES: list[Rule] = [
     NORMALIZE,
     unmask_names,
     normalize_program,
-    fold_layer_guards,
     drop_fx_frees,
-    fold_repeats,
+    written_out,
 ]
 
 
