@@ -12,6 +12,7 @@ that reaches into `torch._C`, so it is a torch text format too).
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,3 +255,18 @@ def _guard_prelude() -> str:
 
 #: Python helpers the emitted guard functions call (the program's prelude).
 PRELUDE = _guard_prelude()
+
+
+def recompile_reasons(payload: str) -> list[str]:
+    """The reasons one `recompile_reasons` record gives: torch writes one reason as its text
+    and several as a JSON list of them (guards.py: `reasons[0] if len(reasons) == 1 else
+    reasons`)."""
+    text = payload.strip()
+    if text.startswith("["):
+        try:
+            listed = json.loads(text)
+        except ValueError:
+            return [text]
+        if isinstance(listed, list) and all(isinstance(r, str) for r in listed):
+            return [r.strip() for r in listed]
+    return [text]

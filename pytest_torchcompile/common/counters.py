@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._torch.formats import FX_BODY_START, FX_OP_LINE, kernel_names
+from .._torch.formats import FX_BODY_START, FX_OP_LINE, kernel_names, recompile_reasons
 from .._torch.patterns.dynamo import BREAK_AT, BREAK_REASON
 from .capture_log import CaptureLog, FrameKey
 
@@ -82,7 +82,7 @@ def counters(log: CaptureLog) -> Counters:
         for key in log.frames()
     )
     breaks = tuple(break_summary(p) for p in log.payloads("graph_break_reason"))
-    recompiles = tuple(p.strip() for p in log.payloads("recompile_reasons"))
+    recompiles = tuple(r for p in log.payloads("recompile_reasons") for r in recompile_reasons(p))
     return Counters(
         graph_count=len(log.payloads("dynamo_graph")),
         graph_break_count=len(breaks),
