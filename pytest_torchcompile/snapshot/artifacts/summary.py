@@ -16,6 +16,8 @@ from ...common.counters import COUNTER_LABELS, Counters, FrameCounters
 
 _LABELS = "|".join(re.escape(label) for label in COUNTER_LABELS.values())
 _FIELD = re.compile(rf"^(backend|{_LABELS}): *(.*)$")
+#: a fact a kind of case adds after the frames, unindented: `ddp buckets: 4`
+_FACT = re.compile(r"^([a-z][\w' ]*): (.+)$")
 _FRAME = re.compile(r"^\s+- frame (\d+) compile (\d+): (.*): (\d+) ops, (\d+) kernels\s*$")
 _BULLET = re.compile(r"^  - (.*)$")
 _CONTINUED = re.compile(r"^    (\S.*)$")
@@ -67,6 +69,8 @@ class CaseSummary:
     break_reasons: tuple[str, ...] = ()
     recompile_reasons: tuple[str, ...] = ()
     frames: tuple[FrameCounters, ...] = ()
+    #: the `label: value` lines a kind of case adds after the frames (`ddp buckets: 4`)
+    facts: tuple[tuple[str, str], ...] = ()
 
     def ops_per_graph(self) -> tuple[int, ...] | None:
         return tuple(f.ops for f in self.frames) if self.frames else None
@@ -77,6 +81,7 @@ def read(text: str) -> CaseSummary:
     fields: dict[str, str] = {}
     reasons: dict[str, list[str]] = {label: [] for label in _REASONS}
     frames: list[FrameCounters] = []
+    facts: list[tuple[str, str]] = []
     section = ""
     for line in text.splitlines():
         if (match := _FIELD.match(line)) is not None:
@@ -84,6 +89,8 @@ def read(text: str) -> CaseSummary:
             fields[section] = match[2].strip()
         elif line.startswith("frames:"):
             section = "frames"
+        elif section == "frames" and (match := _FACT.match(line)) is not None:
+            facts.append((match[1], match[2].strip()))
         elif section == "frames":
             _read_frame_line(line, frames)
         elif section in reasons:
@@ -95,6 +102,7 @@ def read(text: str) -> CaseSummary:
         break_reasons=tuple(reasons["graph breaks"]),
         recompile_reasons=tuple(reasons["recompiles"]),
         frames=tuple(frames),
+        facts=tuple(facts),
     )
 
 

@@ -320,6 +320,18 @@ def _summary_findings(
     ]
     if old.backend != new.backend:
         found.append(Finding(True, "backend", f"backend: {old.backend} -> {new.backend}"))
+    before, after = dict(old.facts), dict(new.facts)
+    found += [
+        Finding(
+            True,
+            label,
+            f"summary: {label}: {before[label]} -> {after[label]}",
+            ("summary",),
+            f"{label} {before[label]} -> {after[label]}",
+        )
+        for label in before.keys() & after.keys()
+        if before[label] != after[label]
+    ]
     found += _multiset_findings(
         "graph break", old.break_reasons, new.break_reasons, topic="break reasons"
     )

@@ -36,6 +36,7 @@ TOPICS = (
     "graph breaks",
     "recompiles",
     "kernels",
+    "ddp buckets",
     "shapes",
     "strides",
     "break reasons",

@@ -797,3 +797,14 @@ def test_a_failing_snapshot_test_says_behaviour_changed_or_text_only(
     text_only.assert_outcomes(failed=1)
     said = {line.strip() for line in text_only.outlines if "verdict:" in line}
     assert said == {"verdict: text only: FX renumbering, guards text"}, text_only.outlines
+
+
+def test_a_fact_a_kind_of_case_adds_to_the_summary_is_read() -> None:
+    """A distributed case's summary ends with `ddp buckets: N`: another bucket count is a change
+    of the compiled program that the first line names as such."""
+    summary = (
+        "backend: inductor\ngraphs: 1\ngraph breaks: 0\nrecompiles: 0\nkernels: 0\nframes:\n"
+        "  - frame 0 compile 0: forward: 3 ops, 0 kernels\nddp buckets: 4\n"
+    )
+    diff = compare_case({"summary": summary}, {"summary": summary.replace(": 4", ": 3")})
+    assert (diff.verdict, diff.headline()) == (BEHAVIOUR, "ddp buckets 4 -> 3")
