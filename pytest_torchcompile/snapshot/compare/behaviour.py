@@ -21,21 +21,19 @@ one side only is said as text but never passes as text only (text_only.py).
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from ..._torch.patterns.guards import TYPE_NOTE
 from ...common.counters import COUNTER_LABELS
 from ..artifacts import summary
 from ..artifacts.catalogue import ARTIFACTS
-from ..artifacts.compact import digest_lines
 from ..artifacts.normalize import STATIC_RULES, Normalizer
 from ..artifacts.older_forms import DamagedText, written_out
 from ..artifacts.sections import GraphKey, split_sections
 from ..artifacts.summary import CaseSummary
 from .arguments import renamed_sides
+from .code_findings import InputNames, Inputs, compare_programs, delta
 from .findings import (
     BEHAVIOUR,
     COUNTERS,
@@ -49,17 +47,14 @@ from .findings import (
     counter_moved,
     op_swaps,
 )
-from .readers import (
+from .guard_findings import compare_guards
+from .reading.readers import (
     Graph,
-    Guard,
-    global_state,
     graph_inputs,
     parse_graph,
-    parse_guards,
     return_keys,
 )
 from .shapes import shape_findings
-from .wrapper import Program, call_difference, parse_output_code
 
 #: what the upgrade report and other callers take from here (the words live in findings.py).
 __all__ = [
@@ -106,7 +101,7 @@ def compare_case(old: Mapping[str, str], new: Mapping[str, str]) -> CaseDiff:
         findings += _summary_findings(*summaries, counters, has_code=code is not None)
     inputs = (_inputs(old), _inputs(new))
     if code:
-        findings += _compare_programs(
+        findings += compare_programs(
             code, old[code], new[code], inputs, (_outputs(old, inputs[0]), _outputs(new, inputs[1]))
         )
     respelled = _same_aot_graphs(old, new, inputs)
@@ -230,10 +225,6 @@ def _outputs(texts: Mapping[str, str], inputs: InputNames) -> dict[GraphKey, lis
     return found
 
 
-#: per frame compile (frame, compile), what each input of its AOT graphs and code is, by name
-InputNames = dict[tuple[int, int], dict[str, str] | None]
-#: the old side's and the new side's
-Inputs = tuple[InputNames, InputNames]
 #: the graphs read as what Dynamo's graph computes, after AOTAutograd has traced it
 AOT_GRAPHS = ("aot_forward", "aot_backward", "aot_inference")
 
@@ -286,7 +277,7 @@ def _compare_artifact(
         shapes = shape_findings(old, new) if name == "dynamo_graph" else []
         return shapes + _compare_graphs(name, old, new, inputs, respelled)
     if reading == "guards":
-        return _compare_guards(old, new)
+        return compare_guards(old, new)
     return [Finding(False, "unread text", "text differs, not read for behaviour", (name,))]
 
 
@@ -395,7 +386,7 @@ def _compare_graphs(
 
 def _graph_finding(name: str, key: GraphKey, old: Graph, new: Graph) -> Finding:
     if old.ops != new.ops:
-        message = f"{key.label()} ops: {_delta(old.ops, new.ops)}"
+        message = f"{key.label()} ops: {delta(old.ops, new.ops)}"
         return Finding(True, "ops", message, (name,), fact=f"ops: {op_swaps(old.ops, new.ops)}")
     if old.dataflow == new.dataflow:
         return Finding(
@@ -425,276 +416,6 @@ def _node_change(old: tuple[str, str], new: tuple[str, str]) -> str:
         op, paren, _ = old[0].partition("(")
         return f"{old[0]} -> {new[0].removeprefix(op) if paren and new[0].startswith(op + paren) else new[0]}"
     return f"{old[0]}: {old[1]} -> {new[0]}: {new[1]}"
-
-
-def _delta(old: Counter[str], new: Counter[str]) -> str:
-    removed = [f"-{op}" + (f" x{n}" if n > 1 else "") for op, n in sorted((old - new).items())]
-    added = [f"+{op}" + (f" x{n}" if n > 1 else "") for op, n in sorted((new - old).items())]
-    return " ".join(removed + added)
-
-
-# ---------------------------------------------------------------- generated code
-
-
-def _compare_programs(
-    name: str,
-    old: str,
-    new: str,
-    inputs: Inputs,
-    outputs: tuple[dict[GraphKey, list[str]], dict[GraphKey, list[str]]],
-) -> list[Finding]:
-    """Findings on the generated code (artifact `name`), frame compile by frame compile."""
-    before, after = split_sections(old), split_sections(new)
-    found: list[Finding] = []
-    for key in sorted(set(before) | set(after)):
-        if key not in before or key not in after:
-            side = "NEW" if key not in before else "OLD"
-            found.append(
-                _code(name, True, "generated code", f"{name} {key.label()}: only in {side}")
-            )
-            continue
-        if before[key] == after[key]:
-            continue
-        frame = (key.frame, key.compile)
-        programs = (
-            parse_output_code(before[key], inputs[0].get(frame), outputs[0].get(key)),
-            parse_output_code(after[key], inputs[1].get(frame), outputs[1].get(key)),
-        )
-        found += _program_findings(name, key, *programs) or [
-            _code(name, False, "wrapper text", f"{name}: wrapper text only, same kernels and calls")
-        ]
-    return found
-
-
-def _program_findings(name: str, key: GraphKey, old: Program, new: Program) -> list[Finding]:
-    where = f"{name} {key.label()}"
-    found = _kernel_findings(name, where, old, new)
-    if old.externs() != new.externs():
-        message = f"{where}: extern calls {_delta(old.externs(), new.externs())}"
-        found.append(_code(name, True, "extern calls", message))
-    elif not any(f.behaviour for f in found) and old.steps != new.steps:
-        found.append(_step_finding(name, where, old, new))
-    return found
-
-
-def _step_finding(name: str, where: str, old: Program, new: Program) -> Finding:
-    """The wrapper calls the same kernels and ops with other arguments, or reads other values."""
-    gone = [old.shown[s] for s in (old.steps - new.steps)]
-    came = [new.shown[s] for s in (new.steps - old.steps)]
-    if gone and came:
-        change = call_difference(gone[0], came[0])
-    else:
-        change = f"{'removed' if gone else 'added'}: {(gone or came)[0]}"
-    message = f"{where}: a call with other arguments: {change}"
-    return _code(name, True, "call arguments", message, f"call arguments: {change}")
-
-
-def _kernel_findings(name: str, where: str, old: Program, new: Program) -> list[Finding]:
-    """Kernels renamed (text), fused otherwise, added, removed or with other code (behaviour)."""
-    renamed, pairs, removed, added = _pair_kernels(old, new)
-    found = [
-        _code(name, False, "kernels renamed", f"{name}: kernel renamed, same code: {a} -> {b}")
-        for a, b in renamed
-    ]
-    for a, b in pairs:
-        if a.fused == b.fused:
-            changed = f"same fusion, code changed ({_lines_changed(a.body, b.body)})"
-            message, fact = f"{where}: kernel {b.name}: {changed}", f"kernel code changed: {b.name}"
-            found.append(_code(name, True, "kernel code", message, fact))
-        else:
-            moved = f"fused differently: {a.name} -> {b.name}"
-            message, fact = f"{where}: kernel {moved}", f"kernels {moved}"
-            found.append(_code(name, True, "fusion", message, fact))
-    for how, kernels in (("removed", removed), ("added", added)):
-        found += [
-            _code(
-                name, True, "fusion", f"{where}: kernel {how}: {k.name}", f"kernels {how}: {k.name}"
-            )
-            for k in kernels
-        ]
-    return found
-
-
-def _code(name: str, behaviour: bool, topic: str, message: str, fact: str = "") -> Finding:
-    return Finding(behaviour, topic, message, (name,), fact)
-
-
-def _pair_kernels(old: Program, new: Program):  # type: ignore[no-untyped-def]
-    """(renamed pairs), (changed pairs), removed, added: same body first, then same name, then same index."""
-    left, right = list(old.kernels), list(new.kernels)
-    renamed: list[tuple[str, str]] = []
-    for kernel in list(left):
-        twin = next((k for k in right if k.body == kernel.body and k.name == kernel.name), None)
-        twin = twin or next((k for k in right if k.body == kernel.body), None)
-        if twin is not None:
-            left.remove(kernel)
-            right.remove(twin)
-            if twin.name != kernel.name:
-                renamed.append((kernel.name, twin.name))
-    pairs = []
-    for same in (
-        lambda a, b: a.name == b.name,
-        lambda a, b: a.name.rsplit("_", 1)[-1] == b.name.rsplit("_", 1)[-1],
-    ):
-        for kernel in list(left):
-            twin = next((k for k in right if same(kernel, k)), None)
-            if twin is not None:
-                left.remove(kernel)
-                right.remove(twin)
-                pairs.append((kernel, twin))
-    return renamed, pairs, left, right
-
-
-def _lines_changed(old: str, new: str) -> str:
-    stated = _stated_length(old), _stated_length(new)
-    if stated[0] is not None and stated[1] is not None:  # kernel digests (wrapper_code)
-        return f"{stated[0]} -> {stated[1]} lines"
-    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0))[2:]
-    return f"-{sum(line.startswith('-') for line in diff)} +{sum(line.startswith('+') for line in diff)} lines"
-
-
-def _stated_length(body: str) -> int | None:
-    return next((n for line in body.splitlines() if (n := digest_lines(line)) is not None), None)
-
-
-# ---------------------------------------------------------------- guards
-
-
-def _compare_guards(old: str, new: str) -> list[Finding]:
-    before, after = split_sections(old), split_sections(new)
-    found: list[Finding] = []
-    for key in sorted(set(before) | set(after)):
-        found += _guard_findings(
-            key, parse_guards(before.get(key, "")), parse_guards(after.get(key, ""))
-        )
-    if not found:
-        found.append(
-            Finding(
-                False,
-                "guards text",
-                "guards: same checks; comments, layout or markers only",
-                ("guards",),
-            )
-        )
-    return found
-
-
-def _guard_findings(key: GraphKey, old: list[Guard], new: list[Guard]) -> list[Finding]:
-    checks_old = Counter(g.check for g in old if g.check)
-    checks_new = Counter(g.check for g in new if g.check)
-    found: list[Finding] = []
-    relabelled = _relabelled(old, new, checks_old & checks_new)
-    if relabelled:
-        found.append(
-            Finding(
-                False,
-                "guards relabelled",
-                f"guards: same checks, other kind or place: {', '.join(relabelled)}",
-                ("guards",),
-            )
-        )
-    lost = _excess(old, checks_old - checks_new)
-    gained = _excess(new, checks_new - checks_old)
-    for a in list(lost):
-        b = next((g for g in gained if (g.kind, g.source) == (a.kind, a.source)), None)
-        if b is not None:
-            lost.remove(a)
-            gained.remove(b)
-            found.append(_changed_guard(key, a, b))
-    found += _added_or_removed(key, "removed", lost)
-    found += _added_or_removed(key, "added", gained)
-    return found
-
-
-def _added_or_removed(key: GraphKey, how: str, guards: list[Guard]) -> list[Finding]:
-    """One finding per guard kind: the check itself for a single guard, the sources for several."""
-    found = []
-    for kind in dict.fromkeys(g.kind for g in guards):
-        same = [g for g in guards if g.kind == kind]
-        sources = Counter(g.source or g.check for g in same)
-        listed = ", ".join(f"{source} x{n}" if n > 1 else source for source, n in sources.items())
-        what = _where(same[0]) if len(same) == 1 else f"{len(same)} {kind} on {listed}"
-        fact = f"guards {how}: {kind} on {listed}"
-        found.append(
-            Finding(True, "guards", f"guards {key.label()}: {how} {what}", ("guards",), fact)
-        )
-    return found
-
-
-def _excess(guards: list[Guard], extra: Counter[str]) -> list[Guard]:
-    """The guards whose check this side has more often than the other (the last ones, when repeated)."""
-    budget = Counter(extra)
-    picked = []
-    for guard in reversed(guards):
-        if budget[guard.check] > 0:
-            budget[guard.check] -= 1
-            picked.append(guard)
-    return picked[::-1]
-
-
-def _relabelled(old: list[Guard], new: list[Guard], common: Counter[str]) -> list[str]:
-    """`LAMBDA_GUARD -> OBJECT_ALIASING` for each check both sides have, under another kind or source."""
-    places: tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]] = ({}, {})
-    for side, guards in zip(places, (old, new)):
-        for g in guards:
-            if g.check in common:
-                side.setdefault(g.check, []).append((g.kind, g.source))
-    moves = []
-    for check in common:
-        before, after = sorted(places[0][check]), sorted(places[1][check])
-        if before != after:
-            moves.append(
-                f"{before[0][0]} -> {after[0][0]}"
-                if before[0][0] != after[0][0]
-                else f"{before[0][0]} moved"
-            )
-    return [f"{move} x{n}" if n > 1 else move for move, n in Counter(moves).items()]
-
-
-def _changed_guard(key: GraphKey, old: Guard, new: Guard) -> Finding:
-    before, after = global_state(old.check), global_state(new.check)
-    if old.kind == "GLOBAL_STATE" and before is not None and after is not None:
-        shared = set(before) & set(after)
-        if all(before[k] == after[k] for k in shared):
-            extra = sorted(set(before) ^ set(after))
-            message = f"guards: GLOBAL_STATE checks a switch only one side knows ({', '.join(extra)}), the others equal"
-            return Finding(False, "GLOBAL_STATE switches", message, ("guards",))
-        moved = ", ".join(
-            f"{k} {before[k]} -> {after[k]}" for k in sorted(shared) if before[k] != after[k]
-        )
-        return Finding(
-            True,
-            "guards",
-            f"guards {key.label()}: GLOBAL_STATE {moved}",
-            ("guards",),
-            f"guards changed: GLOBAL_STATE {moved}",
-        )
-    retyped = _retyped(old.check, new.check)
-    return Finding(
-        True,
-        "guards",
-        f"guards {key.label()}: changed {_where(old)} -> {new.check}",
-        ("guards",),
-        f"guards changed: {old.kind} on {old.source or old.check}{retyped}",
-    )
-
-
-def _retyped(old: str, new: str) -> str:
-    """`: <class 'A'> -> <class 'B'>` when two checks differ only in the class they compare."""
-    before, after = TYPE_NOTE.match(old), TYPE_NOTE.match(new)
-    if before is None or after is None or before[1] != after[1]:
-        return ""
-    return f": {old[len(before[1]) + 7 :]} -> {new[len(after[1]) + 7 :]}"
-
-
-def _where(guard: Guard) -> str:
-    """`ID_MATCH: ___check_obj_id(G['f'], <id>)`; the source is named when the check does not show it."""
-    shown = guard.source and guard.source not in guard.check
-    return (
-        f"{guard.kind} on {guard.source}: {guard.check}"
-        if shown
-        else f"{guard.kind}: {guard.check}"
-    )
 
 
 # ---------------------------------------------------------------- grouping

@@ -19,7 +19,7 @@ from collections import Counter
 
 from ..artifacts.sections import split_sections
 from .findings import Finding
-from .readers import parse_signature
+from .reading.readers import parse_signature
 
 #: `f32[128, 32][32, 1]cpu` -> dtype `f32`, shape `[128, 32]`, strides `[32, 1]` (device follows)
 _TENSOR = re.compile(r"^(\w+)(\[[^\]]*\])")

@@ -15,7 +15,7 @@ import difflib
 
 from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees, renumber_fx_names
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, compare_case
-from pytest_torchcompile.snapshot.compare.readers import parse_graph
+from pytest_torchcompile.snapshot.compare.reading.readers import parse_graph
 
 HEADER = "# ===== frame 0 compile 0: forward =====\n"
 #: the decoder's first LayerNorm, then the first projection's use of it (AOT, inference)

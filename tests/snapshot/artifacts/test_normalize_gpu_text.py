@@ -37,7 +37,7 @@ from pytest_torchcompile.snapshot.artifacts.catalogue import (
 from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees
 from pytest_torchcompile.snapshot.artifacts.normalize import Normalizer
 from pytest_torchcompile.snapshot.artifacts.sections import split_sections
-from pytest_torchcompile.snapshot.compare.wrapper import parse_output_code
+from pytest_torchcompile.snapshot.compare.reading.wrapper import parse_output_code
 from tests.conftest import DATA
 
 #: where the samples were recorded (their `meta`): the rootdir and torch's install dir.

@@ -35,12 +35,12 @@ from pytest_torchcompile.snapshot.compare.behaviour import (
     CaseDiff,
     compare_case,
 )
-from pytest_torchcompile.snapshot.compare.readers import (
+from pytest_torchcompile.snapshot.compare.reading.guard_reading import (
     Guard,
     guard_source,
-    parse_graph,
     parse_guards,
 )
+from pytest_torchcompile.snapshot.compare.reading.readers import parse_graph
 from pytest_torchcompile.snapshot.compare.upgrade import compare_sets, read_case, render_text
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 from tests.conftest import DATA, REPO, model_test

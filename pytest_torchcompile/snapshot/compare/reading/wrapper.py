@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..._torch.patterns.code import (
+from ...._torch.patterns.code import (
     AOT_INPUT,
     FUSED_NAME,
     KERNEL_ARGUMENT_TYPES,
