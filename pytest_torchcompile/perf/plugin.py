@@ -18,7 +18,7 @@ import pytest
 from ..common.files import unwritable
 from ..common.hooks.flags import Given, Option, add_option_ini, get_option_ini, warn_renamed
 from ..common.hooks.session import close_session, open_session
-from ..common.options import number_problem
+from ..common.options import folder_problem, number_problem
 from .gate import GateSettings
 from .session import XDIST_SKIP, PerfSession, PerfSettings, bench_key
 from .spec import MARKER, BenchmarkSpec
@@ -49,12 +49,20 @@ def gate_mode(given: Given) -> str | None:
 def file_path(value: str) -> str:
     if not value.strip() or value.endswith(("/", os.sep)):
         raise ValueError("must name a file, e.g. perf.json")
-    return value
+    return _named(value)
 
 
 def folder(value: str) -> str:
     if not value.strip():
         raise ValueError("is empty: name a folder relative to the rootdir, e.g. perf-baselines")
+    return _named(value)
+
+
+def _named(value: str) -> str:
+    """`value` unless no file system takes it as a name (`folder_problem`)."""
+    problem = folder_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

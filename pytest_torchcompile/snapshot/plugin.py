@@ -91,11 +91,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _text_only(config: pytest.Config) -> TextOnlyMode:
-    """What a text-only difference does: pass (the default), fail (strict) or get written."""
+    """What a text-only difference does: pass (the default), fail (strict) or get written.
+
+    `--torchcompile-update-text-only` beside `--update-snapshots` (which writes behaviour
+    changes too) or `--torchcompile-strict-text` (which fails what it writes) is a usage
+    error: which one the run obeys would be a guess. The ini `torchcompile_strict_text` is a
+    project's standing rule, and the flag a run's one action: the flag is obeyed.
+    """
+    strict = get_option_ini(config, STRICT_TEXT)
     if get_option_ini(config, UPDATE_TEXT_ONLY).value:
+        if config.getoption("update_snapshots"):
+            raise pytest.UsageError(
+                f"--update-snapshots and {UPDATE_TEXT_ONLY.flag} ask for different updates: "
+                "--update-snapshots writes every difference, behaviour changes included, and "
+                f"deletes unused files; {UPDATE_TEXT_ONLY.flag} writes only the cases whose "
+                "difference is text only: give one of them"
+            )
+        if strict.value and strict.by_flag:
+            raise pytest.UsageError(
+                f"{UPDATE_TEXT_ONLY.flag} and {strict.source} contradict each other: the first "
+                "writes the cases whose difference is text only, the second fails them: give one of them"
+            )
         return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "update")
-    strict = bool(get_option_ini(config, STRICT_TEXT).value)
-    return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "fail" if strict else "pass")
+    return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "fail" if strict.value else "pass")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
