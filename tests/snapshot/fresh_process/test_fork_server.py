@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.fresh_process.servers import FORK_VARIABLE, TIMEOUT_VARIABLE
+from pytest_torchcompile.snapshot.fresh_process.settings import FORK_VARIABLE, TIMEOUT_VARIABLE
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fork server runs on Linux")
 

@@ -1,11 +1,12 @@
 """The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
 
-`python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
-CALL holds the model (as before the call), the inputs, grad mode, thread
-count, deterministic algorithms and default dtype (what GLOBAL_STATE guards), the case's `grads` and the function that observes the call (the
-compiled run's own, `check.Observe`: seeded, the same backward); RESULT
-receives what the call observed, the compiles that ran, load and call
-seconds, or the error that stopped it.
+`python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`
+(through `fresh_process/child.py`): CALL holds the model (as before the
+call), the inputs, the switches the compiled call ran under, the case's
+`grads` and the function that observes the call (the compiled run's own,
+`check.Observe`: seeded, the same backward); RESULT receives what the call
+observed, the compiles that ran, load and call seconds, or the error that
+stopped it.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ import torch
 from ...._torch.program.trap import trap_compilation
 from ...._torch.tensors import tree_leaves
 from ....common.diagnose import first_line
+from ...fresh_process.child import NotCarried, answer_call, around_call
 
 
 def main(argv: list[str]) -> int:
-    program_path, call_path, result_path = argv
-    call = torch.load(call_path, weights_only=False)
-    torch.set_num_threads(call["num_threads"])
-    torch.use_deterministic_algorithms(
-        call["deterministic"], warn_only=call["deterministic_warn_only"]
-    )
-    torch.set_default_dtype(call["default_dtype"])
+    return answer_call(argv, run)
+
+
+def run(call: dict[str, Any], leading: list[str]) -> dict[str, Any]:
+    """Load the program file, bind it to the model, make the call as the compiled run made it."""
+    (program_path,) = leading
     trap_compilation()
     answer: dict[str, Any] = {
         "error": None,
@@ -49,14 +50,15 @@ def main(argv: list[str]) -> int:
         )
         answer["load_seconds"] = time.perf_counter() - started
         started = time.perf_counter()
-        with torch.set_grad_enabled(call["grad_enabled"]):
+        with around_call(call):
             _, seen = call["observe"](program, model, (call["args"], call["kwargs"]), call["grads"])
         answer["call_seconds"] = time.perf_counter() - started
         answer["ran"], answer["seen"] = list(program.ran), seen
+    except NotCarried:
+        raise
     except Exception as exc:
         answer["error"] = _failure(exc)
-    torch.save(answer, result_path)
-    return 0
+    return answer
 
 
 def _fill_einops_registry(args: Any, kwargs: Any) -> None:
