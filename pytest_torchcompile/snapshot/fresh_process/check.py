@@ -33,7 +33,7 @@ from ..._torch import global_state
 from ..._torch.global_state import GlobalState
 from ...common.capture_log import CaptureLog
 from ...common.copies import clone_inputs, copy_model
-from . import inference
+from .inference import InferenceMarks, marks
 from .call import FreshProcesses, FreshProcessFailed, Unpicklable, call_fresh_process
 from .folders import OwnedFolder
 from .settings import BadSetting
@@ -53,6 +53,8 @@ class Before:
     model: Any  # a copy, as it was before the call
     inputs: Inputs  # copies
     state: GlobalState
+    #: which of the originals' tensors are inference tensors (a copy made outside inference mode is not)
+    inference: InferenceMarks
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,10 @@ class FreshCheck(ABC):
     def prepare(self, eager_model: Any, compiled_model: Any, inputs: Inputs) -> Before:
         """Copies of the model and inputs as they are before the call, and the switches it runs under."""
         model = eager_model if self.starts_from == "eager" else compiled_model
-        return Before(copy_model(model), clone_inputs(inputs), global_state.read())
+        # the call gets copies of the inputs made here too: inference tensors where these are
+        copies = clone_inputs(inputs)
+        found = marks(model, copies)
+        return Before(copy_model(model), copies, global_state.read(), found)
 
     @abstractmethod
     def after_call(self, before: Before, after: After) -> None:
@@ -127,7 +132,7 @@ class FreshCheck(ABC):
             )
         args, kwargs = before.inputs
         payload = {"args": tuple(args), "kwargs": dict(kwargs), "state": before.state, **entries}
-        payload["inference"] = inference.marks(entries.get("model"), before.inputs)
+        payload["inference"] = before.inference
         try:
             answer = call_fresh_process(
                 self.processes, self.child, leading, payload, self.folder, self.timeout_s
