@@ -33,9 +33,9 @@ from ..._torch import global_state
 from ..._torch.global_state import GlobalState
 from ...common.capture_log import CaptureLog
 from ...common.copies import clone_inputs, copy_model
-from .inference import InferenceMarks, marks
 from .call import FreshProcesses, FreshProcessFailed, Unpicklable, call_fresh_process
 from .folders import OwnedFolder
+from .inference import InferenceMarks, marks
 from .settings import BadSetting
 
 #: one call's positional and keyword arguments.
