@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.snapshot.fresh_process.settings import FORK_VARIABLE, TIMEOUT_VARIABLE
+from tests.conftest import DATA
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fork server runs on Linux")
 
@@ -274,24 +275,7 @@ def test_a_server_that_cannot_fork_safely_runs_each_call_as_a_new_interpreter(
 #: on the import path of the inner session: a GPU driver as seen on an H100 with torch 2.11, where
 #: importing Inductor's compile_fx starts the CUDA driver's thread; here in the fork server's
 #: processes alone (the server, and the children it forks)
-DRIVER_ON_INDUCTOR_IMPORT = """
-import importlib.abc, importlib.machinery, sys, threading, time
-
-class Driver(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "torch._inductor.compile_fx":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        load = spec.loader.exec_module
-        def exec_module(module):
-            load(module)
-            threading.Thread(target=time.sleep, args=(3600,), daemon=True, name="driver").start()
-        spec.loader.exec_module = exec_module
-        return spec
-
-if "pytest_torchcompile.snapshot.fresh_process.zygote" in sys.orig_argv:
-    sys.meta_path.insert(0, Driver())
-"""
+DRIVER_ON_INDUCTOR_IMPORT = (DATA / "gpu_driver_sitecustomize.py").read_text()
 
 #: in the child, while its call is unpickled: what it holds of the server (a copy of it as it was
 #: when it forked), then what a run that needs Inductor does there
