@@ -144,15 +144,15 @@ class ForkServer:
         )
 
     def _reply(self, deadline: float, n: int, expected: str) -> Any:
-        message = self._message(deadline, expected)
-        if message.get("n") != n:
-            raise Garbled(f"a reply to request {message.get('n')!r} while waiting on request {n}")
-        return message[expected]
+        return self._message(deadline, expected, n)[expected]
 
-    def _message(self, deadline: float, expected: str) -> dict[str, Any]:
+    def _message(self, deadline: float, expected: str, n: int | None = None) -> dict[str, Any]:
+        """The next message, which must answer request `n` (none: the server's first)."""
         message = self.replies.next(deadline)
         if message is None:
             raise self._gone(f"while waiting for '{expected}'")
+        if message.get("n") != n:
+            raise Garbled(f"a reply to request {message.get('n')!r} while waiting on request {n}")
         if "refused" in message:
             raise ForkRefused(str(message["refused"]))
         if expected not in message:
