@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from .folders import OwnedFolder
 from .lines import Garbled, Lines, send
-from .settings import time_limit, timed_out
+from .settings import time_limit, timed_out, working_folder
 from .zygote import MODULE as ZYGOTE
 
 #: the server's own environment on top of the caller's: numpy's OpenBLAS starts no thread pool,
@@ -88,7 +88,7 @@ class ForkServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                cwd=folder.path,  # its own: the caller's may be gone; children take the caller's
+                cwd=working_folder(folder.path),  # the caller's, or its own where that was deleted
                 env={**env, **SERVER_ONLY},
                 start_new_session=True,  # the terminal's Ctrl-C reaches pytest, which ends it
             )

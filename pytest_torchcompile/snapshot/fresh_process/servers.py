@@ -32,10 +32,16 @@ import atexit
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from .fork_server import Call, ForkRefused, ForkServer, FreshProcessFailed, ServerGone
-from .settings import FORK_VARIABLE, TIMEOUT_VARIABLE, forking, time_limit, timed_out
+from .settings import (
+    FORK_VARIABLE,
+    TIMEOUT_VARIABLE,
+    forking,
+    time_limit,
+    timed_out,
+    working_folder,
+)
 
 __all__ = ["Call", "FreshProcessFailed", "FreshProcesses"]
 
@@ -49,14 +55,6 @@ def child_env() -> dict[str, str]:
     """This process's environment, with its import path (pytest may have extended it)."""
     paths = [p for p in sys.path if isinstance(p, str) and p]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
-
-
-def working_folder(fallback: Path) -> str:
-    """This process's working folder, or `fallback` where it was deleted (a child must start somewhere)."""
-    try:
-        return os.getcwd()
-    except OSError:
-        return str(fallback)
 
 
 class FreshProcesses:

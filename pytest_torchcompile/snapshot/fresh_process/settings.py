@@ -1,4 +1,4 @@
-"""The fresh processes' two settings, read from the environment: the time limit and the fork server.
+"""The fresh processes' settings: the time limit and the fork server (environment), the working folder.
 
 `PTC_FRESH_PROCESS_TIMEOUT` (seconds, a positive finite number) overrides
 each call's own limit; `PTC_FORK_SERVER=0` starts a new interpreter per call.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from pathlib import Path
 
 #: set to 0 to start every fresh process as a new interpreter (the slow isolation, no fork)
 FORK_VARIABLE = "PTC_FORK_SERVER"
@@ -54,6 +55,14 @@ def settings_problem() -> str | None:
 def forking() -> bool:
     """Whether fresh processes are forked from a server here (Linux, not turned off)."""
     return sys.platform == "linux" and os.environ.get(FORK_VARIABLE, "1") != "0"
+
+
+def working_folder(fallback: Path) -> str:
+    """This process's working folder, or `fallback` where it was deleted (a process must start somewhere)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return str(fallback)
 
 
 def timed_out(limit: float, stderr_tail: str) -> str:

@@ -36,7 +36,11 @@ def run(call: dict[str, Any], leading: list[str]) -> dict[str, Any]:
         # loaded under the switches too: the loaded guards take the dispatch keys they expect then
         with around_call(call):
             started = time.perf_counter()
-            compiled = aot.load(Path(artifact))
+            try:
+                compiled = aot.load(Path(artifact))
+            except Exception as exc:
+                answer["error"] = f"load_compiled_function failed: {first_line(innermost(exc))}"
+                return answer
             answer["load_seconds"] = time.perf_counter() - started
             torch.manual_seed(call["seed"])
             output = compiled(*args, **call["kwargs"])
