@@ -90,14 +90,28 @@ def read() -> GlobalState:
     )
 
 
+#: the switches of Dynamo's record that the matmul precision and cuBLAS's switches set
+_MATMUL_RECORD = ("allow_tf32", "allow_fp16_reduce", "allow_bf16_reduce", "cuda_matmul_precision")
+
+
 def set_process_wide(state: GlobalState) -> None:
     """Threads, deterministic algorithms, default dtype and matmul precision (before anything loads)."""
     torch.set_num_threads(state.num_threads)
     torch.use_deterministic_algorithms(state.deterministic, warn_only=state.deterministic_warn_only)
     torch.set_default_dtype(state.default_dtype)
+    _set_matmul(state, again=False)
+    # setting a precision is not idempotent on 2.15 (its record of "highest" set is not the
+    # default's): set only what differs, then set it again where the record still differs
+    differing = differences(state.guard, _guard_record())
+    if any(line.split(":")[0] in _MATMUL_RECORD for line in differing):
+        _set_matmul(state, again=True)
+
+
+def _set_matmul(state: GlobalState, again: bool) -> None:
     with warnings.catch_warnings():  # TF32's legacy switches warn that a newer API exists
         warnings.simplefilter("ignore")
-        torch.set_float32_matmul_precision(state.matmul_precision)
+        if again or torch.get_float32_matmul_precision() != state.matmul_precision:
+            torch.set_float32_matmul_precision(state.matmul_precision)
         matmul = torch.backends.cuda.matmul
         for name, value in state.cublas:
             if bool(getattr(matmul, name)) != value:
