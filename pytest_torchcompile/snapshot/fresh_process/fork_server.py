@@ -22,8 +22,8 @@ from typing import IO, Any
 from .folders import OwnedFolder
 from .lines import Garbled, Lines, send
 from .settings import time_limit, timed_out, working_folder
-from .zygote import MODULE as ZYGOTE
 
+ZYGOTE = "pytest_torchcompile.snapshot.fresh_process.zygote"
 #: the server's own environment on top of the caller's: numpy's OpenBLAS starts no thread pool,
 #: and torch asks NVML, not the CUDA driver, whether CUDA is available (the driver starts a thread)
 SERVER_ONLY = {"OPENBLAS_NUM_THREADS": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}

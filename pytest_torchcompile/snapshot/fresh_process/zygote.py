@@ -65,7 +65,6 @@ STEPS = (
     preload.VEC_ISA_PROBE,
     "pytest_torchcompile.snapshot.precompile.child",
 )
-MODULE = "pytest_torchcompile.snapshot.fresh_process.zygote"
 #: Linux's prctl(PR_SET_PDEATHSIG): a signal for the child when its parent dies
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -97,7 +96,12 @@ def _again(replies: int, step: str, why: str) -> NoReturn:
     """Start this server again in this process, holding only the steps before `step`."""
     print(f"fork server: starting again without {step}: {why}", file=sys.stderr, flush=True)
     os.dup2(replies, 1)
-    os.execv(sys.executable, [sys.executable, "-m", MODULE, "--stop-before", step, "--why", why])
+    module = (
+        __spec__.name
+        if __spec__ is not None
+        else "pytest_torchcompile.snapshot.fresh_process.zygote"
+    )
+    os.execv(sys.executable, [sys.executable, "-m", module, "--stop-before", step, "--why", why])
 
 
 def serve(requests: Lines, replies: int) -> None:
