@@ -254,7 +254,7 @@ def test_case(compile_model, monkeypatch, name, variant):
         result = compile_model(model, *args, **kwargs)
     if result.program_report is not None:
         with open(os.environ["FRESH_RUNS_STARTED"], "a") as out:
-            out.write(f"{{variant}} {{' '.join(s.replace(' ', '_') for s in result.program_report.started)}}\n")
+            out.write(f"{{variant}} {{' '.join(s.replace(' ', '_') for s in result.program_report.started)}}\\n")
 """
 
 #: a GPU driver whose thread starts when Inductor's compile_fx is imported, in the fork server's
