@@ -47,9 +47,9 @@ class OwnedFolder:
         """Remove the folder and release its lock (again: a no-op)."""
         if self._lock is None:
             return
-        shutil.rmtree(self.path, ignore_errors=True)
-        os.close(self._lock)
+        os.close(self._lock)  # first: an open file cannot be removed on Windows (this pid still lives)
         self._lock = None
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 def remove_leftovers(folder: Path | None = None) -> list[Path]:
