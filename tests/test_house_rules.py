@@ -112,6 +112,7 @@ LAYERS = {
         ("files",),
         ("compare",),
         ("numerics",),
+        ("precompile",),
         ("result", "case_table"),
         ("case", "distributed"),
         ("fixture",),

@@ -19,6 +19,8 @@ from ..common.hooks.session import close_session, open_session
 from ..common.options import folder_option
 from ..common.terminal import for_config
 from .files.placeholders import placeholders
+from .fresh_process.folders import remove_leftovers
+from .fresh_process.settings import settings_problem
 from .session import TextOnlyMode, TorchCompileSession, model_key, parse_marker
 from .spec import MARKER, CompileSpec
 
@@ -76,6 +78,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    problem = settings_problem()
+    if problem is not None:
+        raise pytest.UsageError(f"pytest-torchcompile: {problem}")
+    remove_leftovers()  # the fresh processes' folders a killed run left (never a live run's)
     config.addinivalue_line(
         "markers",
         f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)",

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .case import CompileCase
     from .distributed.case import DistributedCase
     from .fixture import CompileModel
+    from .precompile.round_trip import PrecompileReport
 
     #: a case of either fixture, as the snapshot check and the tables read it
     Case = CompileCase | DistributedCase
@@ -331,9 +332,9 @@ class TorchCompileSession(WingSession):
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
         attach(report, ROWS_PROPERTY, json.dumps([r.to_json() for r in rows]))
         trips = [
-            _precompile_row(item.nodeid, case)
+            _precompile_row(item.nodeid, case.name, trip)
             for case in model.cases
-            if case.round_trip is not None
+            if (trip := case.precompile_report()) is not None
         ]
         if trips:
             attach(report, PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
@@ -485,13 +486,12 @@ def _row(nodeid: str, case: Case) -> CaseRow:
     )
 
 
-def _precompile_row(nodeid: str, case: CompileCase) -> PrecompileRow:
-    assert case.round_trip is not None
-    r = case.round_trip.report
+def _precompile_row(nodeid: str, name: str, r: PrecompileReport) -> PrecompileRow:
+    """The table's row of a case's `PrecompileReport`."""
     first_load = r.load_seconds[0] if r.load_seconds else 0.0
     return PrecompileRow(
         nodeid,
-        case.name,
+        name,
         r.artifact_bytes,
         round(r.compile_seconds, 2),
         round(r.save_seconds, 3),
