@@ -19,8 +19,17 @@ from pytest_torchcompile.perf.facts.block import CompileBlock, CompileRuns, buil
 from pytest_torchcompile.perf.facts.keys import compact, fold_keys, moved_parts
 from pytest_torchcompile.perf.facts.runs import CompileRun, Varies
 from pytest_torchcompile.perf.gate import TOO_FEW_RUNS, Baseline, Gate, GateSettings, Verdict
-from pytest_torchcompile.perf.record import CaseRecord
-from pytest_torchcompile.perf.report.table import next_step, verdict_details, verdict_line
+from pytest_torchcompile.perf.record import CaseRecord, MeasuredCase
+from pytest_torchcompile.perf.report.html import compile_table
+from pytest_torchcompile.perf.report.outputs import benchmark_json
+from pytest_torchcompile.perf.report.table import (
+    RESULT_HEADER,
+    next_step,
+    result_header,
+    result_rows,
+    verdict_details,
+    verdict_line,
+)
 from pytest_torchcompile.perf.stats import Summary
 
 pytestmark = pytest.mark.torch_independent
@@ -75,8 +84,13 @@ def run(
     )
 
 
+TIMES = {"eager_s": 2e-4, "compiled_s": 1e-4, "compile_s": 3.0, "first_call_s": 3.1}
+
+
 def record(runs: CompileRuns) -> CaseRecord:
-    metrics = {"speedup": Summary(2.0, 1.9, 1.95, 2.05, 1.98, 2.02, 100), **runs.metrics(0.95)}
+    timing = {name: Summary.exact(value) for name, value in TIMES.items()}
+    metrics = {"speedup": Summary(2.0, 1.9, 1.95, 2.05, 1.98, 2.02, 100), **timing}
+    metrics.update(runs.metrics(0.95))
     counters = {"graph_count": 1, "graph_break_count": 0, "recompile_count": 0, "kernel_count": 1}
     return CaseRecord(metrics, counters, compile=runs.block(), samples=runs.samples())
 
@@ -251,3 +265,24 @@ def test_a_component_line_of_another_shape_is_kept() -> None:
     assert parse_components(["no hash here"]) == [
         Component("no hash here", "no hash here", "no hash here")
     ]
+
+
+def test_the_results_carry_the_compile_figures() -> None:
+    now, base = steady(cold_cpu=20.0), steady()
+    verdict = judge(now, base)
+    cases = [MeasuredCase("t.py::t::case_0", "t.py::t", now)]
+    assert result_header(cases)[-2:] == ("cold CPU s", "warm CPU s")
+    assert result_rows(cases)[0][-2:] == ("20.00", "2.00")
+    assert (
+        result_header([MeasuredCase("a", "a", CaseRecord(now.metrics, now.counters))])
+        == RESULT_HEADER
+    )
+    bench = benchmark_json(cases, {"device": "cpu", "cpu": "x"})["benchmarks"]
+    compile_entries = {b["param"]: b for b in bench if b["param"].endswith("compile")}
+    assert set(compile_entries) == {"cold-compile", "warm-compile"}
+    assert compile_entries["cold-compile"]["stats"]["rounds"] == 5
+    assert compile_entries["warm-compile"]["extra_info"]["caches"] == "FX 1/0/0 AOT 1/0/0"
+    html = compile_table(cases, [verdict])
+    assert "<td>t.py::t::case_0</td><td>20 s</td><td>2 s</td>" in html
+    assert "<td>FAIL</td><td>grew most: GraphLowering.codegen +5 s</td>" in html
+    assert compile_table([MeasuredCase("a", "a", CaseRecord(now.metrics, now.counters))], []) == ""

@@ -1,0 +1,235 @@
+"""What the compile-time gate says about unchanged runs and planted regressions, measured.
+
+    python benchmarks/compile_time.py [--runs 5] [--unchanged 3] [--only NAME ...] [--device cuda]
+
+Writes a small project in a temporary folder (a two-layer MLP with a ReLU,
+under `no_grad`, on Inductor, `@pytest.mark.compile_benchmark(compile_time=True)`),
+records its baseline (`--torchcompile-perf-update-baseline`, `--runs` cold and
+warm fresh-process compiles), then gates it (`--torchcompile-perf-gate`) with
+the test unchanged `--unchanged` times and once with each planted regression:
+
+- `per_process`: a value that differs in every process (a scale read from a
+  counter file each process bumps) baked into the graph: a warm start cannot hit;
+- `config`: an Inductor config change (`options={"cpp.simdlen": 256}`): the keys move;
+- `aot_cache_off`: `torch._functorch.config.enable_autograd_cache = False`;
+- `autotune_cache_off`: `max_autotune` with `autotune_local_cache=False`, against a
+  `max_autotune` baseline of its own (a test of its own), run only when named in
+  `--only`: on this CPU max-autotune chose no template for an fp32 Linear (no
+  `select_algorithm_autotune`, with `freezing` too), so it means something on a GPU
+  (`--device cuda`);
+- `twice_layers`: four layers instead of two (the compile's work doubles; the graph too);
+- `slow_codegen`: Inductor's `GraphLowering.codegen` made to burn as much CPU again
+  as it spent (a compile that costs more with every fact and key unchanged).
+
+Prints one line per run: the run verdict, each compile row's verdict, the
+change of cold and warm compile CPU time, the first line that says what moved,
+the contention the gate saw, and the seconds the run took; `--json` writes them.
+Timings on a shared machine move with the neighbours: say the load with the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+INI = """[pytest]
+torchcompile_perf_max_time = 0.2
+torchcompile_perf_compile_runs = {runs}
+"""
+
+TEST = """
+from pathlib import Path
+
+import pytest, torch
+
+PLANT = {plant!r}
+DEVICE = {device!r}
+
+if PLANT == "aot_cache_off":
+    torch._functorch.config.enable_autograd_cache = False
+if PLANT == "slow_codegen":
+    import time
+    from torch._inductor.graph import GraphLowering
+
+    original = GraphLowering.codegen
+
+    def codegen(self, *args, **kwargs):
+        started = time.process_time()
+        result = original(self, *args, **kwargs)
+        spent = time.process_time() - started
+        until = time.process_time() + spent
+        while time.process_time() < until:
+            pass
+        return result
+
+    GraphLowering.codegen = codegen
+
+
+def scale():
+    if PLANT != "per_process":
+        return 1.5
+    counter = Path(__file__).with_name("processes.txt")
+    seen = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(seen + 1))
+    return 1.5 + seen / 1000
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, layers, scale):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(64, 64) for _ in range(layers))
+        self.scale = scale
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x)) * self.scale
+        return x
+
+
+OPTIONS = {{"cpp.simdlen": 256}} if PLANT == "config" else None
+
+
+@pytest.mark.compile_benchmark(compile_time=True, options=OPTIONS)
+def test_mlp(compile_benchmark):
+    with torch.no_grad():
+        model = MLP(4 if PLANT == "twice_layers" else 2, scale()).to(DEVICE)
+        compile_benchmark(model, torch.randn(32, 64, device=DEVICE))
+
+
+AUTOTUNE = {{"max_autotune": True}}
+if PLANT == "autotune_cache_off":
+    AUTOTUNE["autotune_local_cache"] = False
+
+
+@pytest.mark.compile_benchmark(compile_time=True, options=AUTOTUNE)
+def test_autotune(compile_benchmark):
+    with torch.no_grad():
+        compile_benchmark(MLP(2, 1.5).to(DEVICE), torch.randn(32, 64, device=DEVICE))
+"""
+
+PLANTS = ("per_process", "config", "aot_cache_off", "twice_layers", "slow_codegen")
+AUTOTUNE = "autotune_cache_off"
+COMPILE_ROWS = ("compile facts (cold)", "compile facts (warm)", "cache keys")
+
+
+def pytest_run(
+    project: Path, plant: str, test: str, device: str, *flags: str
+) -> tuple[dict[str, Any], float]:
+    """One pytest run of `test` with `plant`; its JSON report and its seconds."""
+    (project / "test_compile.py").write_text(TEST.format(plant=plant, device=device))
+    (project / "processes.txt").unlink(missing_ok=True)
+    report = project / "report.json"
+    report.unlink(missing_ok=True)
+    started = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"test_compile.py::{test}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    command += [f"--torchcompile-perf-report={report}", *flags]
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if not report.exists():
+        sys.exit(
+            f"pytest wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+        )
+    return json.loads(report.read_text()), seconds
+
+
+def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The run's verdict, each compile row's, the CPU changes and the first line of what moved."""
+    rows = {r["metric"]: r for r in report["rows"]}
+    moved = [
+        r["note"] for r in report["rows"] if r["verdict"] == "FAIL" and r["metric"] in COMPILE_ROWS
+    ]
+    cpu = {m: rows.get(m, {}) for m in ("cold_cpu_s", "warm_cpu_s")}
+    reasons = sorted({r["note"] for r in report["rows"] if r["note"].startswith("CPU contention")})
+    return {
+        "run": name,
+        "verdict": report["verdict"],
+        "rows": {m: rows[m]["verdict"] for m in (*COMPILE_ROWS, *cpu) if m in rows},
+        "cpu_change": {m: r.get("change") for m, r in cpu.items()},
+        "cpu_now_s": {m: r.get("now") for m, r in cpu.items()},
+        "grew_most": [
+            r.get("note", "") for r in cpu.values() if r.get("note", "").startswith("grew")
+        ],
+        "moved": moved[0].split("; ")[0] if moved else "",
+        "contention": reasons[0] if reasons else "",
+        "seconds": round(seconds, 1),
+    }
+
+
+def show(result: dict[str, Any]) -> str:
+    change = ", ".join(
+        f"{m.split('_')[0]} {c * 100:+.1f}%"
+        for m, c in result["cpu_change"].items()
+        if c is not None
+    )
+    rows = " ".join(f"{m.replace('compile facts ', '')}={v}" for m, v in result["rows"].items())
+    parts = [f"{result['run']:<22} {result['verdict'] or '-':<13} {rows}", f"CPU {change}"]
+    for key in ("grew_most", "moved", "contention"):
+        if result[key]:
+            parts.append(str(result[key]))
+    return " | ".join(parts) + f" | {result['seconds']} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=5, help="cold/warm pairs a side (default 5)")
+    parser.add_argument(
+        "--unchanged", type=int, default=3, help="gated runs of the unchanged test (default 3)"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=list(PLANTS),
+        choices=[*PLANTS, AUTOTUNE],
+        help="planted regressions to run",
+    )
+    parser.add_argument("--device", default="cpu", help="where the model runs (cuda on a GPU)")
+    parser.add_argument("--keep", type=Path, help="keep the project (its baseline) in this folder")
+    parser.add_argument("--json", type=Path, help="write the results as JSON")
+    args = parser.parse_args()
+    project = args.keep or Path(tempfile.mkdtemp(prefix="compile-time-bench-"))
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "pytest.ini").write_text(INI.format(runs=args.runs))
+    load = os.getloadavg()[0]
+    print(
+        f"project {project}; load average {load:.1f} on {os.cpu_count()} CPUs; {args.runs} runs a side"
+    )
+    results = []
+    tests = ["test_mlp"] + (["test_autotune"] if AUTOTUNE in args.only else [])
+    for test in tests:
+        update = pytest_run(project, "", test, args.device, "--torchcompile-perf-update-baseline")
+        print(show(summarize(f"baseline {test}", *update)), flush=True)
+    runs = [(f"unchanged {i + 1}", "") for i in range(args.unchanged)]
+    for name, plant in runs + [(plant, plant) for plant in args.only]:
+        test = "test_autotune" if plant == AUTOTUNE else "test_mlp"
+        gated = pytest_run(project, plant, test, args.device, "--torchcompile-perf-gate")
+        results.append(summarize(name, *gated))
+        print(show(results[-1]), flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if not args.keep:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
