@@ -1,6 +1,7 @@
 """What the compile-time gate says about unchanged runs and planted regressions, measured.
 
-    python benchmarks/compile_time.py [--runs 5] [--unchanged 3] [--only NAME ...] [--device cuda]
+    python benchmarks/compile_time.py [--runs 5] [--unchanged 3] [--fact-runs N] [--only NAME ...]
+                                      [--device cuda] [--keep DIR [--reuse-baseline]]
 
 Writes a small project in a temporary folder (a two-layer MLP with a ReLU,
 under `no_grad`, on Inductor, `@pytest.mark.compile_benchmark(compile_time=True)`),
@@ -21,6 +22,11 @@ the test unchanged `--unchanged` times and once with each planted regression:
 - `slow_codegen`: Inductor's `GraphLowering.codegen` made to burn as much CPU again
   as it spent (a compile that costs more with every fact and key unchanged).
 
+The planted regressions that move facts (`per_process`, `config`, `aot_cache_off`,
+`autotune_cache_off`) need no statistics: `--fact-runs 1` gates them with one pair
+each (their CPU rows then say "too few runs", never FAIL), which is what makes the
+harness affordable on a loaded machine; `twice_layers` and `slow_codegen` use `--runs`.
+
 Prints one line per run: the run verdict, each compile row's verdict, the
 change of cold and warm compile CPU time, the first line that says what moved,
 the contention the gate saw, and the seconds the run took; `--json` writes them.
@@ -33,6 +39,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -118,6 +125,8 @@ def test_autotune(compile_benchmark):
 
 PLANTS = ("per_process", "config", "aot_cache_off", "twice_layers", "slow_codegen")
 AUTOTUNE = "autotune_cache_off"
+#: the plants that move facts: judged exactly, with no statistics
+FACT_PLANTS = ("per_process", "config", "aot_cache_off", AUTOTUNE)
 COMPILE_ROWS = ("compile facts (cold)", "compile facts (warm)", "cache keys")
 
 
@@ -158,6 +167,9 @@ def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, An
     ]
     cpu = {m: rows.get(m, {}) for m in ("cold_cpu_s", "warm_cpu_s")}
     reasons = sorted({r["note"] for r in report["rows"] if r["note"].startswith("CPU contention")})
+    case = next(iter(report["cases"].values()), {})
+    block = case.get("compile_time", {})
+    warm = block.get("warm", {})
     return {
         "run": name,
         "verdict": report["verdict"],
@@ -169,8 +181,35 @@ def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, An
         ],
         "moved": moved[0].split("; ")[0] if moved else "",
         "contention": reasons[0] if reasons else "",
+        "warm": {
+            "caches": _outcomes(warm.get("facts", {})),
+            "autotune": warm.get("facts", {}).get("autotune"),
+            "triton_compile_s": warm.get("triton_compile_s"),
+        },
         "seconds": round(seconds, 1),
+        "samples": {
+            name: values
+            for name, values in case.get("samples", {}).items()
+            if name.startswith(("cold_", "warm_"))
+        },
     }
+
+
+def spread(values: list[float]) -> str:
+    """`2.11 s CV 4%`: the median of a side's runs and their coefficient of variation."""
+    if not values:
+        return "-"
+    cv = statistics.pstdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
+    return f"{statistics.median(values):.3g} s CV {cv:.0%}"
+
+
+def _outcomes(facts: dict[str, Any]) -> str:
+    """`FX 1/0/0 AOT 1/0/0`: each cache's hits/misses/bypasses on the warm side."""
+    return " ".join(
+        f"{short} "
+        + "/".join(str(facts.get(f"{cache}.{o}", "-")) for o in ("hit", "miss", "bypass"))
+        for cache, short in (("fx_graph", "FX"), ("aot_autograd", "AOT"))
+    )
 
 
 def show(result: dict[str, Any]) -> str:
@@ -181,9 +220,21 @@ def show(result: dict[str, Any]) -> str:
     )
     rows = " ".join(f"{m.replace('compile facts ', '')}={v}" for m, v in result["rows"].items())
     parts = [f"{result['run']:<22} {result['verdict'] or '-':<13} {rows}", f"CPU {change}"]
+    warm = result["warm"]
+    parts.append(f"warm {warm['caches']} autotune {warm['autotune']}")
+    if warm["triton_compile_s"] is not None:
+        parts[-1] += f" triton compile {warm['triton_compile_s']} s"
     for key in ("grew_most", "moved", "contention"):
         if result[key]:
             parts.append(str(result[key]))
+    parts.append(
+        "runs: "
+        + ", ".join(
+            f"{name.removesuffix('_s')} {spread(values)}"
+            for name, values in result["samples"].items()
+            if "frame" not in name
+        )
+    )
     return " | ".join(parts) + f" | {result['seconds']} s"
 
 
@@ -203,6 +254,12 @@ def main() -> None:
         help="planted regressions to run",
     )
     parser.add_argument("--device", default="cpu", help="where the model runs (cuda on a GPU)")
+    parser.add_argument(
+        "--fact-runs", type=int, help="pairs for the plants that move facts (default: --runs)"
+    )
+    parser.add_argument(
+        "--reuse-baseline", action="store_true", help="gate against the --keep folder's baseline"
+    )
     parser.add_argument("--keep", type=Path, help="keep the project (its baseline) in this folder")
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     args = parser.parse_args()
@@ -215,13 +272,15 @@ def main() -> None:
     )
     results = []
     tests = ["test_mlp"] + (["test_autotune"] if AUTOTUNE in args.only else [])
-    for test in tests:
+    for test in tests if not args.reuse_baseline else []:
         update = pytest_run(project, "", test, args.device, "--torchcompile-perf-update-baseline")
         print(show(summarize(f"baseline {test}", *update)), flush=True)
     runs = [(f"unchanged {i + 1}", "") for i in range(args.unchanged)]
     for name, plant in runs + [(plant, plant) for plant in args.only]:
         test = "test_autotune" if plant == AUTOTUNE else "test_mlp"
-        gated = pytest_run(project, plant, test, args.device, "--torchcompile-perf-gate")
+        pairs = args.fact_runs if plant in FACT_PLANTS and args.fact_runs else args.runs
+        flags = ("--torchcompile-perf-gate", f"--torchcompile-perf-compile-runs={pairs}")
+        gated = pytest_run(project, plant, test, args.device, *flags)
         results.append(summarize(name, *gated))
         print(show(results[-1]), flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

@@ -18,6 +18,7 @@ import json
 import os
 import pickle
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,7 @@ class FreshCompiles:
                     with self.progress.stage(doing):
                         run = self._run(case, side, name, folder, cache)
                     runs.side(side).append(run)
+                shutil.rmtree(cache, ignore_errors=True)  # the pair's cache: this run's own folder
 
     def _run(self, case: int, side: str, name: str, folder: Path, cache: Path) -> CompileRun:
         answer, log, request = (
