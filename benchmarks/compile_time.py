@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -61,6 +62,8 @@ PLANT = {plant!r}
 DEVICE = {device!r}
 
 if PLANT == "aot_cache_off":
+    import torch._functorch.config
+
     torch._functorch.config.enable_autograd_cache = False
 if PLANT == "slow_codegen":
     import time
@@ -138,7 +141,7 @@ def pytest_run(
     (project / "processes.txt").unlink(missing_ok=True)
     report = project / "report.json"
     report.unlink(missing_ok=True)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _children_cpu()
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     command = [
         sys.executable,
@@ -152,11 +155,18 @@ def pytest_run(
     command += [f"--torchcompile-perf-report={report}", *flags]
     done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    print(f"  ({command[-1]}: {seconds:.0f} s wall, {_children_cpu() - cpu:.0f} s CPU)", flush=True)
     if not report.exists():
         sys.exit(
             f"pytest wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
         )
     return json.loads(report.read_text()), seconds
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this script's ended children and theirs (pytest and its fresh processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, Any]:

@@ -181,8 +181,8 @@ def test_aot_cache_off_names_the_switch() -> None:
     verdict = judge(steady(**off), steady())
     line = verdict_line(verdict)
     assert (
-        "warm start traced the AOT joint graph (0 -> 1): enable_autograd_cache True -> False"
-        in line
+        "warm start traced the AOT joint graph (0 -> 1), stopped hitting the AOTAutograd cache "
+        "(hits 1 -> 0): enable_autograd_cache True -> False" in line
     ), line
 
 
@@ -286,3 +286,16 @@ def test_the_results_carry_the_compile_figures() -> None:
     assert "<td>t.py::t::case_0</td><td>20 s</td><td>2 s</td>" in html
     assert "<td>FAIL</td><td>grew most: GraphLowering.codegen +5 s</td>" in html
     assert compile_table([MeasuredCase("a", "a", CaseRecord(now.metrics, now.counters))], []) == ""
+
+
+def test_a_cache_switched_off_on_inference_says_the_warm_start_stopped_hitting() -> None:
+    """Inference runs no joint trace: AOTAutograd's cache off shows as hits falling, no miss."""
+    off = {"aot_autograd.hit": 0, "aot_autograd.miss": 0, "switch.enable_autograd_cache": "False"}
+    cold_off = {"aot_autograd.miss": 0, "switch.enable_autograd_cache": "False"}
+    now = measured([run("cold", 10.0, **cold_off)] * 5, [run("warm", 2.6, **off)] * 5)
+    line = verdict_line(judge(now, steady()))
+    assert line.startswith(
+        "perf gate FAIL for t.py::t::case_0: warm start stopped hitting the AOTAutograd cache "
+        "(hits 1 -> 0): enable_autograd_cache True -> False FAIL; cold start: "
+        "enable_autograd_cache True -> False, AOTAutograd cache misses 1 -> 0"
+    ), line

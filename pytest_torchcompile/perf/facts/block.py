@@ -163,9 +163,10 @@ def contract_breaks(side: SideFacts) -> dict[str, str]:
 
 
 def fact_changes(base: SideFacts, now: SideFacts) -> list[str]:
-    """`<fact> old -> new` for each fact the baseline's runs agreed on that this run's did not keep."""
+    """`<fact> old -> new` for each fact the baseline's runs agreed on that this run's did not
+    keep; a cache switch first (`enable_autograd_cache True -> False`: the likely cause)."""
     changes = []
-    for name, old in base.facts.items():
+    for name, old in sorted(base.facts.items(), key=lambda item: not item[0].startswith(SWITCH)):
         if isinstance(old, Varies):
             continue
         new = now.facts.get(name, "absent")
@@ -179,11 +180,24 @@ def warm_sentence(base: CompileBlock, now: CompileBlock) -> str:
     clause of the warm contract the baseline's warm starts kept; '' otherwise."""
     kept = contract_breaks(base.warm)
     new = {f: w for f, w in contract_breaks(now.warm).items() if f not in kept}
-    if not new:
-        return ""
     clauses = [f"{words} ({_how_much(fact, base.warm, now.warm)})" for fact, words in new.items()]
+    clauses += _fewer_hits(base.warm, now.warm)
+    if not clauses:
+        return ""
     causes = list(now.warm_misses) + _switch_moves(base, now)
     return "warm start " + ", ".join(clauses) + (f": {causes[0]}" if causes else "")
+
+
+def _fewer_hits(base: SideFacts, now: SideFacts) -> list[str]:
+    """A cache the warm start hit less often than the baseline's, without missing it (switched
+    off, it is not even looked up): `stopped hitting the AOTAutograd cache (hits 1 -> 0)`."""
+    clauses = []
+    for cache, words in CACHE_LABELS.items():
+        old, new = base.facts.get(f"{cache}.hit"), now.facts.get(f"{cache}.hit")
+        missed = now.facts.get(f"{cache}.miss")
+        if isinstance(old, int) and isinstance(new, int) and new < old and missed == 0:
+            clauses.append(f"stopped hitting the {words} (hits {old} -> {new})")
+    return clauses
 
 
 def _how_much(fact: str, base: SideFacts, now: SideFacts) -> str:

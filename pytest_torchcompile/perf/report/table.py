@@ -23,6 +23,8 @@ RESULT_HEADER = ("case", "eager", "compiled", "speedup", "95% CI", "compile s", 
 COMPILE_HEADER = ("cold CPU s", "warm CPU s")
 #: longest sentence a table cell shows (the failure message has it whole)
 CELL = 100
+#: how a broken warm contract's sentence opens: a failure's first line leads with it
+WARM_START = "warm start "
 
 
 def fmt_value(value: float | str | None, unit: str) -> str:
@@ -103,6 +105,7 @@ def verdict_line(verdict: CaseVerdict) -> str:
     and junit say what moved without the end-of-run table.
     """
     shown = [r for r in verdict.rows if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)]
+    shown.sort(key=lambda r: not r.note.startswith(WARM_START))  # a broken warm start first
     parts = []
     for row in shown:
         if row.metric in FACT_METRICS and row.verdict is Verdict.FAIL:
