@@ -47,7 +47,9 @@ class OwnedFolder:
         """Remove the folder and release its lock (again: a no-op)."""
         if self._lock is None:
             return
-        os.close(self._lock)  # first: an open file cannot be removed on Windows (this pid still lives)
+        os.close(
+            self._lock
+        )  # first: an open file cannot be removed on Windows (this pid still lives)
         self._lock = None
         shutil.rmtree(self.path, ignore_errors=True)
 
