@@ -10,6 +10,14 @@ variants alike:
 - `spawn`: `run_program=True` with `PTC_FORK_SERVER=0`, a new Python
   interpreter per run (the isolation as it was before the fork server).
 
+`--server-without-inductor` runs the session as on a GPU machine whose CUDA
+driver starts a thread when Inductor's `compile_fx` is imported (an H100
+with torch 2.11): a `sitecustomize` starts a thread there in the fork
+server's processes, so the server starts itself again without that import
+and each forked run imports Inductor itself. `--device cuda` runs the cases
+on the GPU. Each run's `program_report.started` is counted: on any machine
+every `fork` run must say `forked`, never `new interpreter`.
+
 Each test's time is pytest's setup + call + teardown. The script prints, per
 variant, the median test time, the ratio of medians to `plain`, and the
 median and worst of the per-case ratios, with the load average before and
@@ -20,6 +28,8 @@ apart and stays in the medians.
     python benchmarks/fresh_runs.py                     # aot_eager, every case
     python benchmarks/fresh_runs.py --backend inductor  # Inductor's C++ kernels loaded in each run
     python benchmarks/fresh_runs.py --cases 10 --variants plain,fork
+    python benchmarks/fresh_runs.py --cases 12 --variants plain,fork --server-without-inductor
+    python benchmarks/fresh_runs.py --cases 12 --device cuda            # on a GPU machine
 """
 
 from __future__ import annotations
@@ -103,7 +113,7 @@ def transpose_view(x: torch.Tensor) -> torch.Tensor:
 
 
 def cumulative(x: torch.Tensor) -> torch.Tensor:
-    return torch.cumsum(x, dim=0) / (1 + torch.arange(x.shape[0]))[:, None]
+    return torch.cumsum(x, dim=0) / (1 + torch.arange(x.shape[0], device=x.device))[:, None]
 
 
 def python_scalar(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -174,8 +184,21 @@ class RunningMean(nn.Module):
         return x - self.mean
 
 
-def cases() -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any], bool]]:
-    """name -> (model or function, args, kwargs, grad mode), each built from seed 0."""
+def cases(device: str = "cpu") -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any], bool]]:
+    """name -> (model or function, args, kwargs, grad mode), each built from seed 0, on `device`."""
+    return {name: _on(device, case) for name, case in _cases().items()}
+
+
+def _on(device: str, case: tuple[Any, tuple[Any, ...], dict[str, Any], bool]) -> Any:
+    model, args, kwargs, grad = case
+    if isinstance(model, nn.Module):
+        model = model.to(device)
+    moved = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+    moved = [[t.to(device) for t in a] if isinstance(a, list) else a for a in moved]
+    return model, tuple(moved), kwargs, grad
+
+
+def _cases() -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any], bool]]:
     torch.manual_seed(0)
     r = torch.randn
     return {
@@ -226,10 +249,17 @@ ORDER = {order!r}
 def test_case(compile_model, monkeypatch, name, variant):
     if variant == "spawn":
         monkeypatch.setenv("PTC_FORK_SERVER", "0")
-    model, args, kwargs, grad = cases()[name]
+    model, args, kwargs, grad = cases({device!r})[name]
     with torch.set_grad_enabled(grad):
-        compile_model(model, *args, **kwargs)
+        result = compile_model(model, *args, **kwargs)
+    if result.program_report is not None:
+        with open(os.environ["FRESH_RUNS_STARTED"], "a") as out:
+            out.write(f"{{variant}} {{' '.join(s.replace(' ', '_') for s in result.program_report.started)}}\\n")
 """
+
+#: a GPU driver whose thread starts when Inductor's compile_fx is imported, in the fork server's
+#: processes alone (`--server-without-inductor`)
+DRIVER = REPO / "tests" / "data" / "gpu_driver_sitecustomize.py"
 
 CONFTEST = """
 import json, os
@@ -249,16 +279,24 @@ def interleaved(names: list[str], variants: list[str]) -> list[tuple[str, str]]:
     return order
 
 
-def run_session(names: list[str], variants: list[str], backend: str) -> dict[str, Any]:
+def run_session(
+    names: list[str], variants: list[str], backend: str, device: str, driver: bool
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fresh_runs_") as folder:
         project = Path(folder)
+        order = interleaved(names, variants)
         (project / "test_fresh_runs.py").write_text(
-            TEST.format(repo=str(REPO), order=interleaved(names, variants), backend=backend)
+            TEST.format(repo=str(REPO), order=order, backend=backend, device=device)
         )
         (project / "conftest.py").write_text(CONFTEST)
-        times = project / "times.jsonl"
-        env = {**os.environ, "FRESH_RUNS_TIMES": str(times)}
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        site = project / "site"
+        site.mkdir()
+        if driver:
+            (site / "sitecustomize.py").write_text(DRIVER.read_text())
+        times, started = project / "times.jsonl", project / "started.txt"
+        started.touch()
+        env = {**os.environ, "FRESH_RUNS_TIMES": str(times), "FRESH_RUNS_STARTED": str(started)}
+        env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO), env.get("PYTHONPATH", "")])
         load_before = os.getloadavg()
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--update-snapshots",
@@ -269,7 +307,13 @@ def run_session(names: list[str], variants: list[str], backend: str) -> dict[str
         if done.returncode != 0:
             sys.stderr.write(done.stdout[-6000:] + done.stderr[-3000:])
         records = [json.loads(line) for line in times.read_text().splitlines()]
-    return {"records": records, "load": (load_before, load_after), "rc": done.returncode}
+        runs = started.read_text().splitlines()
+    return {
+        "records": records,
+        "load": (load_before, load_after),
+        "rc": done.returncode,
+        "started": runs,
+    }
 
 
 def per_test(records: list[list[Any]]) -> dict[tuple[str, str], float]:
@@ -286,11 +330,13 @@ def per_test(records: list[list[Any]]) -> dict[tuple[str, str], float]:
     return {key: value for key, value in seconds.items() if key not in failed}
 
 
-def report(session: dict[str, Any], names: list[str], variants: list[str], backend: str) -> None:
+def report(
+    session: dict[str, Any], names: list[str], variants: list[str], backend: str, setup: str
+) -> None:
     seconds = per_test(session["records"])
     (b1, b5, b15), (a1, a5, a15) = session["load"]
     print(
-        f"run_program cost, {backend}, {len(names)} cases x {len(variants)} variants interleaved, one session; "
+        f"run_program cost, {backend}, {setup}, {len(names)} cases x {len(variants)} variants interleaved, one session; "
         f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPU cores; "
         f"load average before {b1:.1f}/{b5:.1f}/{b15:.1f}, after {a1:.1f}/{a5:.1f}/{a15:.1f}"
     )
@@ -310,6 +356,12 @@ def report(session: dict[str, Any], names: list[str], variants: list[str], backe
         print(
             f"first fork test (waits for the server to start): {first} {seconds[first, 'fork']:.2f} s"
         )
+    for variant in variants[1:]:
+        runs = [
+            r for line in session["started"] if line.split()[0] == variant for r in line.split()[1:]
+        ]
+        counted = {how: runs.count(how) for how in sorted(set(runs))}
+        print(f"{variant} runs started: {counted or 'none'}")
 
 
 def main(argv: list[str]) -> None:
@@ -317,13 +369,23 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--backend", default="aot_eager")
     parser.add_argument("--cases", type=int, default=None, help="the first N cases only")
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--server-without-inductor",
+        action="store_true",
+        help="a thread starts when the fork server imports compile_fx, as a GPU driver's does",
+    )
     options = parser.parse_args(argv)
     names = list(cases())[: options.cases]
     variants = options.variants.split(",")
     if "plain" not in variants:
         variants.insert(0, "plain")
-    session = run_session(names, variants, options.backend)
-    report(session, names, variants, options.backend)
+    driver = options.server_without_inductor
+    session = run_session(names, variants, options.backend, options.device, driver)
+    setup = f"on {options.device}" + (
+        ", a server without Inductor (a driver thread)" if driver else ""
+    )
+    report(session, names, variants, options.backend, setup)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
 #      and under `-n 2` (each must pass with no `text only` note) and re-recorded into a copy after
 #      each (the stored folders must be byte-identical); the folder must be keyed cuda-sm<cc> and
 #      the 2-layer models' wrapper_code must fold a layer (`# again:`) where the stored form folds;
-#   3. run_program=True on two CUDA cases: bitwise in a fresh process, or refused with a reason.
+#   3. run_program=True on two CUDA cases: bitwise in a fresh process, or refused with a reason,
+#      every run forked from the session's fork server (never a new interpreter);
+#   3b. benchmarks/fresh_runs.py on the device: a run_program test against a plain one, each
+#      run forked.
 # Every step reports PASS or FAIL and the script goes on; a table of steps ends the log,
 # $OUT/gpu_check.log. Each pytest call runs under `timeout`, its limit cut to what is left of
 # GPU_CHECK_BUDGET_S (default 330 s on a GPU), so a hang never eats the run.
@@ -15,8 +18,8 @@
 #   GPU_CHECK_DEVICE=cpu PY=/root/bin/vpy OUT=/tmp/gpuout bash benchmarks/gpu_check.sh
 #                                      # the same steps on CPU with fewer models: checks the script
 #   GPU_CHECK_STEPS=program OUT=/some/folder bash benchmarks/gpu_check.sh
-#                                      # a second run: the threads the fork server's imports start,
-#                                      # step 3 alone, then 1b (a fix of those, confirmed)
+#                                      # a second run: the threads the fork server's imports start
+#                                      # and what the server stopped before, step 3, 3b, then 1b
 #
 # The wheels in .whl/ (syrupy, depyf, sybil, ...) go to /tmp/site; without .whl/ that is skipped.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -273,7 +276,7 @@ write_program_project() {
 def bitwise(name, result):
     report = result.program_report
     print(f"\nPROGRAM bitwise {name}: {report.file_bytes} bytes, load {report.load_seconds} s, "
-          f"call {report.call_seconds} s, ran {report.ran}")
+          f"call {report.call_seconds} s, ran {report.ran}, started {report.started}")
 
 
 @pytest.mark.compile_snapshot(run_program=True, artifacts=("summary",))
@@ -453,9 +456,11 @@ step_program() {
             echo "FAILED $name: $(echo "$section" | sed -n 2,6p | cut -c1-300)"
         fi
     done
-    local result=FAIL
-    [ "$other" = 0 ] && result=PASS
-    row 3-prog "$result" "$(cat "$W/logs/3_program.s")" "$bitwise bitwise, $refused refused, $other failed; $(outcome 3_program)"
+    local result=FAIL spawned
+    # every run forked from the session's fork server: none a new interpreter
+    spawned=$(grep "^PROGRAM bitwise" "$out" | grep -c "new interpreter")
+    [ "$other" = 0 ] && [ "$spawned" = 0 ] && result=PASS
+    row 3-prog "$result" "$(cat "$W/logs/3_program.s")" "$bitwise bitwise, $refused refused, $other failed, $spawned with a new interpreter; $(outcome 3_program)"
 }
 
 #: 1a: the GPU tests that time nothing, under xdist; 1b: test_gpu_figures.py alone (it times the
@@ -494,6 +499,38 @@ for name in MODULES:
 import torch
 print("torch.cuda.is_initialized():", torch.cuda.is_initialized())
 PY
+    echo "===== the fork server as started: the import it stopped before (if any), its threads"
+    timeout 300 "$PY" - <<'PY'
+import time
+from pytest_torchcompile.snapshot.fresh_process.servers import FreshProcesses
+fresh = FreshProcesses()
+fresh.prestart()
+server = fresh.server
+server._ready(time.monotonic() + 280)
+with open(f"/proc/{server.pid}/status") as status:
+    threads = next(line for line in status if line.startswith("Threads:")).split()[1]
+print(f"fork server pid {server.pid}: {threads} thread(s); stopped before {server.stopped_before}: {server.why}")
+fresh.close()
+PY
+}
+
+#: 3b: what a run_program test costs on the device, plain against forked (benchmarks/fresh_runs.py);
+#: every forked run must have forked, none a new interpreter
+step_fresh_cost() {
+    local t0=$SECONDS lim
+    lim=$(limit 200)
+    echo "===== 3b. benchmarks/fresh_runs.py on $DEVICE: plain against forked, how each run started"
+    timeout -k 10 "$lim" "$PY" benchmarks/fresh_runs.py --cases 8 --variants plain,fork --device "$DEVICE" \
+        >"$W/logs/3b_cost.out" 2>&1
+    local rc=$?
+    cat "$W/logs/3b_cost.out"
+    local runs
+    runs=$(grep "^fork runs started:" "$W/logs/3b_cost.out")
+    if [ "$rc" = 0 ] && echo "$runs" | grep -q "'forked'" && ! echo "$runs" | grep -q "new_interpreter"; then
+        row 3b-cost PASS $((SECONDS - t0)) "$(grep '^fork ' "$W/logs/3b_cost.out" | head -1 | tr -s ' ')"
+    else
+        row 3b-cost FAIL $((SECONDS - t0)) "exit $rc; ${runs:-no runs counted}"
+    fi
 }
 
 #: NAME ID: a repo test run into the log, its skip reasons, its row
@@ -521,6 +558,7 @@ main() {
         PTC_FRESH_PROCESS_TIMEOUT=120 pyt 3_program "$W/prog" "$W/cache_p" "$(limit 200 100)" \
             "${BASE[@]}" -s --update-snapshots test_prog.py
         step_program
+        step_fresh_cost
         step_timing
         summary
         return "$FAILED"
@@ -531,6 +569,7 @@ main() {
     step_reruns_and_program
     step_folder_and_folding
     step_program
+    step_fresh_cost
     step_repo_tests
     summary
     return "$FAILED"

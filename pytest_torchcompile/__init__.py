@@ -3,8 +3,8 @@
 Snapshots of what the compiler produced (graphs, guards, generated code,
 counters), numerics against eager with the diverging stage named, and a
 performance gate, through markers and fixtures. Importing this package does
-not import torch; `BenchmarkResult`, `Figure`, `compare_case` and `CaseDiff`
-load on first use (the plugin's start-up does not need them).
+not import torch; `BenchmarkResult`, `CompileTime`, `Figure`, `compare_case`
+and `CaseDiff` load on first use (the plugin's start-up does not need them).
 """
 
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "CaseRow",
     "CompileResult",
     "CompileSpec",
+    "CompileTime",
     "Figure",
     "FrameResult",
     "GateSettings",
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("BenchmarkResult", "Figure"):
+    if name in ("BenchmarkResult", "CompileTime", "Figure"):
         from .perf import result
 
         return getattr(result, name)

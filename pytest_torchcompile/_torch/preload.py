@@ -1,28 +1,35 @@
 """What a fork server imports and probes once, so that the processes it forks start warm.
 
-`warm_up` imports torch, Dynamo, AOTAutograd and Inductor's code cache and
-C++ builder (everything a program file or a precompiled artifact loads) and
-asks Inductor which vector instruction sets this host supports (a C++ probe
-build and a `dlopen` in a child Python: about 1.5 s that every fresh process
-otherwise paid on its first C++ kernel). It compiles no model and runs no
-tensor operation, so no thread pool starts. `fork_unsafe` says why forking
-now would be unsafe: a second thread (an OpenMP or intra-op pool) or an
-initialized CUDA context would not survive into the child.
+The steps, in order: torch, Dynamo and AOTAutograd (`CORE`), then
+Inductor's code cache, compile_fx and C++ builder (`INDUCTOR`: everything a
+program file or a precompiled artifact loads) and Inductor's probe of the
+vector instruction sets this host supports (`VEC_ISA_PROBE`: a C++ build and
+a `dlopen` in a child Python, about 1.5 s that every fresh process otherwise
+paid on its first C++ kernel). No step compiles a model or runs a tensor
+operation, so no thread pool starts. `fork_unsafe` says why forking now
+would be unsafe: a second thread (an OpenMP or intra-op pool, a GPU driver's
+thread) or an initialized CUDA context would not survive into the child.
+On a GPU machine an import may start the driver: the server checks after
+each step and leaves that step and the ones after it to the children.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 import warnings
 
-#: the modules a program file or a precompiled artifact imports while it loads
-MODULES = (
+#: torch and the tracing stack, imported by every fresh process
+CORE = (
     "torch",
     "torch._dynamo",
     "torch._dynamo.eval_frame",
     "torch._dynamo.convert_frame",
     "torch._functorch.aot_autograd",
+)
+#: Inductor: what a program file's kernels or a precompiled artifact import while they load
+INDUCTOR = (
     "torch._inductor.codecache",
     "torch._inductor.compile_fx",
     "torch._inductor.async_compile",
@@ -31,28 +38,32 @@ MODULES = (
     "torch._inductor.hooks",
     "torch.utils.cpp_extension",
 )
+#: the name of the step that asks Inductor which vector ISAs this host has
+VEC_ISA_PROBE = "torch._inductor.cpu_vec_isa.valid_vec_isa_list()"
+#: every module a program file or a precompiled artifact imports while it loads, in order
+MODULES = (*CORE, *INDUCTOR)
 
 
-def warm_up() -> None:
-    """Import what every fresh process needs and probe the host's vector ISAs; compile nothing."""
+def take_step(step: str) -> None:
+    """Import one module (or run the ISA probe); compile nothing."""
     with warnings.catch_warnings():  # torch's import-time deprecations would only fill the log
         warnings.simplefilter("ignore")
-        for name in MODULES:
-            importlib.import_module(name)
-    from torch._inductor import cpu_vec_isa
+        if step != VEC_ISA_PROBE:
+            importlib.import_module(step)
+            return
+        from torch._inductor import cpu_vec_isa
 
-    cpu_vec_isa.valid_vec_isa_list()  # cached for the process: the probe builds run once, here
+        cpu_vec_isa.valid_vec_isa_list()  # cached for the process: the probe builds run once, here
 
 
 def fork_unsafe() -> str | None:
     """Why this process must not fork now (threads running, CUDA initialized), or None."""
-    import torch
-
     tasks = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["self"]
     if len(tasks) > 1:
         names = sorted(_thread_name(task) for task in tasks)
         return f"{len(tasks)} threads are running ({', '.join(names)}); a forked child would hold their locks"
-    if torch.cuda.is_initialized():
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
         return "CUDA is initialized, and a CUDA context does not survive a fork"
     return None
 

@@ -22,6 +22,11 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 
+def available() -> bool:
+    """Whether locks exist here (`fcntl`): without them no lock tells a live run from a dead one."""
+    return fcntl is not None
+
+
 def lock(fd: int) -> bool:
     """Take an exclusive lock on an open file, waiting for it; False where locks do not exist."""
     if fcntl is None:

@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
+
+#: the longest file or folder name the usual file systems take (ext4, XFS, APFS, NTFS: 255)
+MAX_NAME_BYTES = 255
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -144,15 +148,37 @@ def number_problem(value: object, low: float, high: float, example: str) -> str 
     return None
 
 
+def folder_problem(value: str) -> str | None:
+    """What no file system takes in a folder setting, said before any path is made of it:
+    a NUL byte, or a name (between slashes) longer than `MAX_NAME_BYTES`; None when neither.
+
+    Both would reach the operating system as an exception (`embedded null byte`,
+    `File name too long`) from the first look at the folder.
+    """
+    if "\0" in value:
+        return "holds a NUL byte, which no file or folder name can hold"
+    for name in re.split(r"[/\\]", value):
+        size = len(name.encode("utf-8", "surrogatepass"))
+        if size > MAX_NAME_BYTES:
+            return (
+                f"has a folder name of {size} bytes ({name[:24]}...), longer than the "
+                f"{MAX_NAME_BYTES} bytes file systems take: shorten it"
+            )
+    return None
+
+
 def folder_option(
     example: str, check: Callable[[str], object] | None = None
 ) -> Callable[[str], str]:
-    """An argparse `type=` for a folder flag: a blank value, or one `check` refuses
-    with a ValueError (its message shown), fails at parse time."""
+    """An argparse `type=` for a folder flag: a blank value, one `folder_problem` finds wrong,
+    or one `check` refuses with a ValueError (its message shown), fails at parse time."""
 
     def folder(value: str) -> str:
         if not value.strip():
             raise argparse.ArgumentTypeError(f"must name a folder, e.g. {example}")
+        problem = folder_problem(value)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{value[:60]!r} {problem}")
         if check is not None:
             try:
                 check(value)

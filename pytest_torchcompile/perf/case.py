@@ -34,10 +34,11 @@ from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
 from ..common.diagnose import describe, user_frame
 from ..common.named_cases import CaseFailure
+from .facts.block import CompileRuns
 from .gate import CaseVerdict
 from .gpu import GpuMeasurement, GpuTimings, inductor_cudagraphs
 from .record import CaseRecord, left_out_note
-from .result import BenchmarkResult, Figure
+from .result import BenchmarkResult, CompileTime, Figure
 from .spec import BenchmarkSpec
 from .stats import Summary, pass_noise, round_sig, widen
 from .timing import PairedTiming, TimingSettings, interleave, no_sync
@@ -84,6 +85,7 @@ class BenchmarkCase:
     iterations_hint: int | None = None
     noise_hint: dict[str, float] = field(default_factory=dict)
     final: BenchmarkResult | None = None
+    compile_runs: CompileRuns | None = None
 
     def start(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], passes: int) -> None:
         reset_dynamo()
@@ -199,6 +201,11 @@ class BenchmarkCase:
                 name: round_sig(value, 3) for name, value in (own or self.noise_hint).items()
             }
         samples = {"eager_s": paired.eager, "compiled_s": paired.compiled}
+        block = None
+        if self.compile_runs is not None:
+            metrics.update(self.compile_runs.metrics(confidence))
+            samples.update(self.compile_runs.samples())
+            block = self.compile_runs.block()
         return CaseRecord(
             metrics,
             dict(self.counters),
@@ -207,6 +214,7 @@ class BenchmarkCase:
             dict(gpu.kernels),
             samples,
             paired.contention,
+            block,
         )
 
     def _contention_notes(self) -> list[str]:
@@ -259,4 +267,5 @@ class BenchmarkCase:
             notes=record.notes,
             verdict=self.verdict.verdict.value if self.verdict else None,
             record=record,
+            compile_time=CompileTime.from_record(record),
         )

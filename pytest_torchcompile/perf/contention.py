@@ -122,6 +122,13 @@ class Contended:
     def __bool__(self) -> bool:
         return bool(self.now or self.baseline)
 
+    def merged(self, other: Contended) -> Contended:
+        """Both comparisons' reasons (a case's timing and its fresh-process compiles), each once."""
+        return Contended(
+            tuple(dict.fromkeys(self.now + other.now)),
+            tuple(dict.fromkeys(self.baseline + other.baseline)),
+        )
+
     def describe(self) -> str:
         """'CPU contention: ...' for the gate's rows, '' when neither side was contended."""
         parts = list(self.now)

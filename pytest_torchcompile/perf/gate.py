@@ -21,7 +21,12 @@ torch or files, so every verdict rule is unit-tested with synthetic numbers.
   contention: ..."), whether it would FAIL or PASS: contention alone never
   fails a run, nor passes a slowdown it hid;
 - a case with no baseline is INCONCLUSIVE; the run fails on any FAIL, and
-  with `strict` on any INCONCLUSIVE.
+  with `strict` on any INCONCLUSIVE;
+- with `compile_time=True`: the compile facts of each side (cache outcomes,
+  the warm contract, counts) and the cache keys are exact, on the baseline's
+  machine (keys with the baseline's software too); compile CPU time is
+  statistical, on that machine, with `compile_threshold`, and contention
+  while either side compiled makes a FAIL INCONCLUSIVE like a timing's.
 """
 
 from __future__ import annotations
@@ -32,10 +37,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from .._torch.compile_cost import OUTER_PHASES
 from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
 from .contention import Contended, contended
+from .facts.block import CompileBlock, fact_rows, grown_phase
 from .record import (
+    COMPILE_TIMES,
     COUNTERS,
     CPU_TIMES,
     EVENTS,
@@ -52,6 +60,8 @@ COUNTER_METRIC = "counters"
 ALL_METRICS = "(case)"
 #: how the note of a row whose interval straddles the threshold ends (`straddling`).
 RERUN = "re-run or record more rounds"
+COMPILE_FACTS = "compile facts"
+RECORD_BASELINE = "record one with pytest --torchcompile-perf-update-baseline"
 
 
 class Verdict(str, enum.Enum):
@@ -74,6 +84,9 @@ class GateSettings:
     `gate_cpu_times` gates CPU wall times per call on the same machine too.
     `ignore_contention` judges as if the machine had been quiet (for a
     dedicated machine whose own signals the user distrusts).
+    `compile_threshold` is the smallest growth of compile CPU time that
+    fails (`compile_time=True`): its CPU time varied 5-9% between fresh
+    processes on a loaded machine, so 25% by default.
     """
 
     threshold: float = 0.15
@@ -81,10 +94,14 @@ class GateSettings:
     strict: bool = False
     gate_cpu_times: bool = False
     ignore_contention: bool = False
+    compile_threshold: float = 0.25
 
     def __post_init__(self) -> None:
         check_number("threshold", self.threshold, 0.0, 1.0, "a fraction, e.g. 0.1 for 10%")
         check_number("confidence", self.confidence, 0.5, 1.0, "e.g. 0.95")
+        check_number(
+            "compile_threshold", self.compile_threshold, 0.0, 10.0, "a fraction, e.g. 0.25 for 25%"
+        )
 
 
 @dataclass(frozen=True)
@@ -166,12 +183,19 @@ class CaseVerdict:
     def needs_remeasure(self) -> bool:
         """A statistical metric that did not PASS may be noise: measure again.
         (Counters and exact metrics are deterministic: measuring again cannot change them.)"""
-        return any(
-            row.metric in METRICS
+        return bool(self.to_remeasure)
+
+    @property
+    def to_remeasure(self) -> frozenset[str]:
+        """The statistical metrics that did not PASS against a baseline (not for too few runs)."""
+        return frozenset(
+            row.metric
+            for row in self.rows
+            if row.metric in METRICS
             and METRICS[row.metric].kind is not Kind.EXACT
             and row.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)
             and row.baseline is not None
-            for row in self.rows
+            and row.note != TOO_FEW_RUNS
         )
 
 
@@ -213,9 +237,18 @@ class Gate:
             )
             return CaseVerdict(case, (missing,), remeasured, self.settings.threshold)
         rows = [counter_row(case, record.counters, baseline.record.counters)]
+        rows += compile_rows(case, record.compile, baseline)
         for name in record.metrics:
             rows.append(metric_row(case, name, record, baseline, self.settings))
         found = contended(record.contention, baseline.record.contention, baseline.same_machine)
+        if record.compile is not None and baseline.record.compile is not None:
+            found = found.merged(
+                contended(
+                    record.compile.contention,
+                    baseline.record.compile.contention,
+                    baseline.same_machine,
+                )
+            )
         if self.settings.ignore_contention:
             found = Contended()
         if found:
@@ -230,8 +263,9 @@ def under_contention(row: Row, reason: str) -> Row:
     neighbours may have moved it either way, faking a regression or hiding one (a planted
     17% slowdown measured +1% [-14%, +19%] beside a machine waiting for a CPU 92% of the
     time, a PASS). The reason replaces "possibly slower" (the remedy is a quiet re-run);
-    a figure not gated, counters and GPU figures are left as they are."""
-    if row.metric not in CPU_TIMES or row.verdict is Verdict.NOT_GATED:
+    a figure not gated, counters and GPU figures are left as they are. Compile CPU time
+    is CPU-timed too."""
+    if row.metric not in CPU_TIMES + COMPILE_TIMES or row.verdict is Verdict.NOT_GATED:
         return row
     if row.verdict in (Verdict.FAIL, Verdict.PASS):
         return replace(row, verdict=Verdict.INCONCLUSIVE, note=reason)
@@ -283,12 +317,71 @@ def metric_row(
     change, ci = relative_change(now, base, settings.confidence)
     reason = gpu_time_reason(record, baseline.record) if name in GPU_TIMES else ""
     reason = reason or _not_gated_reason(info.kind, baseline, settings)
-    verdict = Verdict.NOT_GATED if reason else decide(ci, info.higher_is_better, settings.threshold)
+    if reason:
+        return Row(
+            case, name, info.unit, base.median, now.median, change, ci, Verdict.NOT_GATED, reason
+        )
+    if info.kind is Kind.COMPILE:
+        return compile_time_row(case, name, record, baseline, settings, change, ci)
+    verdict = decide(ci, info.higher_is_better, settings.threshold)
     # a gated GPU time says how it was measured (in the confidence column)
-    note = reason or (TIMING_LABELS.get(record.gpu_timing() or "", "") if name in GPU_TIMES else "")
+    note = TIMING_LABELS.get(record.gpu_timing() or "", "") if name in GPU_TIMES else ""
     if verdict is Verdict.INCONCLUSIVE:
         note = "; ".join(p for p in (straddling(change, ci, info.higher_is_better), note) if p)
     return Row(case, name, info.unit, base.median, now.median, change, ci, verdict, note)
+
+
+#: a compile CPU row with fewer than 2 runs on a side: no interval to judge with
+TOO_FEW_RUNS = "too few runs for an interval (torchcompile_perf_compile_runs: 5 or more)"
+
+
+def compile_time_row(
+    case: str,
+    name: str,
+    record: CaseRecord,
+    baseline: Baseline,
+    settings: GateSettings,
+    change: float,
+    ci: tuple[float, float],
+) -> Row:
+    """Compile CPU time against the baseline's, by `compile_threshold`; a FAIL names the phase that grew most."""
+    now, base = record.metrics[name], baseline.record.metrics[name]
+    if min(now.n, base.n) < 2:
+        verdict, note = Verdict.INCONCLUSIVE, TOO_FEW_RUNS
+    else:
+        verdict, note = decide(ci, False, settings.compile_threshold), ""
+    if verdict is Verdict.FAIL and record.compile and baseline.record.compile:
+        side = name.split("_", 1)[0]
+        grown = grown_phase(
+            baseline.record.compile.side(side), record.compile.side(side), OUTER_PHASES
+        )
+        note = f"grew most: {grown}" if grown else ""
+    return Row(case, name, "s", base.median, now.median, change, ci, verdict, note)
+
+
+def compile_rows(case: str, now: CompileBlock | None, baseline: Baseline) -> list[Row]:
+    """The exact rows of the fresh-process compiles (`facts.block.fact_rows`); none when this
+    case did not compile in fresh processes, one INCONCLUSIVE when its baseline did not."""
+    base = baseline.record.compile
+    if now is None:
+        return []
+    if base is None:
+        missing = f"not in the baseline: {RECORD_BASELINE}"
+        return [
+            Row(
+                case, COMPILE_FACTS, "", None, "measured", None, None, Verdict.INCONCLUSIVE, missing
+            )
+        ]
+    rows = []
+    for found in fact_rows(base, now, baseline.same_machine, baseline.software, baseline.source):
+        verdict = (
+            Verdict.NOT_GATED if found.not_gated else Verdict.FAIL if found.moved else Verdict.PASS
+        )
+        note = found.not_gated or "; ".join(found.moved) or "exact"
+        rows.append(
+            Row(case, found.metric, "", found.baseline, found.now, None, None, verdict, note)
+        )
+    return rows
 
 
 def gpu_time_reason(now: CaseRecord, base: CaseRecord) -> str:

@@ -18,7 +18,9 @@ import pytest
 from ..common.files import unwritable
 from ..common.hooks.flags import Given, Option, add_option_ini, get_option_ini, warn_renamed
 from ..common.hooks.session import close_session, open_session
-from ..common.options import number_problem
+from ..common.options import folder_problem, number_problem
+from .compile_time.request import from_environment
+from .compile_time.runner import child_arguments
 from .gate import GateSettings
 from .session import XDIST_SKIP, PerfSession, PerfSettings, bench_key
 from .spec import MARKER, BenchmarkSpec
@@ -49,12 +51,20 @@ def gate_mode(given: Given) -> str | None:
 def file_path(value: str) -> str:
     if not value.strip() or value.endswith(("/", os.sep)):
         raise ValueError("must name a file, e.g. perf.json")
-    return value
+    return _named(value)
 
 
 def folder(value: str) -> str:
     if not value.strip():
         raise ValueError("is empty: name a folder relative to the rootdir, e.g. perf-baselines")
+    return _named(value)
+
+
+def _named(value: str) -> str:
+    """`value` unless no file system takes it as a name (`folder_problem`)."""
+    problem = folder_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -74,19 +84,30 @@ def number_between(low: float, high: float, example: str) -> Callable[[str], flo
     return convert
 
 
-def threads(value: str) -> int:
-    """At least 1 and at most this machine's CPUs: more threads than cores time the scheduler, and
-    torch crashes on absurd counts (100000 ended the process with a segfault)."""
+def at_least_one(value: str, why: str = "") -> int:
+    """An integer of at least 1 (`why` says what more gives, in the message)."""
     try:
         count = int(value)
     except ValueError:
         raise ValueError("is not an integer") from None
-    cpus = os.cpu_count() or 1
     if count < 1:
-        raise ValueError("must be at least 1")
+        raise ValueError(f"must be at least 1{why}")
+    return count
+
+
+def threads(value: str) -> int:
+    """At least 1 and at most this machine's CPUs: more threads than cores time the scheduler, and
+    torch crashes on absurd counts (100000 ended the process with a segfault)."""
+    count = at_least_one(value)
+    cpus = os.cpu_count() or 1
     if count > cpus:
         raise ValueError(f"is more than this machine's {cpus} CPUs: use at most {cpus}")
     return count
+
+
+def runs(value: str) -> int:
+    """Cold/warm pairs per case: at least 1 (with fewer than 2 a side, compile CPU time has no interval)."""
+    return at_least_one(value, " (5 or more gives compile CPU time an interval to judge with)")
 
 
 def contention(value: str) -> str:
@@ -178,6 +199,20 @@ GATE_CPU_TIMES = Option(
     ini_type="bool",
     flag_kwargs={"action": "store_true"},
 )
+COMPILE_RUNS = Option(
+    "perf_compile_runs",
+    "cold and warm compiles per compile_time=True case, each in a fresh process (default 5)",
+    default=5,
+    convert=runs,
+    flag_kwargs={"metavar": "N"},
+)
+COMPILE_THRESHOLD = Option(
+    "perf_compile_threshold",
+    "smallest growth of compile CPU time that fails the gate (default 0.25 = 25%%)",
+    default=0.25,
+    convert=number_between(0.0, 10.0, "a fraction, e.g. 0.25 for 25%"),
+    flag_kwargs={"metavar": "FRACTION"},
+)
 OPTIONS = (
     UPDATE,
     GATE,
@@ -190,6 +225,8 @@ OPTIONS = (
     THREADS,
     CONTENTION,
     GATE_CPU_TIMES,
+    COMPILE_RUNS,
+    COMPILE_THRESHOLD,
 )
 
 
@@ -220,6 +257,7 @@ def settings_from_config(config: pytest.Config) -> PerfSettings:
         strict=mode == "strict",
         gate_cpu_times=bool(get_option_ini(config, GATE_CPU_TIMES).value),
         ignore_contention=get_option_ini(config, CONTENTION).value == "ignore",
+        compile_threshold=get_option_ini(config, COMPILE_THRESHOLD).value,
     )
     baseline = get_option_ini(config, BASELINE_DIR)
     report, bench_json = (get_option_ini(config, o).value for o in (REPORT, BENCHMARK_JSON))
@@ -235,11 +273,18 @@ def settings_from_config(config: pytest.Config) -> PerfSettings:
         benchmark_json=Path(bench_json) if bench_json else None,
         threshold=gate.threshold,
         baseline_setting=baseline.source,
+        compile_runs=get_option_ini(config, COMPILE_RUNS).value,
+        child_arguments=tuple(
+            child_arguments(config.getini("addopts"), config.invocation_params.args)
+        ),
+        compiling=from_environment(),
     )
 
 
 def _check_run(config: pytest.Config, settings: PerfSettings, worker: bool) -> None:
     """Before any test runs: what this run asks of benchmarks is possible."""
+    if settings.compiling is not None:  # a fresh process compiling one case for compile_time=True
+        return
     distributed = config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
     if distributed and not worker and (settings.gate or settings.update):
         raise pytest.UsageError(

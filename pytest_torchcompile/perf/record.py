@@ -22,6 +22,7 @@ from typing import Any
 
 from ..common.counters import COUNTER_LABELS, LEGACY_NAMES
 from .contention import Contention
+from .facts.block import CompileBlock
 from .stats import FieldError, Summary
 
 
@@ -32,6 +33,7 @@ class Kind(enum.Enum):
     ABSOLUTE = "absolute"  # GPU kernel time: gated on the same machine, with statistics
     EXACT = "exact"  # peak memory in bytes: deterministic, equal or not, on the same machine
     WALL = "wall"  # CPU wall time per call: too noisy across runs, gated only when asked
+    COMPILE = "compile"  # compile CPU time of fresh processes: same machine, its own threshold
     INFO = "info"  # compile time, first-call latency: reported, never gated
 
 
@@ -57,6 +59,12 @@ METRICS: dict[str, MetricInfo] = {
     "gpu_compiled_call_s": MetricInfo(Kind.INFO, "s"),
     "compile_s": MetricInfo(Kind.INFO, "s"),
     "first_call_s": MetricInfo(Kind.INFO, "s"),
+    "cold_cpu_s": MetricInfo(Kind.COMPILE, "s"),
+    "warm_cpu_s": MetricInfo(Kind.COMPILE, "s"),
+    "cold_wall_s": MetricInfo(Kind.INFO, "s"),
+    "warm_wall_s": MetricInfo(Kind.INFO, "s"),
+    "cold_frame_compile_s": MetricInfo(Kind.INFO, "s"),
+    "warm_frame_compile_s": MetricInfo(Kind.INFO, "s"),
 }
 
 #: GPU kernel-time figures, measured by the method named in `settings["gpu_timing"]`:
@@ -67,6 +75,8 @@ METRICS: dict[str, MetricInfo] = {
 GPU_TIMES = ("gpu_eager_s", "gpu_compiled_s", "gpu_speedup")
 #: figures timed by the CPU's clock in the interleaved loop: what CPU contention can move.
 CPU_TIMES = ("speedup", "eager_s", "compiled_s")
+#: compile CPU time (process and children) of the fresh-process compiles, by side
+COMPILE_TIMES = ("cold_cpu_s", "warm_cpu_s")
 REPLAY = "cudagraph"
 EVENTS = "events"
 TIMING_LABELS = {REPLAY: "CUDA-graph replay", EVENTS: "per-call events"}
@@ -87,7 +97,10 @@ class CaseRecord:
     `samples` holds the raw per-round seconds of `eager_s` and `compiled_s`
     for reports; baseline files leave them out (`to_json(samples=False)`).
     `contention` is what the machine was doing while the CPU figures were
-    timed (None in records from before it was measured).
+    timed (None in records from before it was measured). `compile` holds
+    the fresh-process compiles' facts (`compile_time=True`; stored as
+    `compile_time`); their CPU, wall and Dynamo seconds are `metrics`
+    (`facts.block.FIGURES`), each run's in `samples`.
     """
 
     metrics: Mapping[str, Summary]
@@ -97,6 +110,7 @@ class CaseRecord:
     kernels: Mapping[str, Summary] = field(default_factory=dict)
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     contention: Contention | None = None
+    compile: CompileBlock | None = None
 
     def to_json(self, samples: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -112,6 +126,8 @@ class CaseRecord:
             data["samples"] = {name: list(values) for name, values in self.samples.items()}
         if self.contention is not None:
             data["contention"] = self.contention.to_json()
+        if self.compile is not None:
+            data[COMPILE_FIELD] = self.compile.to_json()
         return data
 
     def gpu_timing(self) -> str | None:
@@ -145,7 +161,21 @@ class CaseRecord:
             contention=Contention.from_json(_section(data, "contention", required=False))
             if "contention" in data
             else None,
+            compile=_compile_block(data),
         )
+
+
+#: the field a stored record keeps its compile-time block in
+COMPILE_FIELD = "compile_time"
+
+
+def _compile_block(data: Mapping[str, Any]) -> CompileBlock | None:
+    if COMPILE_FIELD not in data:
+        return None
+    try:
+        return CompileBlock.from_json(_section(data, COMPILE_FIELD, required=True))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RecordError(COMPILE_FIELD, f"damaged ({type(exc).__name__}: {exc})") from None
 
 
 #: a stored record's damaged field (its dotted path and what is wrong with it)

@@ -24,19 +24,21 @@ from ..common.hooks.crashes import guarded
 from ..common.hooks.report_data import attach, attached
 from ..common.hooks.session import WingSession
 from ..common.options import SpecError
-from ..common.terminal import align, for_config
+from ..common.terminal import Progress, align, for_config
 from .baseline import BaselineWriteError
+from .compile_time.request import Request
 from .gate import CaseVerdict, Gate, GateSettings, Verdict, run_fails
 from .record import MeasuredCase
 from .report.outputs import append_step_summary, benchmark_json, json_report, write_json
 from .report.table import (
-    RESULT_HEADER,
     contended_baseline_lines,
     doubtful_baseline_lines,
     next_step,
+    result_header,
     result_rows,
     run_verdict,
     summary_lines,
+    verdict_details,
     verdict_line,
 )
 from .spec import MARKER, BenchmarkSpec
@@ -44,6 +46,8 @@ from .timing import TimingSettings
 
 if TYPE_CHECKING:
     from .baseline import BaselineStore
+    from .compile_time.child import CompilingBenchmark
+    from .compile_time.runner import FreshCompiles
     from .fixture import CompileBenchmark
 
 #: the user property (junit writes it) holding each gated case's verdict line.
@@ -59,7 +63,7 @@ XDIST_SKIP = (
 #: between passes is recorded as the case's noise for later gates.
 BASELINE_PASSES = 5
 
-bench_key = pytest.StashKey["CompileBenchmark"]()
+bench_key = pytest.StashKey["CompileBenchmark | CompilingBenchmark"]()
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class PerfSettings:
     baseline_setting: str = (
         "ini torchcompile_perf_baseline_dir"  # how the folder was named, for messages
     )
+    compile_runs: int = 5
+    child_arguments: tuple[str, ...] = ()
+    compiling: Request | None = None  # this process compiles one case for compile_time=True
 
 
 class PerfSession(WingSession):
@@ -115,8 +122,9 @@ class PerfSession(WingSession):
             return str(exc)
         return None
 
-    def benchmark_for(self, item: pytest.Item) -> CompileBenchmark:
-        """A test's benchmark object, with the marker's overrides of the ini settings."""
+    def benchmark_for(self, item: pytest.Item) -> CompileBenchmark | CompilingBenchmark:
+        """A test's benchmark object, with the marker's overrides of the ini settings (in a
+        process compiling one case for `compile_time=True`, the object that compiles it)."""
         from .fixture import CompileBenchmark
 
         marker = item.get_closest_marker(MARKER)
@@ -128,6 +136,10 @@ class PerfSession(WingSession):
             return CompileBenchmark(
                 item.nodeid, None, str(exc), self.settings.timing, self.settings.threads
             )
+        if self.settings.compiling is not None and self.settings.compiling.nodeid == item.nodeid:
+            from .compile_time.child import CompilingBenchmark
+
+            return CompilingBenchmark(self.settings.compiling, spec, self.settings.threads)
         timing = replace(
             self.settings.timing,
             **_given(max_time=spec.max_time, confidence=spec.confidence),
@@ -136,9 +148,14 @@ class PerfSession(WingSession):
         if self.settings.gate is not None:
             settings = replace(
                 self.settings.gate,
-                **_given(threshold=spec.threshold, confidence=spec.confidence),
+                **_given(
+                    threshold=spec.threshold,
+                    confidence=spec.confidence,
+                    compile_threshold=spec.compile_threshold,
+                ),
             )
             gate = Gate(settings, self.store().lookup)
+        progress = for_config(item.config).named(item.nodeid)
         return CompileBenchmark(
             item.nodeid,
             spec,
@@ -148,7 +165,16 @@ class PerfSession(WingSession):
             gate,
             self.store().lookup,
             BASELINE_PASSES if self.settings.update else 1,
-            for_config(item.config).named(item.nodeid),
+            progress,
+            self._fresh_compiles(item, progress) if spec.compile_time else None,
+            self.settings.compile_runs,
+        )
+
+    def _fresh_compiles(self, item: pytest.Item, progress: Progress) -> FreshCompiles:
+        from .compile_time.runner import FreshCompiles
+
+        return FreshCompiles(
+            item.nodeid, self.rootdir, list(self.settings.child_arguments), progress
         )
 
     # --- each test -------------------------------------------------------------
@@ -165,7 +191,7 @@ class PerfSession(WingSession):
             pyfuncitem.user_properties.append((VERDICT_PROPERTY, verdict_line(verdict)))
         failing = [v for v in verdicts if run_fails([v], self.settings.gate)]
         if failing:
-            lines = [verdict_line(v) for v in failing]
+            lines = [line for v in failing for line in (verdict_line(v), *verdict_details(v))]
             hints = dict.fromkeys(next_step(v, pyfuncitem.nodeid) for v in failing)
             pytest.fail("\n".join([*lines, *hints]), pytrace=False)
         return result
@@ -274,18 +300,24 @@ class PerfSession(WingSession):
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
-        """pytest-html's report opens with the gate's chart (each case's speedup interval)."""
-        if self.settings.gate is None or not self.verdicts or self.worker:
+        """pytest-html's report opens with the gate's chart (each case's speedup interval) and the
+        table of the fresh-process compiles (`compile_time=True`)."""
+        if self.worker:
             return
         with guarded("pytest_html_results_summary", self.internal_errors):
             from .report.chart import speedup_chart
+            from .report.html import compile_table
 
-            prefix.append(speedup_chart(self.verdicts, self.settings.gate.threshold))
+            if self.settings.gate is not None and self.verdicts:
+                prefix.append(speedup_chart(self.verdicts, self.settings.gate.threshold))
+            table = compile_table(self.cases, self.verdicts)
+            if table:
+                prefix.append(table)
 
     def summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.cases:
             terminalreporter.write_sep("-", "torch.compile benchmarks")
-            for line in align(RESULT_HEADER, result_rows(self.cases)):
+            for line in align(result_header(self.cases), result_rows(self.cases)):
                 terminalreporter.write_line(line)
         if self.settings.gate is not None and self.cases:
             terminalreporter.write_sep("-", "torch.compile perf gate")

@@ -4,7 +4,8 @@ The compile keywords (backend, mode, dynamic, fullgraph, options) mean what
 they mean for `compile_snapshot`: both markers' specs build on the shared
 `CompileOptions` (`common/options.py`), so they accept and refuse the same
 values, each naming its own marker. The gate keywords (`threshold`,
-`confidence`) and `max_time` override the ini values for one test. Nothing
+`confidence`, `compile_threshold`) and `max_time` override the ini values
+for one test; `compile_time=True` adds the fresh-process compiles. Nothing
 here imports torch.
 """
 
@@ -26,6 +27,9 @@ class BenchmarkSpec(CompileOptions):
 
     `threshold` (a fraction: 0.1 is 10%), `confidence` and `max_time`
     (seconds of timing per measurement) default to the ini values when None.
+    `compile_time=True` also compiles each case cold and warm in fresh
+    processes (`compile_time/`); `compile_threshold` is the smallest growth
+    of their CPU time that fails.
     """
 
     marker: ClassVar[str] = MARKER
@@ -33,12 +37,16 @@ class BenchmarkSpec(CompileOptions):
     threshold: float | None = None
     confidence: float | None = None
     max_time: float | None = None
+    compile_time: bool = False
+    compile_threshold: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.check_choice("compile_time", self.compile_time, (True, False))
         overrides: dict[str, float | None] = {
             "threshold": self.threshold,
             "confidence": self.confidence,
+            "compile_threshold": self.compile_threshold,
         }
         try:
             GateSettings(**{name: value for name, value in overrides.items() if value is not None})

@@ -2,9 +2,10 @@
 
 Each call runs eager on its own copies, then the compiled model under the
 capture (`common/compiling.py`, shared with the benchmark case), checks
-numerics, and, with `precompile=True`, the precompile round trip. What a
-failure needs to explain itself is in `replay.py`; the artifacts and frames
-are read lazily through `view.py`.
+numerics, then the checks in a fresh process the marker asks for
+(`precompile=True`, `run_program=True`: each a `FreshCheck`, prepared before
+the call and run after it). What a failure needs to explain itself is in
+`replay.py`; the artifacts and frames are read lazily (`CaseArtifacts`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .._torch import config
 from ..common.capture import reset_dynamo
 from ..common.capture_log import CaptureLog
 from ..common.compiling import MODEL_ERRORS, compile_with, compiling, eager_failed, unusable_output
-from ..common.copies import clone_inputs, copy_model, copy_with_grads
+from ..common.copies import clone_inputs, copy_model
 from ..common.counters import counters
 from ..common.named_cases import CaseFailure, fail_test_on_case_failure
 from ..common.terminal import Progress
@@ -26,15 +27,15 @@ from .artifacts.catalogue import CaseCapture
 from .artifacts.normalize import Normalizer
 from .emit.guards import GuardChecker, read_guards
 from .files.placeholders import case_device
+from .fresh_process.check import After, FreshCheck, FreshCheckFailed
 from .fresh_process.servers import FreshProcesses
-from .numerics.calls import SEED, Inputs, observed_call
+from .numerics.calls import Inputs, observed_call
 from .numerics.check import bitwise_differences
-from .numerics.precompile import PrecompileFailure, RoundTrip
-from .numerics.precompile import check as precompile_check
 from .numerics.replay import Replay
+from .precompile.round_trip import PrecompileCheck, PrecompileReport
 from .program.facts.reading import compile_settings
 from .program.layout.writer import write_program
-from .program.run.check import ProgramMismatch
+from .program.run.check import ProgramRun
 from .program.run.state import ProgramState
 from .result import CompileResult
 from .spec import CompileSpec
@@ -61,22 +62,21 @@ class CompileCase:
     compile_seconds: float = 0.0
     result: CompileResult | None = None
     guard_checker: GuardChecker | None = None
-    round_trip: RoundTrip | None = None
     progress: Progress = field(default_factory=Progress)
     #: the session's fresh processes (the program's runs, the precompile round trip)
     processes: FreshProcesses = field(default_factory=FreshProcesses)
     program: ProgramState = field(init=False)
+    #: the checks in a fresh process the marker asks for, in the order they run after each call
+    checks: list[FreshCheck] = field(init=False)
 
     def __post_init__(self) -> None:
-        # the program's run is observed and compared as the compiled run is, by the numerics
-        self.program = ProgramState(
-            self.spec.backend_name, observed_call, bitwise_differences, self.processes
-        )
+        self.program = ProgramState(self.spec.backend_name)
+        self.checks = fresh_checks(self.spec, self.program, self.normalizer, self.processes)
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileResult:
         """Compile a copy of the user's model: their module keeps its parameters, buffers and
         `.grad` as they were, and a model used twice judges the same both times."""
-        if self.spec.run_program or self.spec.precompile:
+        if self.checks:
             self.processes.prestart()  # its imports overlap this case's compile
         reset_dynamo()
         self.model = copy_model(self.model)
@@ -90,16 +90,7 @@ class CompileCase:
         assert self.replay is not None, "start() first"
         self.calls.append(clone_inputs((args, kwargs)))
         eager_inputs = clone_inputs((args, kwargs))
-        before = (
-            (copy_model(self.eager_model), clone_inputs((args, kwargs)))
-            if self.spec.precompile
-            else None
-        )
-        unrun = (
-            (copy_with_grads(self.model), clone_inputs((args, kwargs)))
-            if self.spec.run_program
-            else None
-        )
+        before = [c.prepare(self.eager_model, self.model, (args, kwargs)) for c in self.checks]
         eager_out, eager_seen = self._run_eager(eager_inputs)
         first = len(self.calls) == 1
         doing = (
@@ -115,12 +106,14 @@ class CompileCase:
                 with self.progress.stage("numerics differ: replaying the pipeline stage by stage"):
                     failure = self.replay.numerics_failure(mismatches)
                 raise CaseFailure(failure)
-        if before is not None:
-            with self.progress.stage("precompile round trip (aot_compile, save, load, run)"):
-                self._precompiled(*before, (eager_out, out))
-        if unrun is not None:
-            with self.progress.stage("running the program file in a fresh process"):
-                self._run_program(*unrun, seen)
+        after = After(self.log.frozen(), eager_out, out, seen)
+        for check, prepared in zip(self.checks, before):
+            with self.progress.stage(check.doing):
+                try:
+                    check.after_call(prepared, after)
+                except FreshCheckFailed as exc:
+                    raise CaseFailure(self.normalizer(str(exc))) from exc
+            setattr(self.result, check.result_field, check.report())
         return self.result
 
     def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
@@ -145,31 +138,14 @@ class CompileCase:
         self.compile_seconds += spent.seconds
         return observed
 
-    def _precompiled(self, model: Any, inputs: Any, reference: tuple[Any, Any]) -> None:
-        """The precompile round trip on this call's inputs and model state (precompile.py)."""
-        breaks = tuple(self.normalizer(b).strip() for b in counters(self.log).break_reasons)
-        try:
-            self.round_trip = precompile_check(
-                self.round_trip, self.spec, model, inputs, reference, breaks, SEED, self.processes
-            )
-        except PrecompileFailure as exc:
-            raise CaseFailure(self.normalizer(str(exc))) from exc
-        if self.result is not None:
-            self.result.precompile = self.round_trip.report
-
-    def _run_program(self, model: Any, inputs: Inputs, seen: dict[str, Any]) -> None:
-        """The program file of the case as of this call, run fresh on this call's inputs (program/run/)."""
-        try:
-            report = self.program.run(self.log.frozen(), model, inputs, self.spec.grads, seen)
-        except ProgramMismatch as exc:
-            raise CaseFailure(self.normalizer(str(exc))) from exc
-        if self.result is not None:
-            self.result.program_report = report
+    def precompile_report(self) -> PrecompileReport | None:
+        """What the precompile round trip measured so far (None: not asked for, or nothing saved)."""
+        trip = next((c for c in self.checks if isinstance(c, PrecompileCheck)), None)
+        return trip.report() if trip is not None else None
 
     def close(self) -> None:
-        if self.round_trip is not None:
-            self.round_trip.close()
-        self.program.close()
+        for check in self.checks:
+            check.close()
 
     def _result(self, out: Any, eager_out: Any) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
@@ -201,3 +177,18 @@ class CompileCase:
         if self.guard_checker is None:
             self.guard_checker = GuardChecker(self.log, self.model)
         return self.guard_checker(*args, **kwargs)
+
+
+def fresh_checks(
+    spec: CompileSpec, program: ProgramState, normalizer: Normalizer, processes: FreshProcesses
+) -> list[FreshCheck]:
+    """The checks in a fresh process `spec` asks for: the precompile round trip, the program's run
+    (observed and compared as the compiled run is, by the numerics)."""
+    checks: list[FreshCheck] = []
+    if spec.precompile:
+        checks.append(PrecompileCheck(processes, spec, normalizer))
+    if spec.run_program:
+        checks.append(
+            ProgramRun(processes, program, observed_call, bitwise_differences, spec.grads)
+        )
+    return checks

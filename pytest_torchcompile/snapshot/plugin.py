@@ -19,6 +19,8 @@ from ..common.hooks.session import close_session, open_session
 from ..common.options import folder_option
 from ..common.terminal import for_config
 from .files.placeholders import placeholders
+from .fresh_process.folders import remove_leftovers
+from .fresh_process.settings import settings_problem
 from .session import TextOnlyMode, TorchCompileSession, model_key, parse_marker
 from .spec import MARKER, CompileSpec
 
@@ -76,6 +78,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    problem = settings_problem()
+    if problem is not None:
+        raise pytest.UsageError(f"pytest-torchcompile: {problem}")
+    remove_leftovers()  # the fresh processes' folders a killed run left (never a live run's)
     config.addinivalue_line(
         "markers",
         f"{CompileSpec.marker_signature()}: compile with torch.compile, snapshot the compiler's artifacts and check numerics against eager (pytest-torchcompile)",
@@ -91,11 +97,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _text_only(config: pytest.Config) -> TextOnlyMode:
-    """What a text-only difference does: pass (the default), fail (strict) or get written."""
+    """What a text-only difference does: pass (the default), fail (strict) or get written.
+
+    `--torchcompile-update-text-only` beside `--update-snapshots` (which writes behaviour
+    changes too) or `--torchcompile-strict-text` (which fails what it writes) is a usage
+    error: which one the run obeys would be a guess. The ini `torchcompile_strict_text` is a
+    project's standing rule, and the flag a run's one action: the flag is obeyed.
+    """
+    strict = get_option_ini(config, STRICT_TEXT)
     if get_option_ini(config, UPDATE_TEXT_ONLY).value:
+        if config.getoption("update_snapshots"):
+            raise pytest.UsageError(
+                f"--update-snapshots and {UPDATE_TEXT_ONLY.flag} ask for different updates: "
+                "--update-snapshots writes every difference, behaviour changes included, and "
+                f"deletes unused files; {UPDATE_TEXT_ONLY.flag} writes only the cases whose "
+                "difference is text only: give one of them"
+            )
+        if strict.value and strict.by_flag:
+            raise pytest.UsageError(
+                f"{UPDATE_TEXT_ONLY.flag} and {strict.source} contradict each other: the first "
+                "writes the cases whose difference is text only, the second fails them: give one of them"
+            )
         return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "update")
-    strict = bool(get_option_ini(config, STRICT_TEXT).value)
-    return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "fail" if strict else "pass")
+    return TextOnlyMode(UPDATE_TEXT_ONLY.flag, STRICT_TEXT.flag, "fail" if strict.value else "pass")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .artifacts.case_artifacts import FrameResult
 
 if TYPE_CHECKING:
-    from .numerics.precompile import PrecompileReport
+    from .precompile.round_trip import PrecompileReport
     from .program.run.check import ProgramReport
 
 

@@ -24,7 +24,7 @@ from ..common.hooks.crashes import internal_error
 from ..common.hooks.flags import Given
 from ..common.hooks.report_data import attach, attached, keep
 from ..common.hooks.session import WingSession
-from ..common.options import SpecError
+from ..common.options import SpecError, folder_problem
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
 from .compare.failure import compose
@@ -38,11 +38,12 @@ from .files.outcome import Outcome, Status
 from .files.ownership import root_problem
 from .files.placeholders import (
     PlaceholderError,
+    expand_home,
     installed_torch_minor,
     placeholders,
     resolve,
     resolve_some,
-    sets_glob,
+    set_relation,
     torch_minor,
 )
 from .files.store import FileCounts, FolderClash, SnapshotStore, TestFiles
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from .case import CompileCase
     from .distributed.case import DistributedCase
     from .fixture import CompileModel
+    from .precompile.round_trip import PrecompileReport
 
     #: a case of either fixture, as the snapshot check and the tables read it
     Case = CompileCase | DistributedCase
@@ -149,7 +151,7 @@ class TorchCompileSession(WingSession):
         )
         store = SnapshotStore(root=root, rootdir=rootdir, update=update, started=time.time())
         housekeeping = Housekeeping.from_config(config, store)
-        housekeeping.sets = sets_glob(rootdir, template, version) if version else None
+        housekeeping.sets = (template, version) if version else None
         worker = hasattr(config, "workerinput")
         return cls(template, store, rootdir, worker, housekeeping, full_diff, given, text_only)
 
@@ -166,14 +168,12 @@ class TorchCompileSession(WingSession):
             return self.store
         import torch
 
-        if template is not None:
-            _check_own_template(template)
         template = template or self.folder
         version, device = torch_minor(torch.__version__), self._device(nodeid, cases, template)
         root = self.rootdir / resolve(template, torch=version, device=device)
         if root not in self.stores:
             run_root = self.rootdir / resolve(self.folder, torch=version, device=device)
-            problem = root_problem(root, self.rootdir) or _nested(root, run_root)
+            problem = root_problem(root, self.rootdir) or self._beside(root, run_root, version)
             if problem is not None:
                 pytest.fail(
                     f"usage error: the snapshot folder {root} of {nodeid} {problem}", pytrace=False
@@ -185,6 +185,25 @@ class TorchCompileSession(WingSession):
                 started=self.store.started,
             )
         return self.stores[root]
+
+    def _beside(self, root: Path, run_root: Path, version: str) -> str | None:
+        """Why a test's own folder (`snapshot_dir=`) may not lie inside a set of the run's folder
+        (any device's), nor hold one: the run judges the folders there by its own layout, and
+        would take the test's for a deleted one's (an update wrote them, then removed them)."""
+        relation = set_relation(root, self.rootdir, self.folder, version)
+        if relation is None:
+            return None
+        how, where = relation
+        if how == "inside":
+            said = f"lies inside the run's snapshot folder {where}"
+        else:
+            said = f"holds the run's snapshot folder {run_root if run_root.is_relative_to(root) else where}"
+        return (
+            f"(the marker's snapshot_dir) {said}, whose update would take its files for a deleted "
+            "test's: name a folder beside the run's, neither inside nor around it (with "
+            "torchcompile_snapshot_dir = snapshots/{torch}/{device}: "
+            "snapshot_dir='snapshots-py{python}/{torch}/{device}')"
+        )
 
     def _other_torch(
         self,
@@ -234,15 +253,15 @@ class TorchCompileSession(WingSession):
         crash = failure = ""
         try:
             texts = model.snapshot_texts()
-            own = model.spec.snapshot_dir if model.spec is not None else None
+            own = _own_template(model.spec.snapshot_dir if model.spec is not None else None)
             store = self.store_for(pyfuncitem.nodeid, model.finished(), own)
             folder = self.housekeeping.folder(pyfuncitem)
             checked = store.check_test(folder, texts, self.housekeeping.claims)
             outcomes, refreshed = self._pass_text_only(pyfuncitem, store, checked.outcomes)
             counts = checked.counts + refreshed
             keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(counts.to_json()))
-            if checked.unused:
-                keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused))
+            if checked.unused is not None:
+                keep(pyfuncitem, UNUSED_PROPERTY, json.dumps(checked.unused.to_json()))
             other = self._other_torch(
                 pyfuncitem.nodeid, model.finished(), store, folder, checked, own
             )
@@ -313,9 +332,9 @@ class TorchCompileSession(WingSession):
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
         attach(report, ROWS_PROPERTY, json.dumps([r.to_json() for r in rows]))
         trips = [
-            _precompile_row(item.nodeid, case)
+            _precompile_row(item.nodeid, case.name, trip)
             for case in model.cases
-            if case.round_trip is not None
+            if (trip := case.precompile_report()) is not None
         ]
         if trips:
             attach(report, PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))
@@ -388,12 +407,16 @@ def _attach_html(report: pytest.TestReport, fragment: str) -> None:
     report.extras = [*getattr(report, "extras", []), extras.html(fragment)]  # type: ignore[attr-defined]
 
 
-def _check_own_template(template: str) -> None:
-    """A test's own folder template (the marker's `snapshot_dir`): its placeholders, or the test fails."""
+def _own_template(template: str | None) -> str | None:
+    """A test's own folder template (the marker's `snapshot_dir`), `~` expanded; the test fails
+    when its placeholders are wrong."""
+    if template is None:
+        return None
     try:
         placeholders(template)
+        return expand_home(template)
     except PlaceholderError as exc:
-        pytest.fail(f"{MARKER}(snapshot_dir=...): {exc}", pytrace=False)
+        pytest.fail(f"usage error: {MARKER}(snapshot_dir=...): {exc}", pytrace=False)
 
 
 def _checked_template(folder: Given) -> str:
@@ -403,16 +426,34 @@ def _checked_template(folder: Given) -> str:
         raise pytest.UsageError(
             f"{folder.source} is empty: name a folder relative to the rootdir, e.g. snapshots (the default)"
         )
+    problem = folder_problem(template)
+    if problem is not None:
+        raise pytest.UsageError(f"torchcompile_snapshot_dir {template[:60]!r} {problem}")
     try:
         placeholders(template)
+        return expand_home(template)
     except PlaceholderError as exc:
         raise pytest.UsageError(f"torchcompile_snapshot_dir: {exc}") from None
-    return template
 
 
 def _snapshot_root(setting: str, root: Path, rootdir: Path, update: bool) -> Path:
     """The snapshot folder; a usage error when it (or a folder above it) is a file, when
-    `ownership.root_problem` refuses it, or when an update could not write there."""
+    `ownership.root_problem` refuses it, when an update could not write there, or when the
+    file system refuses to look at it (a path too long)."""
+    try:
+        return _checked_root(setting, root, rootdir, update)
+    except OSError as exc:
+        shown = [
+            text if len(text) < 200 else f"{text[:100]}...{text[-40:]}"
+            for text in (setting, str(root))
+        ]
+        raise pytest.UsageError(
+            f"{shown[0]}: cannot use the snapshot folder {shown[1]}: {exc.strerror or exc}; "
+            "name a shorter folder inside the rootdir, e.g. snapshots (the default)"
+        ) from None
+
+
+def _checked_root(setting: str, root: Path, rootdir: Path, update: bool) -> Path:
     for path in (root, *root.parents):
         if path.exists():
             if not path.is_dir():
@@ -431,19 +472,6 @@ def _snapshot_root(setting: str, root: Path, rootdir: Path, update: bool) -> Pat
     return root
 
 
-def _nested(root: Path, run_root: Path) -> str | None:
-    """Why a test's own folder (`snapshot_dir=`) may not lie inside the run's set: the run
-    judges the folders there by its own layout, and would take the test's for a deleted one's."""
-    if root == run_root or not root.is_relative_to(run_root):
-        return None
-    return (
-        f"(the marker's snapshot_dir) lies inside the run's snapshot folder {run_root}, whose "
-        "update would take its files for a deleted test's: name a folder beside that one, not "
-        "under it (with torchcompile_snapshot_dir = snapshots/{torch}/{device}: "
-        "snapshot_dir='snapshots/py{python}/{torch}/{device}')"
-    )
-
-
 def _row(nodeid: str, case: Case) -> CaseRow:
     r = case.result
     assert r is not None
@@ -458,13 +486,12 @@ def _row(nodeid: str, case: Case) -> CaseRow:
     )
 
 
-def _precompile_row(nodeid: str, case: CompileCase) -> PrecompileRow:
-    assert case.round_trip is not None
-    r = case.round_trip.report
+def _precompile_row(nodeid: str, name: str, r: PrecompileReport) -> PrecompileRow:
+    """The table's row of a case's `PrecompileReport`."""
     first_load = r.load_seconds[0] if r.load_seconds else 0.0
     return PrecompileRow(
         nodeid,
-        case.name,
+        name,
         r.artifact_bytes,
         round(r.compile_seconds, 2),
         round(r.save_seconds, 3),

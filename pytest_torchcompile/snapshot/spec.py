@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..common.options import COMPILE_MODES, CompileOptions, SpecError
+from ..common.options import COMPILE_MODES, CompileOptions, SpecError, folder_problem
 from .artifacts.catalogue import ARTIFACT_EXTENSIONS
 
 __all__ = ["ARTIFACT_EXTENSIONS", "COMPILE_MODES", "MARKER", "CompileSpec", "SpecError"]
@@ -116,6 +116,9 @@ def _check_snapshot_dir(template: object) -> None:
             f"{MARKER}(snapshot_dir={template!r}) must name a folder relative to the rootdir, "
             "beside the run's folder, e.g. 'snapshots-py{python}/{torch}/{device}'"
         )
+    problem = folder_problem(template)
+    if problem is not None:
+        raise SpecError(f"{MARKER}(snapshot_dir={template[:60]!r}) {problem}")
 
 
 def _is_finite_number(value: object) -> bool:

@@ -5,8 +5,9 @@ holds on the installed torch: the trace records arrive under the streams
 the plugin knows, the bytecode hook sees the compile id, the guard tree
 reads as rows whose code parses in the known formats, Dynamo's metrics
 count compile time, errors are classified, Inductor's output code and a
-graph-break record match the formats, and a precompiled function saves,
-loads and names the guard that rejects an input. Compiling moves Dynamo's
+graph-break record match the formats, a compile's cost and cache facts read
+cold then warm (`compile_cost`), and a precompiled function saves, loads and
+names the guard that rejects an input. Compiling moves Dynamo's
 process-global counters, so this file is never collected with the rest of
 the suite (its name does not start with `test_`).
 
@@ -23,6 +24,7 @@ import torch
 
 from pytest_torchcompile._torch import (
     aot,
+    compile_cost,
     config,
     dynamo,
     errors,
@@ -135,6 +137,35 @@ def test_metrics_count_compile_time_and_clear() -> None:
     assert metrics.frame_compile_seconds() > 0
     metrics.clear()
     assert metrics.frame_compile_seconds() == 0.0
+
+
+def test_compile_cost_reads_a_cold_then_a_warm_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counters, compile metrics, phase lists and lookup records, as `watching` reads them:
+    a cold compile in an empty cache folder misses and runs codegen, the same compile again
+    (Dynamo's caches reset) hits on disk and runs none."""
+    monkeypatch.setenv(compile_cost.CACHE_DIR_ENV, str(tmp_path))
+    compile_cost.import_compiler()
+    seen = []
+    for _ in range(2):
+        dynamo.reset()
+        with torch.no_grad(), compile_cost.watching() as watched:
+            torch.compile(relu_plus_one)(torch.randn(8, 16))
+        seen.append(watched)
+    cold, warm = seen
+    assert cold.counts["fx_graph.miss"] >= 1 and warm.counts["fx_graph.hit"] >= 1
+    assert cold.phase_counts["codegen"] >= 1 and warm.phase_counts["codegen"] == 0
+    assert set(compile_cost.COUNTED_PHASES.values()) & set(cold.phase_seconds)
+    assert cold.frame_counts["frames"] == 1 and cold.frame_counts["graph_nodes"] > 0
+    assert cold.frame_seconds > 0 and warm.counts["autotune"] == 0
+    fx = [x for x in warm.lookups if x.cache == "fx_graph"]
+    assert fx and fx[0].outcome == "hit" and fx[0].key
+    names = {c.name for c in fx[0].components}
+    assert "gm" in names and any(n.startswith("inductor_config[") for n in names)
+    assert all(c.hash for c in fx[0].components)
+    assert warm.switches["fx_graph_cache"] in ("True", "False")
+    compile_cost.reap_compile_workers()
 
 
 def test_errors_are_classified() -> None:

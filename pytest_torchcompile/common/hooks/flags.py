@@ -11,7 +11,9 @@ naming it, so a bad value fails before any test runs.
 
 A renamed flag or ini option keeps working under its old name
 (`old_flag`, `old_ini`): `warn_renamed` prints one deprecation warning per
-old name used, naming the new one. Nothing here imports torch.
+old name used, naming the new one. A flag given in both spellings is a usage
+error naming both (which one counts would be a guess, and the other's value
+would go unread). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ class Given:
     value: Any
     source: str
 
+    @property
+    def by_flag(self) -> bool:
+        """Given on the command line (not by an ini option or the default)."""
+        return self.source.startswith("--")
+
 
 def group(parser: pytest.Parser) -> pytest.OptionGroup:
     """The plugin's one option group (both wings)."""
@@ -112,11 +119,20 @@ def flag_type(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def get_option_ini(config: pytest.Config, option: Option) -> Given:
-    """The flag's value if given (new spelling, then old), else the ini option's, else the default."""
+    """The flag's value if given (in one spelling: both are a usage error), else the ini
+    option's, else the default."""
+    spelled = []
     for flag, dest in ((option.flag, option.dest), (option.old_flag, option.dest + _OLD)):
         value = config.getoption(dest, None) if flag is not None else None
         if value is not None and value is not False:
-            return Given(value, flag if value is True else f"{flag}={value}")
+            spelled.append(Given(value, flag if value is True else f"{flag}={value}"))
+    if len(spelled) > 1:
+        raise pytest.UsageError(
+            f"{spelled[0].source} and {spelled[1].source}: {option.old_flag} is the deprecated "
+            f"spelling of {option.flag}, and a run takes one: give {option.flag} alone"
+        )
+    if spelled:
+        return spelled[0]
     if option.ini:
         for name in (option.dest, option.old_ini):
             if name is not None and (raw := _read_ini(config, option, name)) != UNSET:

@@ -1,8 +1,11 @@
 """The perf wing's files: this plugin's JSON report, pytest-benchmark's JSON, the CI summary.
 
 `json_report` holds the run's verdict, every gate row and every case's
-record (raw rounds included); `benchmark_json` writes pytest-benchmark's
-schema, so `pytest-benchmark compare` reads the same results;
+record (raw rounds included, and the fresh-process compiles' facts and
+runs); `benchmark_json` writes pytest-benchmark's schema, so
+`pytest-benchmark compare` reads the same results (a case compiled in fresh
+processes adds a benchmark per side, `cold-compile` and `warm-compile`, whose
+data are the runs' CPU seconds);
 `append_step_summary` adds the gate's Markdown to `$GITHUB_STEP_SUMMARY`.
 Each file is written whole (atomically) or not at all.
 """
@@ -48,28 +51,10 @@ def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) ->
     for case in sorted(cases, key=lambda c: c.key):
         for side in ("eager", "compiled"):
             data = case.record.samples.get(f"{side}_s")
-            if not data:
-                continue
-            benchmarks.append(
-                {
-                    "group": case.key,
-                    "name": f"{case.key.rsplit('::', 2)[-2]}[{case.key.rsplit('::', 1)[-1]}-{side}]",
-                    "fullname": f"{case.key}[{side}]",
-                    "params": {"side": side},
-                    "param": side,
-                    "extra_info": {
-                        "speedup": case.record.metrics["speedup"].median,
-                        **case.record.settings,
-                    },
-                    "options": {
-                        "timer": "perf_counter",
-                        "disable_gc": True,
-                        "warmup": True,
-                        "min_rounds": len(data),
-                    },
-                    "stats": benchmark_stats(data),
-                }
-            )
+            if data:
+                extra = {"speedup": case.record.metrics["speedup"].median, **case.record.settings}
+                benchmarks.append(_benchmark(case.key, side, data, extra, "perf_counter"))
+        benchmarks += _compile_benchmarks(case)
     return {
         # pytest-benchmark writes `cpu` as py-cpuinfo's dict; the fingerprint's fields sit beside it
         "machine_info": {
@@ -87,6 +72,43 @@ def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) ->
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "version": "5.1.0",
     }
+
+
+def _benchmark(
+    key: str, side: str, data: Sequence[float], extra: Mapping[str, Any], timer: str
+) -> dict[str, Any]:
+    """One pytest-benchmark entry: a side of a case, each datum a round (or a fresh-process run)."""
+    return {
+        "group": key,
+        "name": f"{key.rsplit('::', 2)[-2]}[{key.rsplit('::', 1)[-1]}-{side}]",
+        "fullname": f"{key}[{side}]",
+        "params": {"side": side},
+        "param": side,
+        "extra_info": dict(extra),
+        "options": {"timer": timer, "disable_gc": True, "warmup": True, "min_rounds": len(data)},
+        "stats": benchmark_stats(data),
+    }
+
+
+def _compile_benchmarks(case: MeasuredCase) -> list[dict[str, Any]]:
+    """`cold-compile` and `warm-compile`: CPU seconds of each fresh-process compile, with the
+    medians of their wall and Dynamo seconds and the side's cache outcomes in `extra_info`."""
+    block, metrics = case.record.compile, case.record.metrics
+    if block is None:
+        return []
+    entries = []
+    for side in ("cold", "warm"):
+        data = case.record.samples.get(f"{side}_cpu_s")
+        if not data:
+            continue
+        extra = {
+            "wall_s": metrics[f"{side}_wall_s"].median,
+            "frame_compile_s": metrics[f"{side}_frame_compile_s"].median,
+            "caches": block.side(side).summary(),
+            "runs": block.runs,
+        }
+        entries.append(_benchmark(case.key, f"{side}-compile", data, extra, "process CPU time"))
+    return entries
 
 
 def benchmark_stats(data: Sequence[float]) -> dict[str, Any]:

@@ -11,13 +11,20 @@ import shlex
 from collections.abc import Sequence
 
 from ...common.terminal import align
-from ..gate import CaseVerdict, GateSettings, Row, Verdict, run_fails, worst
+from ..facts.block import FACT_METRICS
+from ..gate import TOO_FEW_RUNS, CaseVerdict, GateSettings, Row, Verdict, run_fails, worst
 from ..record import MeasuredCase, passes_left_out
 
 UPDATE_FLAG = "--torchcompile-perf-update-baseline"
 GATE_FLAG = "--torchcompile-perf-gate"
 GATE_HEADER = ("case", "metric", "baseline", "now", "change", "confidence", "verdict")
 RESULT_HEADER = ("case", "eager", "compiled", "speedup", "95% CI", "compile s", "first call s")
+#: the result table's columns for cases compiled in fresh processes (median CPU seconds a compile)
+COMPILE_HEADER = ("cold CPU s", "warm CPU s")
+#: longest sentence a table cell shows (the failure message has it whole)
+CELL = 100
+#: how a broken warm contract's sentence opens: a failure's first line leads with it
+WARM_START = "warm start "
 
 
 def fmt_value(value: float | str | None, unit: str) -> str:
@@ -54,13 +61,19 @@ def fmt_percent(value: float) -> str:
     return f"{value * 100:+.1f}%" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
 
 
+def first_sentence(note: str) -> str:
+    """A fact row's note up to its first `; `: what moved, most decisive first."""
+    return note.split("; ", 1)[0]
+
+
 def gate_cells(row: Row) -> tuple[str, ...]:
     """A row's cells; why a metric is not gated goes in the verdict column,
-    what moved of the counters in the change column."""
+    what moved of the counters (or a fact row's first finding) in the change column."""
     counters_moved = row.change is None and row.verdict is Verdict.FAIL
-    change = (
-        fmt_percent(row.change) if row.change is not None else row.note if counters_moved else ""
-    )
+    moved = row.note
+    if row.metric in FACT_METRICS and len(moved := first_sentence(row.note)) > CELL:
+        moved = moved[: CELL - 3] + "..."
+    change = fmt_percent(row.change) if row.change is not None else moved if counters_moved else ""
     ci = f"[{fmt_percent(row.ci[0])}, {fmt_percent(row.ci[1])}]" if row.ci else ""
     if row.verdict is Verdict.NOT_GATED:
         return (
@@ -92,8 +105,12 @@ def verdict_line(verdict: CaseVerdict) -> str:
     and junit say what moved without the end-of-run table.
     """
     shown = [r for r in verdict.rows if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)]
+    shown.sort(key=lambda r: not r.note.startswith(WARM_START))  # a broken warm start first
     parts = []
     for row in shown:
+        if row.metric in FACT_METRICS and row.verdict is Verdict.FAIL:
+            parts.append(f"{first_sentence(row.note)} {row.verdict.value}")
+            continue
         cells = gate_cells(row)
         detail = ", ".join(part for part in (cells[4], cells[5]) if part)
         moved = f"{cells[2]} -> {cells[3]}" if row.baseline is not None else f"now {cells[3]}"
@@ -103,6 +120,15 @@ def verdict_line(verdict: CaseVerdict) -> str:
     again = " (re-measured)" if verdict.remeasured else ""
     said = "; ".join(parts) if parts else "no metric was gated"
     return f"perf gate {verdict.verdict.value}{again} for {verdict.case}: {said}"
+
+
+def verdict_details(verdict: CaseVerdict) -> list[str]:
+    """The lines after a failing case's verdict line: each failing fact row's findings whole."""
+    return [
+        f"  {row.metric}: {row.note}"
+        for row in verdict.rows
+        if row.metric in FACT_METRICS and row.verdict is Verdict.FAIL
+    ]
 
 
 def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
@@ -121,23 +147,35 @@ def gate_rows(verdicts: Sequence[CaseVerdict]) -> list[tuple[str, ...]]:
     return rows
 
 
+def result_header(cases: Sequence[MeasuredCase]) -> tuple[str, ...]:
+    """The result table's header: with the compile columns when a case has fresh-process compiles."""
+    if any(c.record.compile is not None for c in cases):
+        return RESULT_HEADER + COMPILE_HEADER
+    return RESULT_HEADER
+
+
 def result_rows(cases: Sequence[MeasuredCase]) -> list[tuple[str, ...]]:
     """What each case measured, gate or no gate."""
     rows: list[tuple[str, ...]] = []
+    compile_columns = len(result_header(cases)) > len(RESULT_HEADER)
     for case in sorted(cases, key=lambda c: c.key):
         m = case.record.metrics
         speedup = m["speedup"]
-        rows.append(
-            (
-                case.key,
-                fmt_seconds(m["eager_s"].median),
-                fmt_seconds(m["compiled_s"].median),
-                fmt_value(speedup.median, "x"),
-                f"{speedup.ci_low:.3g}-{speedup.ci_high:.3g}",
-                f"{m['compile_s'].median:.2f}",
-                f"{m['first_call_s'].median:.2f}",
-            )
+        row = (
+            case.key,
+            fmt_seconds(m["eager_s"].median),
+            fmt_seconds(m["compiled_s"].median),
+            fmt_value(speedup.median, "x"),
+            f"{speedup.ci_low:.3g}-{speedup.ci_high:.3g}",
+            f"{m['compile_s'].median:.2f}",
+            f"{m['first_call_s'].median:.2f}",
         )
+        if compile_columns:
+            row += tuple(
+                f"{m[name].median:.2f}" if name in m else "-"
+                for name in ("cold_cpu_s", "warm_cpu_s")
+            )
+        rows.append(row)
     return rows
 
 
@@ -170,11 +208,15 @@ def next_steps(verdicts: Sequence[CaseVerdict]) -> list[str]:
     needs the baseline recorded again, on a quiet machine.
     """
     waiting = [v for v in verdicts if v.verdict is not Verdict.PASS]
+    few = [v for v in waiting if _only_too_few_runs(v)]
+    waiting = [v for v in waiting if v not in few]
     contended = [v for v in waiting if v.undecided_for_contention]
     rerun = [v for v in contended if v.contention.now]
     rerecord = [v for v in contended if not v.contention.now]
     update = [v for v in waiting if not v.undecided_for_contention]
     lines = []
+    if few:
+        lines.append(FEW_RUNS_STEP)
     if update:
         lines.append(
             f"if the new numbers are intended, update the baseline: {_command(UPDATE_FLAG, update)}"
@@ -192,8 +234,24 @@ def next_steps(verdicts: Sequence[CaseVerdict]) -> list[str]:
     return lines
 
 
+FEW_RUNS_STEP = (
+    "compile CPU time had too few fresh-process runs to judge: set torchcompile_perf_compile_runs "
+    "to 5 or more (ini or --torchcompile-perf-compile-runs)"
+)
+
+
+def _only_too_few_runs(verdict: CaseVerdict) -> bool:
+    """INCONCLUSIVE only because a side of compile CPU time had one run."""
+    undecided = [r for r in verdict.rows if r.verdict is Verdict.INCONCLUSIVE]
+    return verdict.verdict is Verdict.INCONCLUSIVE and all(
+        r.note == TOO_FEW_RUNS for r in undecided
+    )
+
+
 def next_step(verdict: CaseVerdict, nodeid: str) -> str:
     """The one line a case's own failing test ends with (its remedy, as `next_steps`)."""
+    if _only_too_few_runs(verdict):
+        return FEW_RUNS_STEP
     if not verdict.undecided_for_contention:
         return f"if the new numbers are intended: pytest {UPDATE_FLAG} {nodeid}"
     if verdict.contention.now:
@@ -297,7 +355,7 @@ def summary_lines(
     render = markdown if markdown_tables else align
     verdict = run_verdict(verdicts, gate)
     if gate is None:
-        title, table = "torch.compile benchmarks", render(RESULT_HEADER, result_rows(cases))
+        title, table = "torch.compile benchmarks", render(result_header(cases), result_rows(cases))
     else:
         title = f"perf gate: {verdict.value if verdict else 'nothing to gate'}"
         if verdict is Verdict.INCONCLUSIVE:

@@ -4,15 +4,18 @@ Unused files are judged per test, right after it passed, in the process that
 ran it (an xdist worker): only artifact files in that test's folder and its
 case folders. Stale folders (renamed or deleted tests, see `stale.py`) are
 judged once per run, by the process that saw every worker's collection.
-They are always reported; they are removed only by an update that ran
-everything it collected under its paths: no -k/-m/--deselect dropped a test,
-no --lf, no `file.py::test` argument, not interrupted.
+Both are always reported, and both are removed at the end of the run, by
+that process: unused files by any update, stale folders only by one that
+ran everything it collected under its paths (no -k/-m/--deselect dropped a
+test, no --lf, no `file.py::test` argument, not interrupted). A test that
+failed with a usage error stops every removal: a wrong marker or folder may
+be why a file looks unused or a folder stale.
 """
 
 from __future__ import annotations
 
-import glob
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,14 +26,17 @@ from ..spec import MARKER
 from .claims import Claims, TestFolder
 from .ownership import root_problem
 from .paths import folds_case, module_folder
+from .placeholders import device_sets
 from .stale import Inventory, StaleFolder, find_stale
-from .store import FileCounts, SnapshotStore
+from .store import FileCounts, SnapshotStore, UnusedFiles
 
 UNUSED_PROPERTY = "torchcompile_unused"
 INVENTORY_KEY = "torchcompile_inventory"
 REMOVE_HINT = (
     "a full `pytest --update-snapshots` (no -k, -m, --lf, --deselect or test ids) removes them"
 )
+#: how the plugin's usage errors begin (`[case_0] usage error: ...` for a case's)
+_USAGE_ERROR = re.compile(r"^(?:\[[^\]\n]*\] )?usage error: ", re.MULTILINE)
 
 folder_key = pytest.StashKey[TestFolder]()
 
@@ -51,10 +57,10 @@ class Housekeeping:
     )  # folders under the snapshot root this run's paths cover; None: all of it
     claims: Claims
     blocked: str | None  # why this run may not remove stale folders, whatever they are
-    sets: str | None = (
-        None  # glob of every device's snapshot set (`{device}` as `*`); None: one set
-    )
+    sets: tuple[str, str] | None = None  # the run's folder template and torch: every device's set
+    usage_error: str | None = None  # the first test that failed with a usage error
     inventory: Inventory = field(default_factory=Inventory)
+    unused: list[UnusedFiles] = field(default_factory=list)  # each passing test's, in report order
     lines: list[str] = field(default_factory=list)
     removed: FileCounts = FileCounts()
     stale_left: bool = False
@@ -90,9 +96,12 @@ class Housekeeping:
     # --- each test -------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The call report carries each test's unused-file lines (`SnapshotStore.check_test`)."""
+        """The call report carries each test's unused files (`SnapshotStore.check_test`);
+        a test that failed with a usage error stops every removal."""
         for value in attached(report, UNUSED_PROPERTY):
-            self.lines.extend(json.loads(value))
+            self.unused.append(UnusedFiles.from_json(json.loads(value)))
+        if report.failed and self.usage_error is None and _USAGE_ERROR.search(report.longreprtext):
+            self.usage_error = report.nodeid
 
     # --- end of run ------------------------------------------------------------
 
@@ -108,19 +117,40 @@ class Housekeeping:
         if self.worker:
             session.config.workeroutput[INVENTORY_KEY] = self.inventory.to_json()  # type: ignore[attr-defined]
             return
+        for found in self.unused:
+            self._handle_unused(found)
         if session.config.option.collectonly or session.config.getoption("lf", False):
             return  # --lf collects failed files only: the others would look deleted
-        blocked = self.blocked or _blocked_by_run(exitstatus, self.inventory)
+        blocked = (
+            self.blocked or self._usage_blocked() or _blocked_by_run(exitstatus, self.inventory)
+        )
         for store in [self.store, *self._other_sets()]:
             inventory = self.inventory.rebased(self.store.root, store.root)
             for stale in find_stale(store.root, store.rootdir, inventory):
                 self.lines.append(self._handle_stale(store, stale, blocked))
 
+    def _handle_unused(self, found: UnusedFiles) -> None:
+        """A passing test's unused files: deleted by an update that had no usage error."""
+        store = SnapshotStore(found.root, self.store.rootdir, self.store.update, self.store.started)
+        delete = self.store.update and self._usage_blocked() is None
+        lines, deleted = store.remove_unused(found, delete)
+        self.lines += lines
+        self.removed += FileCounts(deleted=deleted)
+
+    def _usage_blocked(self) -> str | None:
+        """Why an update removes nothing after a usage error (the line that says so)."""
+        if self.usage_error is None or self.blocked is not None:
+            return None
+        return (
+            f"nothing was deleted: {self.usage_error} failed with a usage error; "
+            "fix it, then run `pytest --update-snapshots` again"
+        )
+
     def _other_sets(self) -> list[SnapshotStore]:
         """The other devices' snapshot sets on disk (`snapshots/2.13/cuda-sm90` beside `.../cpu`)."""
         if self.sets is None:
             return []
-        roots = sorted(Path(p) for p in glob.glob(self.sets) if Path(p).is_dir())
+        roots = device_sets(self.store.rootdir, *self.sets).values()
         return [
             SnapshotStore(root, self.store.rootdir, self.store.update, self.store.started)
             for root in roots
@@ -152,6 +182,10 @@ class Housekeeping:
         terminalreporter.write_sep("-", "torch.compile snapshots not used by this run")
         for line in self.lines:
             terminalreporter.write_line(line)
+        blocked = self._usage_blocked()
+        if blocked is not None:
+            terminalreporter.write_line(blocked)
+            return
         if any(line.startswith("unused: ") for line in self.lines):
             terminalreporter.write_line("run `pytest --update-snapshots` to delete unused files")
         if self.stale_left:

@@ -18,6 +18,7 @@ test's cases, not of the machine (a CPU case on a GPU machine is `cpu`).
 from __future__ import annotations
 
 import glob
+import os
 import re
 import string
 import sys
@@ -31,6 +32,18 @@ PLACEHOLDERS: dict[str, str] = {
     "device": "where the test's cases ran: cpu, or cuda-sm<major><minor> from the GPU's compute capability, e.g. cuda-sm90",
     "python": "the running Python's major.minor version, e.g. 3.13",
 }
+
+#: torch's device types (`torch.device(...).type`): what `{device}` resolves to besides `cpu`
+#: and `cuda-sm<major><minor>` (a custom backend's own name is not known without torch)
+DEVICE_TYPES = (
+    "cpu", "cuda", "mps", "xpu", "meta", "hpu", "mtia", "xla", "lazy", "ipu", "maia", "ve",
+    "vulkan", "metal", "hip", "fpga", "mkldnn", "ideep", "opengl", "opencl", "privateuseone",
+)  # fmt: skip
+_DEVICE = re.compile("(?:{})".format("|".join([r"cuda-sm\d+", *DEVICE_TYPES])))
+#: `{torch}` or `{python}` resolved, alone or after a word: `2.13`, `py3.12`, `torch-2.11`
+_VERSION_NAME = re.compile(r"[A-Za-z_-]*\d+\.\d+")
+#: stands for a placeholder's value while a folder is matched: no path holds it
+_MARK = "\0"
 
 
 class PlaceholderError(ValueError):
@@ -65,6 +78,22 @@ def placeholders(template: str) -> frozenset[str]:
     return frozenset(name for name, _, _ in fields)
 
 
+def expand_home(template: str) -> str:
+    """`~/x` (or `~user/x`) as that home folder's `x`, as pytest reads its `cache_dir`; the
+    rootdir rule then applies to it (a home folder outside the rootdir is refused). A template
+    that does not begin with `~` is returned as it is; `PlaceholderError` for an unknown user."""
+    head = re.split(r"[/\\]", template, maxsplit=1)[0]
+    if not head.startswith("~"):
+        return template
+    home = os.path.expanduser(head)
+    if home == head:
+        raise PlaceholderError(
+            f"{template!r} begins with {head}, the home folder of a user this machine does not have; "
+            "name a folder relative to the rootdir, e.g. snapshots"
+        )
+    return _escape(home) + template[len(head) :]
+
+
 def resolve(template: str, torch: str, device: str) -> str:
     """The folder for one torch version and device, on this Python (`{{` and `}}` become braces)."""
     return template.format(torch=torch, device=device, python=python_minor())
@@ -84,31 +113,69 @@ def resolve_some(template: str, **values: str) -> str:
     return "".join(parts)
 
 
-def sets_glob(base: Path, template: str, torch: str) -> str | None:
-    """A glob for the folders of every device's set under `base` (`<base>/snapshots/2.13/*`);
-    None without `{device}`."""
-    if "device" not in placeholders(template):
-        return None
-    marker = "\0"  # no path holds it
-    folder = str(base / resolve(template, torch=torch, device=marker))
-    return "*".join(glob.escape(part) for part in folder.split(marker))
-
-
 def torch_sets(base: Path, template: str, device: str) -> dict[str, Path]:
     """Every torch's snapshot set on disk for `device` (`{"2.13": <base>/snapshots/2.13/cpu}`);
     none without `{torch}`. A version is whatever folder name stands where `{torch}` does."""
     if "torch" not in placeholders(template):
         return {}
-    marker = "\0"  # no path holds it
-    parts = str(base / resolve(template, torch=marker, device=device)).split(marker)
-    shape = re.compile("([^/\\\\]+)".join(re.escape(part) for part in parts))
+    return _sets_on_disk(base, resolve(template, torch=_MARK, device=device), "[^/\\\\]+")
+
+
+def device_sets(base: Path, template: str, torch: str) -> dict[str, Path]:
+    """Every device's snapshot set on disk under torch `torch` (`{"cuda-sm90": <base>/snapshots/2.13/cuda-sm90}`);
+    none without `{device}`. Only a folder named as `{device}` resolves is a device's set
+    (`names_a_device`): a test's own folder beside the sets (`snapshots/2.13/test_m`) is not one."""
+    if "device" not in placeholders(template):
+        return {}
+    return _sets_on_disk(base, resolve(template, torch=torch, device=_MARK), _DEVICE.pattern)
+
+
+def _sets_on_disk(base: Path, folder: str, value: str) -> dict[str, Path]:
+    """The folders on disk that `folder` names with `_MARK` as a name matching `value`
+    (the same name wherever it stands), by that name."""
+    parts = str(base / folder).split(_MARK)
+    shape = re.compile(f"({value})".join(re.escape(part) for part in parts))
     found = {}
     for path in glob.glob("*".join(glob.escape(part) for part in parts)):
         match = shape.fullmatch(path)
-        versions = set(match.groups()) if match else set()
-        if len(versions) == 1 and Path(path).is_dir():  # `{torch}` twice: the same version twice
-            found[versions.pop()] = Path(path)
-    return found
+        names = set(match.groups()) if match else set()
+        if len(names) == 1 and Path(path).is_dir():
+            found[names.pop()] = Path(path)
+    return dict(sorted(found.items()))
+
+
+def names_a_set(name: str) -> bool:
+    """A folder name as a placeholder resolves, alone or after a word: a snapshot set's folder.
+
+    `2.13` (`{torch}`, `{python}`), `py3.12`, `torch-2.11`, `cpu`, `cuda-sm90`, `meta`.
+    A test file's folder is not named so (`tests/cpu/` is the exception the stale walk
+    allows: a collected test file lies in it).
+    """
+    return _VERSION_NAME.fullmatch(name) is not None or names_a_device(name)
+
+
+def names_a_device(name: str) -> bool:
+    """`cpu`, `cuda-sm90`, or another of torch's device types (`meta`, `mps`, `xpu`, ...)."""
+    return _DEVICE.fullmatch(name) is not None
+
+
+def set_relation(folder: Path, base: Path, template: str, torch: str) -> tuple[str, Path] | None:
+    """How `folder` (a test's own snapshot folder) meets the sets of the run's `template` under
+    torch `torch`, one per device: `("inside", S)` when it lies in the set `S`, `("around", S)`
+    when it holds the folder `S` where sets lie; None when it is one of them or lies beside them."""
+    shape = [
+        re.compile(_DEVICE.pattern.join(re.escape(piece) for piece in part.split(_MARK)))
+        for part in Path(
+            os.path.normpath(base / resolve(template, torch=torch, device=_MARK))
+        ).parts
+    ]
+    parts = Path(os.path.normpath(folder)).parts
+    common = min(len(parts), len(shape))
+    if len(parts) == len(shape) or not all(
+        pattern.fullmatch(part) for pattern, part in zip(shape[:common], parts[:common])
+    ):
+        return None
+    return ("inside" if len(parts) > len(shape) else "around"), Path(*parts[:common])
 
 
 def _escape(value: str) -> str:

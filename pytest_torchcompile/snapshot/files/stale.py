@@ -8,6 +8,14 @@ device, keeps its folder). A test file this run did not collect, or
 collected only in part (`file.py::test_x`), proves nothing: folders it could
 own are never stale.
 
+Nor is a folder named as a placeholder resolves (`2.11`, `py3.12`,
+`cuda-sm90`, `meta`: `placeholders.names_a_set`) walked, unless a collected
+test file lies in it (`tests/cpu/test_ops.py`): it is a snapshot set of
+another setting, left inside this one's folder when the setting changed
+(`snapshots/{torch}/{device}/py{python}` -> `snapshots/{torch}/{device}`
+leaves each Python's set there), and its folders would read as the folders of
+deleted test files.
+
 The `Inventory` of what a run collected is built where collection happens
 (the process itself, or each xdist worker, which sends it to the controller);
 the controller judges once, after every worker is done.
@@ -16,16 +24,13 @@ the controller judges once, after every worker is done.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .paths import base_name, is_artifact_file, reads_as_written
-
-#: what `{torch}` resolves to in a snapshot folder template
-_TORCH_VERSION = re.compile(r"\d+\.\d+")
+from .placeholders import names_a_set
 
 
 @dataclass
@@ -46,6 +51,13 @@ class Inventory:
         self.tests.add(test_dir)
         self.functions.add(function_dir)
         self.modules.add(module_dir)
+
+    def holds(self, folder: Path) -> bool:
+        """A collected test file's folder lies in `folder`, or `folder` in a collected test's folder."""
+        mine = self.tests | self.functions | self.modules
+        return any(p == folder or p.is_relative_to(folder) for p in mine) or any(
+            parent in mine for parent in folder.parents
+        )
 
     def merge(self, other: Inventory) -> None:
         self.tests |= other.tests
@@ -105,19 +117,21 @@ def find_stale(root: Path, rootdir: Path, inventory: Inventory) -> list[StaleFol
     ):
         return []  # a suite without compile_model tests, or a snapshot root holding the sources: not ours to judge
     found = []
-    for folder in _snapshot_folders(root):
+    for folder in _snapshot_folders(root, inventory):
         reason = _why_stale(folder, root, rootdir, inventory)
         if reason is not None:
             found.append(StaleFolder(folder, reason))
     return found
 
 
-def _snapshot_folders(root: Path) -> Iterable[Path]:
+def _snapshot_folders(root: Path, inventory: Inventory) -> Iterable[Path]:
     """Folders whose artifact-named files all read as the plugin's (`reads_as_written`);
-    another torch's set (`<root>/2.11/...` when the root once held `{torch}` sets) is not walked."""
+    another setting's set (`<root>/py3.12/...`, `<root>/2.11/...`) is not walked."""
     for dirpath, dirnames, filenames in os.walk(root):  # does not follow symlinks
         dirnames[:] = sorted(
-            d for d in dirnames if not d.startswith(".") and not _torch_set(root, dirpath, d)
+            d
+            for d in dirnames
+            if not d.startswith(".") and not _another_set(Path(dirpath, d), inventory)
         )
         own = [
             Path(dirpath, name)
@@ -128,9 +142,10 @@ def _snapshot_folders(root: Path) -> Iterable[Path]:
             yield Path(dirpath)
 
 
-def _torch_set(root: Path, dirpath: str, name: str) -> bool:
-    """A folder named as `{torch}` resolves (`2.11`): a set of its own, not a test's folder."""
-    return _TORCH_VERSION.fullmatch(name) is not None and Path(dirpath) == root
+def _another_set(folder: Path, inventory: Inventory) -> bool:
+    """A folder named as a placeholder resolves that holds no collected test and lies in none:
+    a set of its own, not a test's folder."""
+    return names_a_set(folder.name) and not inventory.holds(folder)
 
 
 def _why_stale(folder: Path, root: Path, rootdir: Path, inventory: Inventory) -> str | None:

@@ -5,8 +5,9 @@ two roles overridden: reading (not UTF-8, or not a regular file, is a clear
 message) and writing (atomic, so an interrupted update leaves each file old
 or new). `SnapshotStore.check_test` is a test's one visit: it refuses a
 folder another test claims (`claims.py`), compares and writes the layout of
-`paths.py`, and, once every file matched, reports (on update: deletes) the
-test's unused files; it writes and deletes only what `ownership.py` allows,
+`paths.py`, and, once every file matched, finds the test's unused files (an
+update deletes them at the end of the run, unless a usage error stopped every
+removal: `housekeeping.py`); it writes and deletes only what `ownership.py` allows,
 and a file system that refuses gives an `Outcome` with a message, never an
 exception. What it did comes back as data (`TestFiles`: outcomes, counts,
 lines).
@@ -134,16 +135,38 @@ class FileCounts:
 
 
 @dataclass(frozen=True)
+class UnusedFiles:
+    """A passing test's files that its run did not use, in the set at `root`, and (on update)
+    the temp files killed updates left beside them: what the end of an update deletes."""
+
+    root: Path
+    files: list[Path] = field(default_factory=list)
+    temps: list[Path] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            **{k: list(map(str, getattr(self, k))) for k in ("files", "temps")},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UnusedFiles:
+        return cls(
+            Path(data["root"]), *([Path(p) for p in data.get(k, ())] for k in ("files", "temps"))
+        )
+
+
+@dataclass(frozen=True)
 class TestFiles:
-    """What one test's visit to the store did: each file's outcome, the counts, and a
-    line for each unused file (`unused: P`, `deleted: P`, or why it was kept)."""
+    """What one test's visit to the store did: each file's outcome, the counts, and its
+    unused files (none when a file failed)."""
 
     __test__ = False  # not a pytest test class, whatever its name
 
     folder: Path
     outcomes: list[Outcome]
     counts: FileCounts = FileCounts()
-    unused: list[str] = field(default_factory=list)
+    unused: UnusedFiles | None = None
 
     @property
     def failed(self) -> bool:
@@ -203,19 +226,22 @@ class SnapshotStore:
         ]
 
     def _unused(self, checked: TestFiles, folder: TestFolder, claims: Claims) -> TestFiles:
-        """Report (on update: delete) the test's unused files; silently remove leftover temp files."""
+        """The test's unused files and, on update, the leftover temp files beside them."""
         own = self._own_folders(folder, claims)
         unused = sorted(p for f in own for p in self.unused_in(f))
-        failed: dict[Path, str] = {}
-        if self.update:
-            failed = self.delete(unused + [p for f in own for p in self.leftover_temps(f)])
+        temps = [p for f in own for p in self.leftover_temps(f)] if self.update else []
+        found = UnusedFiles(self.root, unused, temps) if unused or temps else None
+        return TestFiles(checked.folder, checked.outcomes, checked.counts, found)
+
+    def remove_unused(self, found: UnusedFiles, delete: bool) -> tuple[list[str], int]:
+        """A line for each unused file (`unused: P`, `deleted: P`, or why it was kept), and how
+        many were deleted: `delete` deletes them and silently removes the temp files."""
+        failed = self.delete(found.files + found.temps) if delete else {}
         lines = [
-            failed.get(p) or f"{'deleted' if self.update else 'unused'}: {self.show(p)}"
-            for p in unused
+            failed.get(p) or f"{'deleted' if delete else 'unused'}: {self.show(p)}"
+            for p in found.files
         ]
-        deleted = sum(p not in failed for p in unused) if self.update else 0
-        counts = checked.counts + FileCounts(deleted=deleted)
-        return TestFiles(checked.folder, checked.outcomes, counts, lines)
+        return lines, sum(p not in failed for p in found.files) if delete else 0
 
     def case_folders(self, test_dir: Path, names: list[str]) -> list[Path]:
         """Each case's folder; `FolderClash` naming both where two would be one folder."""

@@ -33,7 +33,8 @@ def call_fresh_process(
     folder: Path,
     timeout_s: float,
 ) -> dict[str, Any]:
-    """Run `module.main([*leading, CALL, RESULT])` fresh on `payload`, return the answer it saved."""
+    """Run `module.main([*leading, CALL, RESULT])` fresh on `payload`, return the answer it saved
+    (with `started`: how its process started, `servers.FORKED` or `servers.NEW_INTERPRETER`)."""
     call, result = folder / "call.pt", folder / "result.pt"
     result.unlink(missing_ok=True)
     try:
@@ -44,8 +45,13 @@ def call_fresh_process(
     code = processes.run(fresh)
     if code != 0 or not result.is_file():
         raise FreshProcessFailed(f"({_exit(code)}):\n{fresh.stderr_tail()}")
-    answer = torch.load(result, weights_only=False)
-    result.unlink()
+    try:
+        answer = torch.load(result, weights_only=False)
+    except Exception as exc:  # a child that wrote something else there
+        raise FreshProcessFailed(f"(its answer could not be read: {first_line(exc)})") from None
+    finally:
+        result.unlink()
+    answer["started"] = processes.last
     return answer
 
 

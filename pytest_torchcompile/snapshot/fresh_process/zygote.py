@@ -1,17 +1,26 @@
 """The fork server: a fresh interpreter that imports torch once and forks one child per call.
 
 `python -m pytest_torchcompile.snapshot.fresh_process.zygote`, started by
-`servers.ForkServer` with a clean copy of the caller's environment. It
-imports torch, Dynamo and Inductor and the modules its children run
-(`_torch.preload.warm_up`), compiles nothing, freezes what it holds for
-the garbage collector (so children do not copy it page by page), then
-answers on stdout (JSON, one message a line) and reads requests on stdin:
+`fork_server.ForkServer` with a clean copy of the caller's environment. It
+takes the steps of `STEPS` in order (torch, Dynamo, the modules its children
+run, Inductor: `_torch/preload.py`), compiles nothing, freezes what it holds
+for the garbage collector (so children do not copy it page by page), then
+answers on stdout (JSON, one message a line) and reads requests on stdin.
 
-- it says `{"ready": pid}` once, or `{"refused": why}` when forking would be unsafe;
-- per request `{"module", "argv", "cwd", "env", "path", "stdout", "stderr"}` it
-  checks that it is still fork-safe (one thread, no CUDA context), forks,
-  says `{"started": pid}`, waits for that child and says `{"exited": status}`
-  (a raw wait status) or `{"refused": why}`.
+After each step it checks that forking is still safe (one thread, no CUDA
+context). On a GPU machine an import can start the driver's thread
+(importing `torch._inductor.compile_fx` does on an H100 with torch 2.11):
+the server then starts itself again (`exec`, which ends every thread) with
+`--stop-before` that step, so it holds what comes before and each child
+imports the rest itself, as it needs it. Only a thread that runs before
+torch is imported makes it refuse.
+
+- it says `{"ready": pid, "stopped_before": step or null, "why": ...}`
+  once, or `{"refused": why}` when forking would be unsafe;
+- per request `{"n", "module", "argv", "cwd", "env", "path", "stdout",
+  "stderr"}` it checks that it is still fork-safe, forks, says
+  `{"n": n, "started": pid}`, waits for that child and says
+  `{"n": n, "exited": status}` (a raw wait status), or `{"n": n, "refused": why}`.
 
 The child is a copy of the server as it was after start-up: every call
 starts from the same state, and nothing a call does reaches the next. It
@@ -20,7 +29,8 @@ its output to the request's files, runs `module.main(argv)` and exits
 without running the server's exit handlers. It is the leader of its own
 process group (a timeout kills it with whatever it started) and dies with
 the server (`PR_SET_PDEATHSIG`). When stdin closes (the caller ended or
-died), the server kills a running child and exits.
+died), or a request is not a message, the server kills a running child
+and exits.
 """
 
 from __future__ import annotations
@@ -36,54 +46,87 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-from .lines import Lines, send
+from ..._torch import preload
+from .lines import Garbled, Lines, send
 
 #: the modules the children run, imported once here
 CHILD_MODULES = (
     "pytest",  # a test module, unpickled with its model, imports it
+    "pytest_torchcompile.snapshot.fresh_process.child",
     "pytest_torchcompile.snapshot.program.run.child",
-    "pytest_torchcompile.snapshot.numerics.check",  # the observing function, unpickled by name
-    "pytest_torchcompile.snapshot.numerics.precompile",
+    "pytest_torchcompile.snapshot.numerics.calls",  # the observing function, unpickled by name
+)
+#: what the server imports, in order (a step that starts a thread, and those after it, are left
+#: to the children)
+STEPS = (
+    *preload.CORE,
+    *CHILD_MODULES,
+    *preload.INDUCTOR,
+    preload.VEC_ISA_PROBE,
+    "pytest_torchcompile.snapshot.precompile.child",
 )
 #: Linux's prctl(PR_SET_PDEATHSIG): a signal for the child when its parent dies
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    stop_before, why = (argv[1], argv[3]) if argv[:1] == ["--stop-before"] else (None, None)
     replies = os.dup(1)
     os.dup2(2, 1)  # what imports print goes to the server's log, never into the replies
-    from ..._torch.preload import fork_unsafe, warm_up
-
-    warm_up()
-    for name in CHILD_MODULES:
-        importlib.import_module(name)
-    gc.collect()
-    gc.freeze()
-    problem = fork_unsafe()
+    problem = preload.fork_unsafe()
+    for step in STEPS if problem is None else ():
+        if step == stop_before:
+            break
+        preload.take_step(step)
+        problem = preload.fork_unsafe()
+        if problem is not None and stop_before is None and step != STEPS[0]:
+            _again(replies, step, f"importing it made forking unsafe: {problem}")
     if problem is not None:
         send(replies, {"refused": f"its fork server cannot fork safely: {problem}"})
         return 1
-    send(replies, {"ready": os.getpid()})
-    serve(Lines(0), replies, fork_unsafe)
+    gc.collect()
+    gc.freeze()
+    send(replies, {"ready": os.getpid(), "stopped_before": stop_before, "why": why})
+    serve(Lines(0), replies)
     return 0
 
 
-def serve(requests: Lines, replies: int, fork_unsafe: Any) -> None:
-    """One forked child per request, until the caller closes stdin."""
-    while (request := requests.next()) is not None:
-        problem = fork_unsafe()
+def _again(replies: int, step: str, why: str) -> NoReturn:
+    """Start this server again in this process, holding only the steps before `step`."""
+    print(f"fork server: starting again without {step}: {why}", file=sys.stderr, flush=True)
+    os.dup2(replies, 1)
+    module = (
+        __spec__.name
+        if __spec__ is not None
+        else "pytest_torchcompile.snapshot.fresh_process.zygote"
+    )
+    os.execv(sys.executable, [sys.executable, "-m", module, "--stop-before", step, "--why", why])
+
+
+def serve(requests: Lines, replies: int) -> None:
+    """One forked child per request, until the caller closes stdin (or writes what is not a request)."""
+    while True:
+        try:
+            request = requests.next()
+        except Garbled as exc:
+            print(f"fork server: a request that is not one: {exc}", file=sys.stderr, flush=True)
+            return
+        if request is None:
+            return
+        n = request.get("n")
+        problem = preload.fork_unsafe()
         if problem is not None:
-            send(replies, {"refused": f"its fork server cannot fork safely: {problem}"})
+            send(replies, {"n": n, "refused": f"its fork server cannot fork safely: {problem}"})
             continue
         pid = os.fork()
         if pid == 0:
             _child(request, replies)
-        send(replies, {"started": pid})
+        send(replies, {"n": n, "started": pid})
         status = _wait(pid, requests)
         if status is None:  # the caller is gone
             return
-        send(replies, {"exited": status})
+        send(replies, {"n": n, "exited": status})
 
 
 def _wait(pid: int, requests: Lines) -> int | None:
@@ -155,4 +198,4 @@ def _settle(request: dict[str, Any], replies: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

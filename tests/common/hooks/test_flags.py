@@ -34,6 +34,7 @@ def pytest_configure(config):
         f"threads={perf.threads}",
         f"full_diff={snapshots.full_diff}",
     )
+    print("TEXT_ONLY", snapshots.text_only.action)
 """
 
 
@@ -126,3 +127,53 @@ def test_both_wings_share_one_group_in_help(pytester: pytest.Pytester) -> None:
 
 def test_the_failure_text_names_the_full_diff_flag() -> None:
     assert FULL_DIFF.flag == FULL_DIFF_FLAG
+
+
+@pytest.mark.torch_independent
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--torchcompile-perf-gate", "--perf-gate=sometimes"],
+            "*--torchcompile-perf-gate=on and --perf-gate=sometimes: --perf-gate is the deprecated "
+            "spelling of --torchcompile-perf-gate, and a run takes one: give --torchcompile-perf-gate alone",
+        ),
+        (
+            ["--perf-baseline-dir=old", "--torchcompile-perf-baseline-dir=new"],
+            "*--torchcompile-perf-baseline-dir=new and --perf-baseline-dir=old: --perf-baseline-dir is*",
+        ),
+        (
+            ["--torchcompile-perf-report=r.json", "--perf-report=out/"],
+            "*argument --perf-report: 'out/' must name a file, e.g. perf.json",
+        ),
+        (
+            ["--update-snapshots", "--torchcompile-update-text-only"],
+            "*--update-snapshots and --torchcompile-update-text-only ask for different updates: "
+            "--update-snapshots writes every difference, behaviour changes included, *: give one of them",
+        ),
+        (
+            ["--torchcompile-update-text-only", "--torchcompile-strict-text"],
+            "*--torchcompile-update-text-only and --torchcompile-strict-text contradict each other: "
+            "the first writes the cases whose difference is text only, the second fails them: give one of them",
+        ),
+    ],
+    ids=["gate-bad-old-value", "baseline-dir", "report-bad-old-value", "update", "strict"],
+)
+def test_flags_that_contradict_each_other_are_a_usage_error_naming_both(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    """Which of two flags a run obeys would be a guess, and the other one's value would go unread."""
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "SETTINGS" not in result.stdout.str()
+
+
+@pytest.mark.torch_independent
+def test_the_text_only_update_is_obeyed_where_the_ini_asks_for_strict_text(
+    pytester: pytest.Pytester,
+) -> None:
+    """The ini's `torchcompile_strict_text` is the project's rule; the flag is one run's action."""
+    result = run(pytester, "--torchcompile-update-text-only", ini="torchcompile_strict_text = true")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["TEXT_ONLY update"])

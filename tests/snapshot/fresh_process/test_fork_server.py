@@ -4,7 +4,10 @@ Each pytester run is a session of its own (a subprocess). Its tests find
 their session's fork server as the child of their own process running
 `zygote`, and every process the session starts carries a token in its
 environment, so the outer test can tell, once the session has ended,
-that none of them is still running.
+that none of them is still running. A call that crashes leaves the server
+serving; one that times out (before or after its child started) or whose
+child writes into the server's reply pipe ends the server and fails alone,
+and the next call gets a new server.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.fresh_process.servers import FORK_VARIABLE, TIMEOUT_VARIABLE
+from pytest_torchcompile.snapshot.fresh_process.settings import FORK_VARIABLE, TIMEOUT_VARIABLE
+from tests.conftest import DATA
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fork server runs on Linux")
 
@@ -60,6 +64,25 @@ class Hang(Probe):
     def __reduce__(self):
         return (time.sleep, (3600,))
 
+def scribble():
+    # write into the server's reply pipe (its one write-only pipe): a reply to another request
+    parent = os.getppid()
+    for fd in os.listdir(f"/proc/{parent}/fd"):
+        try:
+            target = os.readlink(f"/proc/{parent}/fd/{fd}")
+            with open(f"/proc/{parent}/fdinfo/{fd}") as info:
+                flags = int(next(line for line in info if line.startswith("flags")).split()[1], 8)
+        except (OSError, StopIteration):
+            continue
+        if target.startswith("pipe:") and flags & 3 == os.O_WRONLY:
+            with open(f"/proc/{parent}/fd/{fd}", "wb", buffering=0) as pipe:
+                pipe.write(b'{"n": 999, "exited": 0}\\n')
+    return Probe()
+
+class Scribble(Probe):
+    def __reduce__(self):
+        return (scribble, ())
+
 class Lin(torch.nn.Module):
     def __init__(self, probe):
         super().__init__()
@@ -90,8 +113,42 @@ def test_crash(compile_model):
     run(compile_model, Crash())
 
 @fresh
+def test_after_a_crash(compile_model):
+    run(compile_model, Probe())
+
+def limited(seconds, compile_model, probe):
+    os.environ["PTC_FRESH_PROCESS_TIMEOUT"] = seconds
+    try:
+        run(compile_model, probe)
+    finally:
+        del os.environ["PTC_FRESH_PROCESS_TIMEOUT"]
+
+@fresh
 def test_hang(compile_model):
-    run(compile_model, Hang())
+    limited("3", compile_model, Hang())
+
+@fresh
+def test_timeout_before_the_child_started(compile_model):
+    limited("0.000001", compile_model, Probe())
+
+@fresh
+def test_a_bad_limit_set_during_the_run(compile_model):
+    limited("inf", compile_model, Probe())
+
+@fresh
+def test_scribble(compile_model):
+    run(compile_model, Scribble())
+
+@fresh
+def test_from_a_deleted_folder(compile_model, tmp_path):
+    gone, here = tmp_path / "gone", os.getcwd()
+    gone.mkdir()
+    os.chdir(gone)
+    gone.rmdir()
+    try:
+        run(compile_model, Probe())
+    finally:
+        os.chdir(here)
 
 @fresh
 def test_after_them(compile_model):
@@ -123,12 +180,15 @@ def test_runs_fork_from_one_server_each_independent_failures_named_nothing_left(
 ) -> None:
     token = f"PTC_SESSION_TOKEN_{uuid.uuid4().hex}"
     monkeypatch.setenv(token, "1")
-    monkeypatch.setenv(TIMEOUT_VARIABLE, "20")
+    temp = pytester.mkdir("temp")
+    monkeypatch.setenv("TMPDIR", str(temp))
     pytester.makepyfile(test_fresh=SESSION)
     result = pytester.runpytest("--update-snapshots", "-s")
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=5, failed=5)
     servers = re.findall(r"SERVER (\d+)", result.stdout.str())
-    assert len(servers) == 3 and servers[0] == servers[1] != servers[2], result.outlines
+    # a crash leaves the server serving; a timeout or a garbled reply ends it, and a new one serves
+    assert len(servers) == 5, result.outlines
+    assert servers[0] == servers[1] != servers[2] == servers[3] != servers[4], result.outlines
     result.stdout.fnmatch_lines(
         [
             "*Threads:*1",  # nothing runs a thread in the server before it forks
@@ -138,10 +198,18 @@ def test_runs_fork_from_one_server_each_independent_failures_named_nothing_left(
             "Fatal Python error: Aborted",
             "*_ test_hang _*",
             "*diverges at stage: program",
-            f"the fresh process that runs the program file failed (killed after 20 s, the time limit; {TIMEOUT_VARIABLE} sets another)*",
+            f"the fresh process that runs the program file failed (killed after 3 s, the time limit; {TIMEOUT_VARIABLE} sets another)*",
+            "*_ test_timeout_before_the_child_started _*",
+            f"the fresh process that runs the program file failed (killed after 1e-06 s, the time limit; {TIMEOUT_VARIABLE} sets another)*",
+            "*_ test_a_bad_limit_set_during_the_run _*",
+            f"*run_program=True: {TIMEOUT_VARIABLE}='inf' is not a time limit: give a positive, finite number of seconds*",
+            "*_ test_scribble _*",
+            "the fresh process that runs the program file failed (its fork server's replies were garbled, so the server and the call were ended; *a reply to request 999 while waiting on request *",
         ]
     )
+    assert "internal error" not in result.stdout.str()
     assert leftovers(token) == []
+    assert list(temp.iterdir()) == []  # every fresh-process folder removed at its end
 
 
 def test_each_xdist_worker_has_a_server_of_its_own(
@@ -202,3 +270,59 @@ def test_a_server_that_cannot_fork_safely_runs_each_call_as_a_new_interpreter(
     result.assert_outcomes(passed=2)
     # the server refused, was ended, and none was started for the second call
     assert re.findall(r"SERVER (\S+)", result.stdout.str()) == ["None", "None"], result.outlines
+
+
+#: on the import path of the inner session: a GPU driver as seen on an H100 with torch 2.11, where
+#: importing Inductor's compile_fx starts the CUDA driver's thread; here in the fork server's
+#: processes alone (the server, and the children it forks)
+DRIVER_ON_INDUCTOR_IMPORT = (DATA / "gpu_driver_sitecustomize.py").read_text()
+
+#: in the child, while its call is unpickled: what it holds of the server (a copy of it as it was
+#: when it forked), then what a run that needs Inductor does there
+LOOK = """
+import importlib, sys
+
+def look():
+    held = "torch._inductor.compile_fx" in sys.modules
+    threads = len(os.listdir("/proc/self/task"))
+    cuda = torch.cuda.is_initialized()
+    importlib.import_module("torch._inductor.compile_fx")
+    with open(os.environ["LOOK_OUT"], "a") as out:
+        print("LOOK", held, threads, cuda, len(os.listdir("/proc/self/task")), file=out)
+    return Probe()
+
+class Look(Probe):
+    def __reduce__(self):
+        return (look, ())
+
+"""
+
+
+def test_a_server_whose_inductor_import_starts_a_thread_forks_without_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server holds what comes before that import and never a thread or CUDA; each child imports
+    Inductor itself, and every call is still forked from the one server, never a new interpreter."""
+    pytester.makepyfile(sitecustomize=DRIVER_ON_INDUCTOR_IMPORT)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), *sys.path]))
+    seen = pytester.path / "look.txt"
+    monkeypatch.setenv("LOOK_OUT", str(seen))
+    test = """
+@fresh
+def test_{i}(compile_model):
+    result = compile_model(Lin(Look()), torch.randn(2, 4))
+    with open(f"/proc/{{server()}}/cmdline", "rb") as cmdline:
+        print("SERVER", server(), result.program_report.started, cmdline.read().split(b"\\0")[-6:])
+    with open(f"/proc/{{server()}}/status") as status:
+        print([line for line in status if line.startswith("Threads:")][0].strip())
+"""
+    pytester.makepyfile(test_driver=COMMON + LOOK + "".join(test.format(i=i) for i in range(2)))
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=2)
+    servers = re.findall(r"SERVER (\d+) \['forked'\] (.*)", result.stdout.str())
+    assert len(servers) == 2 and servers[0] == servers[1], result.outlines
+    # started again (exec) with the import that started the thread, and what follows, left out
+    assert "b'--stop-before', b'torch._inductor.compile_fx'" in servers[0][1]
+    result.stdout.fnmatch_lines(["*Threads:*1", "*Threads:*1"])
+    # in each child: Inductor's compile_fx not held, 1 thread, no CUDA; imported there, the driver
+    assert seen.read_text().splitlines() == ["LOOK False 1 False 2"] * 2

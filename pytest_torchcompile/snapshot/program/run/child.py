@@ -1,12 +1,13 @@
 """The fresh process of `run_program=True`: load a program file with compilation trapped, call it, observe.
 
-`python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`:
-CALL holds the model (as before the call, with the gradients earlier calls' backwards left in
-it, which a pickled parameter drops), the inputs, grad mode, thread
-count, deterministic algorithms and default dtype (what GLOBAL_STATE guards), the case's `grads` and the function that observes the call (the
-compiled run's own, `check.Observe`: seeded, the same backward); RESULT
-receives what the call observed, the compiles that ran, load and call
-seconds, or the error that stopped it.
+`python -m pytest_torchcompile.snapshot.program.run.child PROGRAM CALL RESULT`
+(through `fresh_process/child.py`): CALL holds the model (as before the
+call, with the gradients earlier calls' backwards left in it, which a pickled
+parameter drops), the inputs, the switches the compiled call ran under, the case's
+`grads` and the function that observes the call (the compiled run's own,
+`check.Observe`: seeded, the same backward); RESULT receives what the call
+observed, the compiles that ran, load and call seconds, or the error that
+stopped it.
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from ...._torch.program.runtime import fill_einops_registry
 from ...._torch.program.trap import trap_compilation
 from ...._torch.tensors import tree_leaves
 from ....common.diagnose import first_line
+from ...fresh_process.child import NotCarried, answer_call, around_call
 
 
 def main(argv: list[str]) -> int:
-    program_path, call_path, result_path = argv
-    call = torch.load(call_path, weights_only=False)
-    torch.set_num_threads(call["num_threads"])
-    torch.use_deterministic_algorithms(
-        call["deterministic"], warn_only=call["deterministic_warn_only"]
-    )
-    torch.set_default_dtype(call["default_dtype"])
+    return answer_call(argv, run)
+
+
+def run(call: dict[str, Any], leading: list[str]) -> dict[str, Any]:
+    """Load the program file, bind it to the model, make the call as the compiled run made it."""
+    (program_path,) = leading
     trap_compilation()
     answer: dict[str, Any] = {
         "error": None,
@@ -47,7 +48,8 @@ def main(argv: list[str]) -> int:
         namespace = runpy.run_path(program_path)
         model = call["model"]
         fill_einops_registry(tree_leaves((call["args"], call["kwargs"])))
-        _run_eagerly_first(model, call["args"], call["kwargs"], call["grad_enabled"])
+        with around_call(call):
+            _run_eagerly_first(model, call["args"], call["kwargs"])
         for name, grad in call.get("grads_before", {}).items():
             model.get_parameter(name).grad = grad  # as earlier calls' backwards left them
         program = (
@@ -55,25 +57,25 @@ def main(argv: list[str]) -> int:
         )
         answer["load_seconds"] = time.perf_counter() - started
         started = time.perf_counter()
-        with torch.set_grad_enabled(call["grad_enabled"]):
+        with around_call(call):
             _, seen = call["observe"](program, model, (call["args"], call["kwargs"]), call["grads"])
         answer["call_seconds"] = time.perf_counter() - started
         answer["ran"], answer["seen"] = list(program.ran), seen
+    except NotCarried:
+        raise
     except Exception as exc:
         answer["error"] = _failure(exc)
-    torch.save(answer, result_path)
-    return 0
+    return answer
 
 
-def _run_eagerly_first(model: Any, args: Any, kwargs: Any, grad_enabled: bool) -> None:
+def _run_eagerly_first(model: Any, args: Any, kwargs: Any) -> None:
     """Call a copy of the model eagerly once, as the compiling process did before it compiled (the
     eager reference): a library fills its process-wide registries on first use (tensordict's memo
     of the classes it has seen), and the guards check the keys the compiled call found there,
     by what they hold (`emit/unordered.py`). Copies: the program's call sees the model as it was."""
     if not isinstance(model, torch.nn.Module):
         return
-    with torch.set_grad_enabled(grad_enabled):
-        copy.deepcopy(model)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    copy.deepcopy(model)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
 
 
 def _failure(exc: BaseException) -> str:

@@ -1,39 +1,32 @@
-"""The program's part of one case: its facts, read after each call, and its fresh-process check.
+"""The program's part of one case: its facts, read after each call.
 
 `CompileCase` holds one `ProgramState`. Right after each compiled call,
 `read` takes what the file needs from the live objects into the case's
 `ProgramFacts` (a fact that cannot be read is kept as the reason the file
 is refused, never a failure of the call); `frozen` hands out the facts as
-of that call, for the artifacts and `CompileResult.write_program`; with
-`run_program=True`, `run` writes the file of that call and runs it in a
-fresh process (`check.py`).
+of that call, for the artifacts, `CompileResult.write_program` and, with
+`run_program=True`, the file `check.ProgramRun` runs in a fresh process.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from ....common.capture_log import CaptureLog
-from ...fresh_process.servers import FreshProcesses
+from ...fresh_process.check import Inputs
 from ..facts.data import CompileSettings, ProgramFacts, SubmoduleLayout
 from ..facts.module_tree import module_layout
 from ..facts.reading import collect
-from .check import Differences, Inputs, Observe, ProgramCheck, ProgramReport
 
 
 @dataclass
 class ProgramState:
-    """The program of one case: the facts read so far, and the check once `run_program=True` runs it."""
+    """The program of one case: the facts read so far, for the backend it was compiled with."""
 
     backend: str
-    observe: Observe
-    differences: Differences
-    processes: FreshProcesses
     facts: ProgramFacts = field(default_factory=ProgramFacts)
-    check: ProgramCheck | None = None
     #: the model's module tree as it was before its first compiled call (`before_first_call`)
     layout: tuple[SubmoduleLayout, ...] | None = None
 
@@ -59,22 +52,3 @@ class ProgramState:
     def frozen(self) -> ProgramFacts:
         """The facts as of now (later calls add to the case's, not to these)."""
         return self.facts.frozen()
-
-    def run(
-        self,
-        log: CaptureLog,
-        model: object,
-        inputs: Inputs,
-        grads: bool | None,
-        reference: dict[str, Any],
-    ) -> ProgramReport:
-        """The file as of this call, run fresh on `model` (as before the call) and `inputs`, held
-        against the compiled run's observation `reference`; ProgramMismatch when it differs."""
-        if self.check is None:
-            self.check = ProgramCheck(self.backend, self.observe, self.differences, self.processes)
-        self.check.run(log, self.frozen(), model, inputs, grads, reference)
-        return self.check.report
-
-    def close(self) -> None:
-        if self.check is not None:
-            self.check.close()

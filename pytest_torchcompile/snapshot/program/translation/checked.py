@@ -3,12 +3,17 @@
 `translate` writes the code as Python; `checked` also runs both on
 recording stand-ins (`equivalence.py`) and raises `Untranslatable` naming
 the first difference, so no caller can take a translation that does
-something else than the bytecode.
+something else than the bytecode. A code object is proved once: the
+program file is written again after every call of a `run_program` case,
+with the same frames each time, and the answer (a translation, or why
+there is none) depends on the code alone. The answers live as long as
+their code object (a weak key), never past it.
 """
 
 from __future__ import annotations
 
 import types
+import weakref
 
 from .bytecode import Translation, Untranslatable, translate
 from .equivalence import difference
@@ -18,9 +23,29 @@ class NotEquivalent(Untranslatable):
     """The translation was written but does not do what the bytecode does; the message says where."""
 
 
+#: code -> (name, prefix) -> its translation, or the refusal (its type and message)
+_PROVED: weakref.WeakKeyDictionary[
+    types.CodeType, dict[tuple[str, str], Translation | tuple[type[Untranslatable], str]]
+] = weakref.WeakKeyDictionary()
+
+
 def checked(code: types.CodeType, name: str | None = None, prefix: str = "__const_") -> Translation:
     """The code as Python (`def <name>`), proved to do what the bytecode does; Untranslatable otherwise."""
     name = name or code.co_name
+    answers = _PROVED.setdefault(code, {})
+    if (name, prefix) not in answers:
+        try:
+            answers[name, prefix] = _proved(code, name, prefix)
+        except Untranslatable as exc:
+            answers[name, prefix] = (type(exc), str(exc))
+    answer = answers[name, prefix]
+    if isinstance(answer, tuple):
+        refusal, why = answer
+        raise refusal(why)
+    return answer
+
+
+def _proved(code: types.CodeType, name: str, prefix: str) -> Translation:
     translation = translate(code, name, prefix)
     compiled = compile(with_closure(translation.source, code, name), f"<{name}>", "exec")
     why = difference(code, _find_code(compiled, name), translation.constants)
