@@ -21,6 +21,7 @@ from fixtures import real_models, zoo
 from pytest_torchcompile._torch import dynamo
 from pytest_torchcompile.snapshot.artifacts.transformed import depyf_source
 from pytest_torchcompile.snapshot.program.translation.bytecode import Untranslatable, translate
+from pytest_torchcompile.snapshot.program.translation.checked import checked
 from pytest_torchcompile.snapshot.program.translation.equivalence import difference
 
 
@@ -206,6 +207,22 @@ def test_a_non_literal_constant_is_named_for_the_caller_to_bind() -> None:
     translation = translate(code, const_prefix="__const_f_")
     assert list(translation.constants.values()) == [torch.device("cpu")]
     assert "return __const_f_" in translation.source
+
+
+def test_a_code_object_that_cannot_be_hashed_is_proved_all_the_same() -> None:
+    """Dynamo writes slices into its code's constants (`x[:, 1:3]` in a graph-break resume), and a
+    code object hashes its constants: before Python 3.12 a slice has no hash, so the proof is not
+    cached for that code, and still made (torch_geometric's pooling hit this)."""
+
+    def f(x):
+        return x[None]
+
+    code = f.__code__.replace(
+        co_consts=tuple(slice(1, 3) if c is None else c for c in f.__code__.co_consts)
+    )
+    translation = checked(code, "f")
+    assert "return x[__const_0]" in translation.source
+    assert translation.constants == {"__const_0": slice(1, 3)}
 
 
 @pytest.mark.skipif(

@@ -32,7 +32,10 @@ _PROVED: weakref.WeakKeyDictionary[
 def checked(code: types.CodeType, name: str | None = None, prefix: str = "__const_") -> Translation:
     """The code as Python (`def <name>`), proved to do what the bytecode does; Untranslatable otherwise."""
     name = name or code.co_name
-    answers = _PROVED.setdefault(code, {})
+    try:
+        answers = _PROVED.setdefault(code, {})
+    except TypeError:  # a code object hashes its constants: a slice Dynamo wrote there cannot be
+        answers = {}
     if (name, prefix) not in answers:
         try:
             answers[name, prefix] = _proved(code, name, prefix)
