@@ -13,7 +13,10 @@ changes (RMSNorm on, heads 2 -> 4) and measures, with the plugin as it was at
   test (a test that failed to record has no files to churn: compare per test);
 - the headline: the first line of the failure each changed test opens with
   (computed from the two recorded sets by that plugin's own comparison), its
-  length.
+  length;
+- the failure block: the changed project run plainly against the recorded
+  set, the lines of each failing test's report (what a reviewer reads in the
+  CI log).
 
     pip install x-transformers      # in a venv of its own, with torch and this checkout's dev extra
     python benchmarks/first_day.py --before 7bbc8b8 --cache /tmp/inductor-first-day
@@ -28,6 +31,7 @@ import argparse
 import difflib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,6 +121,26 @@ def record(code: Path, project: Path, config: str, cache: str) -> dict[str, str]
     return results
 
 
+def failures_read(code: Path, base: Path, project: Path, config: str, cache: str) -> dict[str, int]:
+    """The changed project run plainly against the base's snapshots: test -> lines of its failure
+    block (pytest's report of it, as a reviewer reads it in the CI log)."""
+    project.mkdir(parents=True)
+    (project / "test_decoder.py").write_text(PROJECT.replace(BASE, config))
+    shutil.copytree(base / "snapshots", project / "snapshots")
+    junit = project / "junit.xml"
+    env = {**os.environ, "PYTHONPATH": str(code), "TORCHINDUCTOR_CACHE_DIR": cache, "CI": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    subprocess.run(
+        [*command, "-W", "ignore", f"--junitxml={junit}"], cwd=project, env=env, capture_output=True
+    )
+    lines = {}
+    for case in ET.parse(junit).iter("testcase"):
+        failure = case.find("failure")
+        if failure is not None:
+            lines[case.get("name", "")] = len((failure.text or "").splitlines())
+    return lines
+
+
 def churn(old: Path, new: Path) -> tuple[int, int, int]:
     """(lines added, lines removed, files touched) from the snapshot set `old` to `new`."""
     added = removed = files = 0
@@ -186,6 +210,15 @@ def measure(code: Path, label: str, work: Path, cache: str) -> list[str]:
             lines.append(f"  {test}: {files} files, +{plus} -{minus}")
         for name, head in headlines(code, folders["base"], folders[change]):
             lines.append(f"  {name} headline ({len(head)} chars): {head}")
+        read = failures_read(
+            code,
+            folders["base"].parent.parent,
+            work / label / f"check_{change}",
+            CHANGES[change],
+            cache,
+        )
+        for name, count in sorted(read.items()):
+            lines.append(f"  {name} failure block: {count} lines")
     return lines
 
 
