@@ -502,18 +502,25 @@ def test_a_guard_source_is_read_from_its_check(check: str, source: str) -> None:
 
 
 def test_graph_arguments_are_behaviour_whatever_the_generated_code_says() -> None:
-    """torch 2.15 prints `sum(pow, [1], True)` where 2.13 printed `[-1]` (a 2-D input): the same
-    sum, but a graph read with other arguments is never excused by generated code whose calls
-    read the same (an offset, an alpha, a view's shape change nothing in the wrapper's names)."""
+    """A graph read with other arguments is never excused by generated code whose calls read
+    the same (an offset, an alpha, a view's shape change nothing in the wrapper's names)."""
     old = zoo("test_dynamic_true")
-    change = sub(r"sum\.dim_IntList\(pow, \[-1\]", "sum.dim_IntList(pow, [1]")
-    new = edited(old, aot_inference=change)
-    diff = compare_case(old, new)
+    change = sub(r"sum\.dim_IntList\(pow, \[-1\]", "sum.dim_IntList(pow, [0]")
+    diff = compare_case(old, edited(old, aot_inference=change))
     assert diff.verdict == BEHAVIOUR
     assert _messages(diff, behaviour=True) == {
         "frame 0/0: same ops, 1 node with other arguments or types: "
-        "aten.sum.dim_IntList(_, [-1], True) -> (_, [1], True) (aot_inference)"
+        "aten.sum.dim_IntList(_, [1], True) -> (_, [0], True) (aot_inference)"
     }
+
+
+def test_a_dimension_counted_from_the_end_is_the_same_dimension() -> None:
+    """torch 2.15 prints `sum(pow, [1], True)` where 2.13 printed `[-1]` (a 2-D input): the same
+    sum. Counted from the start once the input's rank is read from its printed type."""
+    old = zoo("test_dynamic_true")
+    change = sub(r"sum\.dim_IntList\(pow, \[-1\]", "sum.dim_IntList(pow, [1]")
+    diff = compare_case(old, edited(old, aot_inference=change))
+    assert diff.verdict == TEXT, diff.line()
 
 
 def test_recompile_reason_changed_is_behaviour() -> None:

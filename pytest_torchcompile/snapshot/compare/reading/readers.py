@@ -31,6 +31,7 @@ from ...._torch.patterns.code import (
     FX_TORCH_OP,
     SYMBOL,
 )
+from ...._torch.patterns.dims import DIM_ARGUMENTS, rank, with_dims_counted_from_the_start
 from ...._torch.patterns.guards import (
     code_and_comment,
 )
@@ -90,12 +91,14 @@ def parse_graph(text: str, inputs: Mapping[str, str] | None = None) -> Graph:
     nodes: Counter[tuple[str, str]] = Counter()
     named: dict[str, str] = {}  # each input as the comparison reads it, for saying what differs
     saved: list[str] = []
+    annotations: dict[str, str] = {}  # each input's and node's printed type, for ranks
     lines = iter(text.splitlines())
     for line in lines:
         if FX_DEF.match(line):
             for place, (name, annotation) in enumerate(_arguments(line, lines).items()):
                 identity = _input(name, place, inputs)
                 prints[name] = _hash(f"input {identity} {annotation}")
+                annotations[name] = annotation.strip("\"' ")
                 named[name] = identity if identity.startswith(("L_", "G_")) else name
             continue
         if (ret := _RETURN.match(line)) is not None:
@@ -109,7 +112,10 @@ def parse_graph(text: str, inputs: Mapping[str, str] | None = None) -> Graph:
         expr = _keywords_sorted(FX_DELETIONS.sub("", match[3]))
         if expr in prints and not annotation:  # `l_x_ = L_x_`: a rename, not a node
             prints[name] = prints[expr]
+            annotations[name] = annotations.get(expr, "")
             continue
+        annotations[name] = annotation
+        expr = _dims_from_start(expr, annotations)
         deep, local = _with_refs(expr, prints, named)
         prints[name] = _hash(f"{_SPACES.sub('', deep)} -> {annotation}")
         dataflow[prints[name]] += 1
@@ -258,9 +264,34 @@ _KEYWORD = re.compile(r"^[A-Za-z_]\w*\s*=(?!=)")
 def _keywords_sorted(expr: str) -> str:
     """A call's keyword arguments in name order: `f(x, dim = 1, keepdim = True)` is
     `f(x, keepdim = True, dim = 1)` (a Dynamo graph prints them as the source wrote them)."""
-    open_at = expr.find("(")
-    if open_at < 0 or not expr.endswith(")") or "=" not in expr:
+    if "=" not in expr or (parts := _call_arguments(expr)) is None:
         return expr
+    keywords = sorted(p for p in parts if _KEYWORD.match(p))
+    if not keywords:
+        return expr
+    positional = [p for p in parts if p and not _KEYWORD.match(p)]
+    return f"{expr[: expr.find('(') + 1]}{', '.join(positional + keywords)})"
+
+
+def _dims_from_start(expr: str, annotations: Mapping[str, str]) -> str:
+    """An ATen op's dimension arguments counted from the start (`[-1]` of a 2-d input is `[1]`):
+    torch releases print them either way (`patterns.dims`)."""
+    match = FX_TORCH_OP.match(expr)
+    if match is None or match[1] not in DIM_ARGUMENTS or (parts := _call_arguments(expr)) is None:
+        return expr
+
+    def rank_of(name: str) -> int | None:
+        return rank(annotations[name]) if name in annotations else None
+
+    counted = with_dims_counted_from_the_start(match[1], parts, rank_of)
+    return expr if counted == parts else f"{expr[: expr.find('(') + 1]}{', '.join(counted)})"
+
+
+def _call_arguments(expr: str) -> list[str] | None:
+    """The top-level arguments of a call `f(a, [b, c], k = d)` as printed; None for anything else."""
+    open_at = expr.find("(")
+    if open_at < 0 or not expr.endswith(")"):
+        return None
     parts, depth, start, quote = [], 0, open_at + 1, ""
     for index in range(open_at + 1, len(expr) - 1):
         char = expr[index]
@@ -273,16 +304,12 @@ def _keywords_sorted(expr: str) -> str:
         elif char in ")]}":
             depth -= 1
             if depth < 0:
-                return expr  # the call ends before the text does: not one call
+                return None  # the call ends before the text does: not one call
         elif char == "," and depth == 0:
             parts.append(expr[start:index].strip())
             start = index + 1
     parts.append(expr[start:-1].strip())
-    keywords = sorted(p for p in parts if _KEYWORD.match(p))
-    if not keywords:
-        return expr
-    positional = [p for p in parts if p and not _KEYWORD.match(p)]
-    return f"{expr[: open_at + 1]}{', '.join(positional + keywords)})"
+    return parts
 
 
 def _operator(expr: str, prints: dict[str, str]) -> str:
