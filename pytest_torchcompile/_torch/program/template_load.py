@@ -1,6 +1,6 @@
 """The last part of every program file: `load`, the callable it returns, and the script entry point.
 
-Like the runtime (`_torch/program/runtime.py`), this is copied into each
+Like the runtime (`_torch/program/runtime*.py`), this is copied into each
 file verbatim from the marker on; the names above the marker stand for the
 tables and helpers the file defines before it, so this module stays valid
 Python that linters and tests can read. It is never imported to run.

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from ...._torch.dynamo import COMPILE_MARKS
-from ...._torch.program.runtime import NO_MODULE, SAME_MODULE
+from ...._torch.program.runtime_module import NO_MODULE, SAME_MODULE
 from ...emit.values import constant_source, import_path
 from .data import Slot, SubmoduleLayout, TensorSpec
 
