@@ -15,7 +15,8 @@ from typing import Any
 
 from ..._torch import distributed
 from ..numerics.calls import Inputs, observed_call
-from ..numerics.check import Tolerance, compare, format_mismatches, needs_fp64, tolerate_with_fp64
+from ..numerics.check import Tolerance, compare, format_mismatches
+from ..numerics.fp64 import needs_fp64, tolerate_with_fp64
 from ..spec import CompileSpec
 from .wrappers import COMPILED_PREFIX, Wrapped
 

@@ -157,7 +157,7 @@ def _fp64_run(
     call: Any, device: torch.device, inputs: Inputs, grads: bool | None
 ) -> Callable[[], dict[str, Any]]:
     """The eager reference in float64, run when any rank asks for it (every rank then does)."""
-    from ..numerics.check import to_fp64
+    from ..numerics.fp64 import to_fp64
 
     def reference() -> dict[str, Any]:
         model: Wrapped = wrap(to_fp64(_built(call.factory, device)), call, None)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..._torch.tensors import tree_leaves
-from .check import argument_names, flatten, observe
+from .observe import argument_names, flatten, observe
 
 SEED = 0
 

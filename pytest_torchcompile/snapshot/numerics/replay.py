@@ -27,15 +27,8 @@ from ...common.diagnose import first_line
 from ..spec import MARKER, CompileSpec
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from .calls import Inputs, observed_call
-from .check import (
-    Mismatch,
-    Tolerance,
-    compare,
-    format_mismatches,
-    needs_fp64,
-    to_fp64,
-    tolerate_with_fp64,
-)
+from .check import Mismatch, Tolerance, compare, format_mismatches
+from .fp64 import needs_fp64, to_fp64, tolerate_with_fp64
 
 
 @dataclass
