@@ -16,7 +16,6 @@ import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
@@ -89,7 +88,7 @@ class Mismatch:
 
 
 def one_sided(
-    first: Mapping[str, Any], second: Mapping[str, Any], names: tuple[str, str]
+    first: Mapping[str, object], second: Mapping[str, object], names: tuple[str, str]
 ) -> list[Mismatch]:
     """The results only one of two observations has; `names` say what each side is called."""
     one, other = names
@@ -106,7 +105,7 @@ def one_sided(
 
 
 def compare(
-    compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance
+    compiled: Mapping[str, object], eager: Mapping[str, object], tolerance: Tolerance
 ) -> list[Mismatch]:
     """Every mismatch between two observations of the same call."""
     found = one_sided(compiled, eager, ("compiled", "eager"))
@@ -118,7 +117,9 @@ def compare(
     return found
 
 
-def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) -> list[Mismatch]:
+def compare_trees(
+    compiled: object, eager: object, root: str, tolerance: Tolerance
+) -> list[Mismatch]:
     """Compare two nested results directly (e.g. a precompiled artifact's output)."""
     return compare(dict(flatten(compiled, root)), dict(flatten(eager, root)), tolerance)
 
@@ -127,7 +128,7 @@ def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) ->
 BITWISE = Tolerance(rtol=0.0, atol=0.0, fp64=False, check_stride=False)
 
 
-def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> list[Mismatch]:
+def bitwise_mismatches(program: dict[str, object], compiled: dict[str, object]) -> list[Mismatch]:
     """Every result of the program that is not bit for bit the compiled run's (NaN equals NaN)."""
     found = one_sided(program, compiled, ("the program", "the compiled run"))
     for path, value in program.items():
@@ -139,7 +140,7 @@ def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> lis
     return found
 
 
-def _identical(a: Any, b: Any) -> bool:
+def _identical(a: object, b: object) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device or a.layout != b.layout:
             return False
@@ -157,12 +158,14 @@ def _identical(a: Any, b: Any) -> bool:
         return repr(a) == repr(b)
 
 
-def bitwise_differences(program: dict[str, Any], compiled: dict[str, Any]) -> list[str]:
+def bitwise_differences(program: dict[str, object], compiled: dict[str, object]) -> list[str]:
     """`bitwise_mismatches` as the lines of a failure ([] when the program ran bit for bit the same)."""
     return format_mismatches(bitwise_mismatches(program, compiled))
 
 
-def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+def compare_leaf(
+    path: str, compiled: object, eager: object, tolerance: Tolerance
+) -> Mismatch | None:
     if isinstance(compiled, torch.Tensor) and isinstance(eager, torch.Tensor):
         return compare_tensors(path, compiled, eager, tolerance)
     if _is_numpy(compiled) and _is_numpy(eager):
@@ -203,12 +206,14 @@ def incomparable(path: str, what: str, exc: BaseException) -> Mismatch:
     )
 
 
-def _is_numpy(value: Any) -> bool:
+def _is_numpy(value: object) -> bool:
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic))
 
 
-def compare_numpy(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+def compare_numpy(
+    path: str, compiled: object, eager: object, tolerance: Tolerance
+) -> Mismatch | None:
     """NumPy arrays and scalars as tensors (`==` on arrays is elementwise, its truth value an error)."""
     try:
         with warnings.catch_warnings():

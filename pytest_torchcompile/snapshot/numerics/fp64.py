@@ -24,7 +24,7 @@ def needs_fp64(mismatches: list[Mismatch], tolerance: Tolerance) -> bool:
 
 
 def tolerate_with_fp64(
-    mismatches: list[Mismatch], reference: Mapping[str, Any], tolerance: Tolerance
+    mismatches: list[Mismatch], reference: Mapping[str, object], tolerance: Tolerance
 ) -> list[Mismatch]:
     """Drop value mismatches that are no worse against fp64 than eager's own error.
 

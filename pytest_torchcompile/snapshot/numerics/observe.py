@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
+
+#: what a call changed, by path (`output['logits']`, `grad of fc1.weight`): its leaves
+Observed = dict[str, object]
 
 MAX_DEPTH = 32
 
@@ -22,12 +25,12 @@ MAX_DEPTH = 32
 # --- flattening ---------------------------------------------------------------
 
 
-def flatten(value: Any, root: str) -> list[tuple[str, Any]]:
+def flatten(value: object, root: str) -> list[tuple[str, object]]:
     """(path, leaf) pairs; each path starts with `root` (`output`, `grad of`)."""
     return list(_walk(value, root, 0, set()))
 
 
-def _walk(value: Any, path: str, depth: int, active: set[int]) -> Iterator[tuple[str, Any]]:
+def _walk(value: object, path: str, depth: int, active: set[int]) -> Iterator[tuple[str, object]]:
     children = None if depth >= MAX_DEPTH or id(value) in active else _children(value)
     if children is None:
         yield path, value
@@ -38,7 +41,7 @@ def _walk(value: Any, path: str, depth: int, active: set[int]) -> Iterator[tuple
     active.discard(id(value))
 
 
-def _children(value: Any) -> list[tuple[str, Any]] | None:
+def _children(value: object) -> list[tuple[str, object]] | None:
     """A container's (path suffix, child) pairs, or None for a leaf."""
     if isinstance(value, torch.Tensor) or isinstance(
         value, (str, bytes, int, float, complex, bool, type(None))
@@ -59,14 +62,16 @@ def _children(value: Any) -> list[tuple[str, Any]] | None:
     return None
 
 
-def _compares_by_identity(value: Any) -> bool:
+def _compares_by_identity(value: object) -> bool:
     """A plain object (a KV cache, say): `==` between two copies is always False."""
     return (
         type(value).__eq__ is object.__eq__ and hasattr(value, "__dict__") and not callable(value)
     )
 
 
-def argument_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def argument_names(
+    fn: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """Inputs by the name the model gives them (`x`), else `args[0]`, `kwargs['y']`."""
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
     try:
@@ -88,7 +93,7 @@ def argument_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> di
     return named
 
 
-def observe(output: Any, model: Any, inputs: dict[str, Any], grads: bool) -> dict[str, Any]:
+def observe(output: object, model: Any, inputs: dict[str, Any], grads: bool) -> Observed:
     """Everything one call produced, as `path -> leaf`, in a fixed order."""
     seen = dict(flatten(output, "output"))
     if grads:
