@@ -11,7 +11,6 @@ holds collectives of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..._torch import distributed
 from ..numerics.calls import Inputs, observed_call
@@ -21,7 +20,9 @@ from ..spec import CompileSpec
 from .wrappers import COMPILED_PREFIX, Wrapped
 
 
-def observed(model: Wrapped, inputs: Inputs, grads: bool | None) -> tuple[Any, dict[str, Any]]:
+def observed(
+    model: Wrapped, inputs: Inputs, grads: bool | None
+) -> tuple[object, dict[str, object]]:
     """One seeded call with its backward (when the case has gradients), observed as plain tensors."""
     out, seen = observed_call(model.run, model.module, inputs, grads)
     return out, {
@@ -31,9 +32,9 @@ def observed(model: Wrapped, inputs: Inputs, grads: bool | None) -> tuple[Any, d
 
 def verdict(
     spec: CompileSpec,
-    seen: dict[str, Any],
-    eager_seen: dict[str, Any],
-    fp64: Callable[[], dict[str, Any]],
+    seen: dict[str, object],
+    eager_seen: dict[str, object],
+    fp64: Callable[[], dict[str, object]],
     world_size: int,
 ) -> str | None:
     """The failure text of this rank's numerics, or None; a collective: every rank calls it."""
