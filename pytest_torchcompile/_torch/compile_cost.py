@@ -110,7 +110,7 @@ def compiling_env(env: Mapping[str, str], cache_folder: str) -> dict[str, str]:
 def import_compiler() -> None:
     """Import what the first compile of a process would (the modules a fork server imports
     first, `preload.MODULES`), so a timed compile times compiling, not importing."""
-    from .preload import MODULES
+    from .process.preload import MODULES
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ..._torch import global_state
-from ..._torch.global_state import GlobalState
+from ..._torch.process import global_state
+from ..._torch.process.global_state import GlobalState
 from ...common.capture_log import CaptureLog
 from ...common.copies import clone_inputs, copy_with_grads
 from .call import FreshProcesses, FreshProcessFailed, Unpicklable, call_fresh_process
