@@ -272,7 +272,7 @@ def _frame(
     return Frame(spec["name"], signature, compiles, fallback)
 
 
-def _argument(spec: tuple[str, list[object] | None, str | None, str]) -> object:
+def _argument(spec: tuple[str, tuple[object, ...] | None, str | None, str]) -> object:
     name, tensor, literal, type_name = spec
     if tensor is not None:
         return random_tensor(tensor)
