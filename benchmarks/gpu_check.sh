@@ -490,7 +490,7 @@ step_threads() {
     echo "===== threads after each of the fork server's imports"
     "$PY" - <<'PY'
 import importlib, os
-from pytest_torchcompile._torch.preload import MODULES
+from pytest_torchcompile._torch.process.preload import MODULES
 for name in MODULES:
     importlib.import_module(name)
     tasks = os.listdir("/proc/self/task")

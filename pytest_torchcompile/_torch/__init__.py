@@ -26,6 +26,7 @@ Modules by topic:
 - `distributed`: process groups, DDP and FSDP2, DTensor shards, eager op counts, compiled
   frames' runs (their texts: `patterns/distributed.py`);
 - `program`: what the program file needs (AOTAutograd's metadata, its runtime, the compile trap).
+- `process`: what a fresh process needs (the switches a call runs under, a fork server's preload).
 
 Importing this package imports none of them.
 """

@@ -62,7 +62,7 @@ def _enabled() -> Iterator[None]:
 
 
 def aot_compile(
-    fn: Any, compile_kwargs: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    fn: Any, compile_kwargs: dict[str, object], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Compile `fn` ahead of time on these inputs (always fullgraph); `Unsupported` on a torch without it."""
     reason = unsupported()
@@ -81,7 +81,7 @@ def aot_compile(
             raise
 
 
-def _backend_message(backend: Any, exc: BaseException) -> str:
+def _backend_message(backend: object, exc: BaseException) -> str:
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
     first = (str(exc).splitlines() or [""])[0]
     return (

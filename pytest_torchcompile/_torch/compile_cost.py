@@ -110,7 +110,7 @@ def compiling_env(env: Mapping[str, str], cache_folder: str) -> dict[str, str]:
 def import_compiler() -> None:
     """Import what the first compile of a process would (the modules a fork server imports
     first, `preload.MODULES`), so a timed compile times compiling, not importing."""
-    from .preload import MODULES
+    from .process.preload import MODULES
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -201,7 +201,7 @@ def _record_names() -> frozenset[str]:
 
 
 @contextlib.contextmanager
-def watching(options: Mapping[str, Any] | None = None) -> Iterator[Watched]:
+def watching(options: Mapping[str, object] | None = None) -> Iterator[Watched]:
     """Clear torch's compile records, catch the cache lookups of what runs inside, read the rest after.
 
     `options` are the Inductor options the compile is given (`torch.compile(options=...)`),
@@ -235,7 +235,7 @@ def watching(options: Mapping[str, Any] | None = None) -> Iterator[Watched]:
     _read_after(watched, options or {})
 
 
-def _read_after(watched: Watched, options: Mapping[str, Any]) -> None:
+def _read_after(watched: Watched, options: Mapping[str, object]) -> None:
     from torch._dynamo.utils import compilation_time_metrics, counters, get_compilation_metrics
 
     for cache, (_, group, prefix) in CACHES.items():
@@ -264,7 +264,7 @@ def _number(metrics: object, name: str) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def cache_switches(options: Mapping[str, Any]) -> dict[str, str]:
+def cache_switches(options: Mapping[str, object]) -> dict[str, str]:
     """Each cache switch as the compile saw it (an Inductor option given to it wins)."""
     found = {}
     for fact, (module, name) in CACHE_SWITCHES.items():

@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
 
 import torch._inductor.config as inductor_config
 
 #: Inductor settings that make generated C++ independent of the host: no
 #: OpenMP blocks whatever the thread count, and 256-bit vectors on AVX2 and
 #: AVX-512 machines alike.
-HOST_PINNED_CONFIG: dict[str, Any] = {"cpp.threads": 1, "cpp.simdlen": 256}
+HOST_PINNED_CONFIG: dict[str, object] = {"cpp.threads": 1, "cpp.simdlen": 256}
 #: compiled code calls eager's random ops, so dropout draws what eager draws.
-FALLBACK_RANDOM: dict[str, Any] = {"fallback_random": True}
+FALLBACK_RANDOM: dict[str, object] = {"fallback_random": True}
 #: every generated Triton kernel module gets a benchmark harness (`get_args()`, `call(args)`).
-BENCHMARK_KERNEL: dict[str, Any] = {"benchmark_kernel": True}
+BENCHMARK_KERNEL: dict[str, object] = {"benchmark_kernel": True}
 #: how a user lists Inductor's options (named in a message about a wrong one).
 OPTIONS_LISTING = "torch._inductor.list_options()"
 
 
-def patched(*settings: Mapping[str, Any] | None) -> contextlib.AbstractContextManager[Any]:
+def patched(*settings: Mapping[str, object] | None) -> contextlib.AbstractContextManager[None]:
     """Inductor's config with `settings` merged in order (later wins) for a while."""
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}
     for part in settings:
         merged.update(part or {})
     return inductor_config.patch(merged)
@@ -40,7 +39,7 @@ def inductor_options() -> list[str]:
     return list(list_options())
 
 
-def mode_options(mode: str | None, dynamic: bool | None) -> dict[str, Any]:
+def mode_options(mode: str | None, dynamic: bool | None) -> dict[str, object]:
     """The Inductor config a `mode=` stands for (what torch.compile applies for it)."""
     from torch._inductor import list_mode_options
 
@@ -52,7 +51,7 @@ CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
 CUDAGRAPHS_KEY = "triton.cudagraphs"
 
 
-def inductor_cudagraphs(mode: str | None, options: Mapping[str, Any] | None) -> bool:
+def inductor_cudagraphs(mode: str | None, options: Mapping[str, object] | None) -> bool:
     """Whether Inductor wraps the compiled call in its own CUDA graphs.
 
     `torch.compile`'s modes "reduce-overhead" and "max-autotune" turn on
@@ -78,7 +77,7 @@ KERNEL_BUILD_KEYS = (
 )
 
 
-def kernel_build_settings() -> dict[str, Any]:
+def kernel_build_settings() -> dict[str, object]:
     """The current values of `KERNEL_BUILD_KEYS` (those this Inductor has).
 
     Read one by one, after every compiled call: a copy of the whole config

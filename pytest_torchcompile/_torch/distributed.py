@@ -67,7 +67,7 @@ def barrier() -> None:
 # --- the wrappers ------------------------------------------------------------
 
 
-def ddp(model: torch.nn.Module, device: str, options: dict[str, Any]) -> torch.nn.Module:
+def ddp(model: torch.nn.Module, device: str, options: dict[str, object]) -> torch.nn.Module:
     """`DistributedDataParallel(model, **options)`, on this rank's GPU for NCCL."""
     from torch.nn.parallel import DistributedDataParallel
 
@@ -76,7 +76,7 @@ def ddp(model: torch.nn.Module, device: str, options: dict[str, Any]) -> torch.n
     return DistributedDataParallel(model, **options)
 
 
-def fully_shard(module: torch.nn.Module, options: dict[str, Any]) -> torch.nn.Module:
+def fully_shard(module: torch.nn.Module, options: dict[str, object]) -> torch.nn.Module:
     """FSDP2's `fully_shard(module, **options)` (the module itself, now sharded)."""
     from torch.distributed.fsdp import fully_shard as shard
 
@@ -112,7 +112,7 @@ class _TensorCalls(torch.overrides.TorchFunctionMode):
         return result
 
 
-def eager_ops(forward: Callable[[], Any]) -> int:
+def eager_ops(forward: Callable[[], object]) -> int:
     """The torch calls that return a tensor while `forward()` runs in eager, without autograd:
     how Dynamo counts a graph's ops (the calls it records as nodes)."""
     counting = _TensorCalls()

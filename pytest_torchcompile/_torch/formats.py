@@ -127,7 +127,7 @@ ID_CHECK = re.compile(r"___check_(obj|type)_id\((.+?), (\d+)\)")
 TYPE_SUFFIX = re.compile(r", type=<class '([^']*)'>$")
 #: SET_CONTAINS's code, `set.__contains__(G['m'].keyword.iskeyword.__self__, 'n')`: Python's unbound
 #: `set.__contains__` raises on the frozenset that Dynamo's C check accepts, so the emitted guard calls
-#: the prelude's `___set_contains` (`program/runtime.py`), which takes both.
+#: the prelude's `___set_contains` (`program/runtime_guards.py`), which takes both.
 SET_CONTAINS_CALL = re.compile(r"(?<![\w.])set\.__contains__\(")
 SET_CONTAINS_HELPER = "___set_contains("
 #: Dynamo's helper prefix: code still holding one has no Python form of its own.
@@ -224,9 +224,8 @@ def rejected_guards(message: str) -> list[str] | None:
 
 # --- the prelude of the `program` artifact's guard functions ----------------
 
-#: where the guard helpers start and end in the program file's runtime (`program/runtime.py`)
+#: where the guard helpers start in the program file's runtime (`program/runtime_guards.py`)
 _PRELUDE_START = "# --- the guard prelude: what Dynamo's guard code calls"
-_PRELUDE_END = "# --- what Dynamo's transformed code calls"
 
 _PRELUDE_HEADER = """
 import collections
@@ -248,9 +247,8 @@ __math_isnan = math.isnan
 def _guard_prelude() -> str:
     """The helpers Dynamo's guard code calls, read from the program file's runtime, so the guard
     checker and every program file run one copy of them (read as text: no torch import here)."""
-    runtime = (Path(__file__).parent / "program" / "runtime.py").read_text()
-    start = runtime.index(_PRELUDE_START)
-    return _PRELUDE_HEADER.lstrip("\n") + runtime[start : runtime.index(_PRELUDE_END, start)]
+    runtime = (Path(__file__).parent / "program" / "runtime_guards.py").read_text()
+    return _PRELUDE_HEADER.lstrip("\n") + runtime[runtime.index(_PRELUDE_START) :]
 
 
 #: Python helpers the emitted guard functions call (the program's prelude).

@@ -100,7 +100,7 @@ def compile_call_failure(exc: BaseException, marker: str) -> str:
 MODEL_ERRORS = (Exception, SystemExit)
 
 
-def unusable_output(output: Any) -> CaseFailure | None:
+def unusable_output(output: object) -> CaseFailure | None:
     """A model output that holds no values yet (a generator or a coroutine): the model's
     mistake, said as such before any comparison blames the compiler; None otherwise."""
     if not (
@@ -163,7 +163,7 @@ class CompileTime:
 def compiling(
     log: CaptureLog,
     options: CompileOptions,
-    *settings: Mapping[str, Any] | None,
+    *settings: Mapping[str, object] | None,
     pin_host: bool = True,
     normalize: Callable[[str], str] = str,
 ) -> Iterator[CompileTime]:

@@ -69,9 +69,9 @@ def _without_grads(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def _uncopyable_attributes(model: torch.nn.Module) -> dict[int, Any]:
+def _uncopyable_attributes(model: torch.nn.Module) -> dict[int, object]:
     """A deepcopy memo that maps each module attribute that cannot be deep-copied to itself."""
-    memo: dict[int, Any] = {}
+    memo: dict[int, object] = {}
     for module in model.modules():
         for name, value in vars(module).items():
             if name in ("_parameters", "_buffers", "_modules"):

@@ -84,7 +84,7 @@ class NamedCases(Generic[ResultT]):
         return self._run(name, model, args, kwargs)
 
 
-def model_problem(fixture: str, model: Any) -> str | None:
+def model_problem(fixture: str, model: object) -> str | None:
     """Why `model` cannot be what a fixture compiles (it must be called like the model), or None."""
     if isinstance(model, type):
         return f"usage error: {fixture}(model, ...) got the class {model.__name__} itself; pass an instance, e.g. {model.__name__}()"
@@ -96,7 +96,7 @@ def model_problem(fixture: str, model: Any) -> str | None:
     return None
 
 
-def _short_repr(value: Any) -> str:
+def _short_repr(value: object) -> str:
     text = repr(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "..."
 

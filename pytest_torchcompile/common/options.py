@@ -41,7 +41,7 @@ class CompileOptions:
     mode: str | None = None
     dynamic: bool | None = None
     fullgraph: bool = False
-    options: Mapping[str, Any] | None = None
+    options: Mapping[str, object] | None = None
 
     def __post_init__(self) -> None:
         self._check_backend()
@@ -61,9 +61,9 @@ class CompileOptions:
             return self.backend
         return getattr(self.backend, "__name__", type(self.backend).__name__)
 
-    def compile_kwargs(self) -> dict[str, Any]:
+    def compile_kwargs(self) -> dict[str, object]:
         """The keyword arguments for `torch.compile`, leaving out defaults."""
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             "backend": self.backend,
             "fullgraph": self.fullgraph,
             "dynamic": self.dynamic,
@@ -91,7 +91,7 @@ class CompileOptions:
         return cls(**kwargs)
 
     @classmethod
-    def keywords(cls) -> list[dataclasses.Field[Any]]:
+    def keywords(cls) -> list[dataclasses.Field[object]]:
         return [f for f in dataclasses.fields(cls) if f.init]
 
     @classmethod

@@ -100,7 +100,7 @@ class Machine:
             device, cpu_model(), torch.__version__, _version("triton"), torch.version.cuda, threads
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -389,7 +389,7 @@ def _is_baseline_name(name: str) -> bool:
     return name.endswith(".json")
 
 
-def dumps(value: Any, indent: str = "") -> str:
+def dumps(value: object, indent: str = "") -> str:
     """JSON with sorted keys, nested objects indented, flat objects on one line.
 
     A metric's summary (median, interval, quartiles) is one line, so a

@@ -230,9 +230,9 @@ class BenchmarkCase:
         noise.update(self.gpu.noise() if self.gpu else {})
         return {name: value for name, value in noise.items() if value is not None}
 
-    def _settings(self) -> dict[str, Any]:
+    def _settings(self) -> dict[str, object]:
         spec = self.spec
-        settings: dict[str, Any] = {
+        settings: dict[str, object] = {
             "backend": spec.backend_name,
             "mode": spec.mode,
             "dynamic": spec.dynamic,

@@ -105,15 +105,15 @@ class CaseRecord:
 
     metrics: Mapping[str, Summary]
     counters: Mapping[str, int]
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, object] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     kernels: Mapping[str, Summary] = field(default_factory=dict)
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     contention: Contention | None = None
     compile: CompileBlock | None = None
 
-    def to_json(self, samples: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_json(self, samples: bool = True) -> dict[str, object]:
+        data: dict[str, object] = {
             "counters": dict(self.counters),
             "metrics": {name: s.to_json() for name, s in self.metrics.items()},
             "settings": dict(self.settings),
@@ -205,7 +205,7 @@ def _summaries(data: Mapping[str, Any], name: str, required: bool) -> dict[str, 
     return found
 
 
-def _count(field: str, value: Any) -> int:
+def _count(field: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise RecordError(field, f"{value!r} is not a count (a non-negative integer)")
     return value
@@ -218,7 +218,7 @@ def _sequence(data: Mapping[str, Any], name: str, prefix: str = "") -> list[Any]
     return list(value)
 
 
-def _check_settings(settings: Mapping[str, Any]) -> None:
+def _check_settings(settings: Mapping[str, object]) -> None:
     """The settings a later run reads back: calls per block and the noise between passes."""
     iterations = settings.get("iterations")
     if iterations is not None:

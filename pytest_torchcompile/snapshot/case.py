@@ -11,6 +11,7 @@ the call and run after it). What a failure needs to explain itself is in
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from .fresh_process.check import After, FreshCheck, FreshCheckFailed
 from .fresh_process.servers import FreshProcesses
 from .numerics.calls import Inputs, observed_call
 from .numerics.check import bitwise_differences
+from .numerics.observe import Observed
 from .numerics.replay import Replay
 from .precompile.round_trip import PrecompileCheck, PrecompileReport
 from .program.facts.reading import compile_settings
@@ -56,7 +58,7 @@ class CompileCase:
     normalizer: Normalizer
     log: CaptureLog = field(default_factory=CaptureLog)
     calls: list[Inputs] = field(default_factory=list)
-    compiled: Any = None
+    compiled: Callable[..., object] | None = None
     eager_model: Any = None
     replay: Replay | None = None
     compile_seconds: float = 0.0
@@ -116,7 +118,7 @@ class CompileCase:
             setattr(self.result, check.result_field, check.report())
         return self.result
 
-    def _run_eager(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+    def _run_eager(self, inputs: Inputs) -> tuple[object, Observed]:
         try:
             observed = observed_call(self.eager_model, self.eager_model, inputs, self.spec.grads)
         except MODEL_ERRORS as exc:
@@ -126,7 +128,7 @@ class CompileCase:
             raise unusable
         return observed
 
-    def _run_compiled(self, inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+    def _run_compiled(self, inputs: Inputs) -> tuple[object, Observed]:
         random = config.FALLBACK_RANDOM if self.spec.fallback_random else None
         with compiling(self.log, self.spec, random, normalize=self.normalizer) as spent:
             observed = observed_call(self.compiled, self.model, inputs, self.spec.grads)
@@ -147,7 +149,7 @@ class CompileCase:
         for check in self.checks:
             check.close()
 
-    def _result(self, out: Any, eager_out: Any) -> CompileResult:
+    def _result(self, out: object, eager_out: object) -> CompileResult:
         log, backend = self.log.frozen(), self.spec.backend_name
         counted = counters(log)
         capture = CaseCapture(log, self.program.frozen(), counted)

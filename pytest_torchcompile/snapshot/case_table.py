@@ -28,7 +28,7 @@ class CaseRow:
     kernels: int
     compile_seconds: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -76,7 +76,7 @@ class PrecompileRow:
     load_seconds: float
     calls: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod

@@ -3,9 +3,9 @@
 `CompileModel` is the callable a test receives. Each call is one case
 (`case.py`): the model is compiled with the marker's settings under the
 capture, run on the inputs, run in eager on its own copies, and its numerics
-checked. The snapshots of all cases are compared by `check_snapshots` once
-the test function has returned (the plugin calls it), so a mismatch is an
-ordinary failure. Nothing here depends on pytest: a failing case raises
+checked. The snapshots of all cases (`snapshot_texts`) are compared by the
+session's `pytest_pyfunc_call` hook (`session.py`) once the test function
+has returned, so a mismatch is an ordinary failure. Nothing here depends on pytest: a failing case raises
 `FixtureFailure`, which the plugin turns into the test's failure.
 """
 

@@ -24,8 +24,8 @@ class CompileResult:
     recompile caused by `call(...)` shows up here and in the snapshots.
     """
 
-    output: Any
-    eager_output: Any
+    output: object
+    eager_output: object
     graph_count: int
     graph_break_count: int
     recompile_count: int

@@ -178,7 +178,12 @@ def test_formats_names_private_torch_only_in_text() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", sorted(p.stem for p in ADAPTER.glob("*.py") if p.stem != "__init__")
+    "module",
+    sorted(
+        ".".join(p.relative_to(ADAPTER).with_suffix("").parts)
+        for p in [*ADAPTER.glob("*.py"), *ADAPTER.glob("process/*.py")]
+        if p.stem != "__init__"
+    ),
 )
 def test_every_adapter_module_imports(module: str) -> None:
     __import__(f"pytest_torchcompile._torch.{module}")

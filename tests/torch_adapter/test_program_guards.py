@@ -1,4 +1,4 @@
-"""The program file's guard evaluation (`_torch/program/runtime.py`): a guard that raised is named with
+"""The program file's guard evaluation (`_torch/program/runtime*.py`): a guard that raised is named with
 what it raised, and Dynamo's SET_CONTAINS code runs on the frozenset Dynamo's own C check accepts."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import keyword
 
 import pytest
 
-from pytest_torchcompile._torch.program.runtime import ___set_contains, first_failing
+from pytest_torchcompile._torch.program.runtime import first_failing
+from pytest_torchcompile._torch.program.runtime_guards import ___set_contains
 
 
 def test_a_false_guard_is_named_by_its_line() -> None:

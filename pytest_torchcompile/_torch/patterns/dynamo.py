@@ -55,7 +55,7 @@ INSTALLED_GLOBAL = re.compile(
     rf"^(?:(?:{COMPILED_FN_PREFIX}_|{RESUME_PREFIX}_|{IMPORT_PREFIX}|{MODULE_PREFIX}|{UNNAMED_SCOPE_PREFIX}|{BUILTINS_DICT_PREFIX})\w*|_\d+_c\d+)$"
 )
 #: the alias Dynamo's transformed code reads its utils module by, the module, and the helpers of it that
-#: the program file has stand-ins for (`DynamoUtils` in `program/runtime.py`).
+#: the program file has stand-ins for (`DynamoUtils` in `program/runtime_graphs.py`).
 DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE = (
     f"{IMPORT_PREFIX}torch_dot__dynamo_dot_utils",
     "torch._dynamo.utils",

@@ -280,7 +280,7 @@ def _output(node: Node) -> OutputInfo:
     )
 
 
-def _tangent_layout(meta: Any) -> TangentLayout:
+def _tangent_layout(meta: object) -> TangentLayout:
     """How AOT lays a tangent out before the backward: (size, stride), a memory format, or None."""
     if not isinstance(meta, Node):
         return None

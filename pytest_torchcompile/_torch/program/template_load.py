@@ -1,6 +1,6 @@
 """The last part of every program file: `load`, the callable it returns, and the script entry point.
 
-Like the runtime (`_torch/program/runtime.py`), this is copied into each
+Like the runtime (`_torch/program/runtime*.py`), this is copied into each
 file verbatim from the marker on; the names above the marker stand for the
 tables and helpers the file defines before it, so this module stays valid
 Python that linters and tests can read. It is never imported to run.
@@ -14,6 +14,8 @@ import contextlib
 import hashlib
 import importlib
 import sys
+import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,14 +23,14 @@ import torch
 # the file's own tables and runtime helpers (placeholders here; see writer.py)
 TORCH_VERSION = PYTHON_VERSION = BACKEND = ""
 ENTRY: dict[str, Any] = {}
-MODULE_LAYOUT: list[Any] = []
-INPUTS: tuple[list[Any], list[Any]] = ([], [])
+MODULE_LAYOUT: list[tuple[object, ...]] = []
+INPUTS: tuple[list[tuple[object, ...]], list[tuple[object, ...]]] = ([], [])
 KERNEL_SOURCES: dict[str, tuple[str, str]] = {}
-KERNEL_CONSTANTS: dict[str, dict[str, Any]] = {}
-KERNEL_BUILD: dict[str, Any] = {}
-INSTALLED: list[tuple[str, str, Any]] = []
-CONSTANTS: dict[str, Any] = {}
-GRAPHS: dict[str, Any] = {}
+KERNEL_CONSTANTS: dict[str, dict[str, object]] = {}
+KERNEL_BUILD: dict[str, object] = {}
+INSTALLED: list[tuple[str, str, object]] = []
+CONSTANTS: dict[str, object] = {}
+GRAPHS: dict[str, Callable[[dict[str, object]], object]] = {}
 FRAMES: list[dict[str, Any]] = []
 RAN: list[str] = []
 DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = (
@@ -40,10 +42,10 @@ recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process
 fill_einops_registry = None  # type: ignore[assignment]
 
 # ---- load (copied into every program file from here on) ----
-_KERNELS: dict[str, Any] = {}
+_KERNELS: dict[str, object] = {}
 
 
-def load_kernels() -> dict[str, Any]:
+def load_kernels() -> dict[str, object]:
     """Every kernel of the file, loaded once per process: Inductor compiles the C++ of its output code here."""
     if not _KERNELS:
         # torch._inductor.config: the settings the kernels were compiled with at capture (ISA, math flags);
@@ -80,11 +82,11 @@ class Program:
 
     def __init__(
         self,
-        entry: Any,
-        self_args: tuple[Any, ...],
+        entry: Frame,
+        self_args: tuple[torch.nn.Module, ...],
         skipped: list[str],
         versions: list[str],
-        routes: list[Any] = (),  # type: ignore[assignment]
+        routes: list[Route] = (),  # type: ignore[assignment]
     ) -> None:
         self.entry, self.self_args, self.skipped, self.versions = (
             entry,
@@ -106,7 +108,9 @@ class Program:
             self.ran = list(RAN)
 
 
-def _entry(module: Any, state_dict: Any) -> tuple[tuple[Any, ...], Any, bool]:
+def _entry(
+    module: Any, state_dict: dict[str, torch.Tensor] | None
+) -> tuple[tuple[torch.nn.Module, ...], types.FunctionType, bool]:
     """(self argument, the compiled function, whether the module was rebuilt from a state_dict)."""
     if not ENTRY["method"]:
         function = module if callable(module) else _import_entry()
@@ -138,13 +142,13 @@ def _entry(module: Any, state_dict: Any) -> tuple[tuple[Any, ...], Any, bool]:
     return (module,), function, rebuilt
 
 
-def _import_entry() -> Any:
+def _import_entry() -> types.FunctionType:
     if ENTRY["path"] is None:
         raise TypeError(f"{ENTRY['name']} cannot be imported by name; pass it to load()")
     return import_object(ENTRY["path"])
 
 
-def _check_code(function: Any) -> None:
+def _check_code(function: object) -> None:
     """The function given must be the one compiled: same code (its source may have moved)."""
     code = getattr(function, "__code__", None)
     if code is None or code_digest(code) != ENTRY["code"]:
@@ -154,7 +158,7 @@ def _check_code(function: Any) -> None:
         )
 
 
-def code_digest(code: Any) -> str:
+def code_digest(code: types.CodeType) -> str:
     """16 hex digits of what a function does: its bytecode, its constants (nested code by its own
     digest) and the names it reads; `x * 2 + 1` and `x * 3 + 5` share the bytecode, not this."""
     parts = [code.co_code, repr(code.co_names).encode()]
@@ -162,7 +166,7 @@ def code_digest(code: Any) -> str:
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
 
 
-def _constant_text(value: Any) -> str:
+def _constant_text(value: object) -> str:
     """A constant as text that is the same in every process (a frozenset's order is not)."""
     if hasattr(value, "co_code"):
         return "code:" + code_digest(value)
@@ -172,7 +176,7 @@ def _constant_text(value: Any) -> str:
     return repr(value)
 
 
-def load(module: Any = None, *, state_dict: Any = None) -> Program:
+def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = None) -> Program:
     """The compiled model, ready to call with the case's inputs, without torch.compile.
 
     `module`: the model (every guard checked); `state_dict`: parameters
@@ -216,7 +220,7 @@ def load(module: Any = None, *, state_dict: Any = None) -> Program:
     return Program(entry, self_args, skipped, versions, routes)
 
 
-def _home(spec: dict[str, Any], G: Any, homes: dict[str, Any]) -> Any:
+def _home(spec: dict[str, Any], G: FrameGlobals, homes: dict[str, FrameGlobals]) -> FrameGlobals:
     """The globals a frame runs in: the entry's, or those of the library module it belongs to."""
     name = spec.get("module")
     if name is None:
@@ -226,7 +230,7 @@ def _home(spec: dict[str, Any], G: Any, homes: dict[str, Any]) -> Any:
     return homes[name]
 
 
-def _routed(spec: dict[str, Any]) -> Any:
+def _routed(spec: dict[str, Any]) -> types.FunctionType | None:
     """A copy of the library function the frame is of (None for other frames), checked to be the
     code that was compiled: another version of the library is refused, not run."""
     if "function" not in spec:
@@ -242,12 +246,12 @@ def _routed(spec: dict[str, Any]) -> Any:
 
 def _frame(
     spec: dict[str, Any],
-    G: Any,
-    function: Any,
-    self_args: tuple[Any, ...],
+    G: FrameGlobals,
+    function: types.FunctionType,
+    self_args: tuple[torch.nn.Module, ...],
     rebuilt: bool,
     skipped: list[str],
-) -> Any:
+) -> Frame:
     is_entry, routed = spec["role"] == "entry", "function" in spec
     cells = zip(function.__code__.co_freevars, function.__closure__ or ())
     L = (
@@ -268,7 +272,7 @@ def _frame(
     return Frame(spec["name"], signature, compiles, fallback)
 
 
-def _argument(spec: Any) -> Any:
+def _argument(spec: tuple[str, tuple[object, ...] | None, str | None, str]) -> object:
     name, tensor, literal, type_name = spec
     if tensor is not None:
         return random_tensor(tensor)
@@ -279,7 +283,7 @@ def _argument(spec: Any) -> Any:
     )
 
 
-def _tensors(value: Any) -> list[Any]:
+def _tensors(value: object) -> list[torch.Tensor]:
     """The tensors in an output: nested tuples, lists, dicts and objects with attributes."""
     if isinstance(value, torch.Tensor):
         return [value]

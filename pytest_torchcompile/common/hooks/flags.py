@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
@@ -47,10 +46,10 @@ class Option:
     name: str
     help: str
     ini: bool = True
-    default: Any = None
-    convert: Callable[[str], Any] | None = None
+    default: object = None
+    convert: Callable[[str], object] | None = None
     ini_type: str | None = None
-    flag_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    flag_kwargs: Mapping[str, object] = field(default_factory=dict)
     old_flag: str | None = None
     old_ini: str | None = None
 
@@ -68,7 +67,7 @@ class Option:
 class Given:
     """A setting's value and how the user gave it (`--flag=V`, `ini name = 'V'`), for messages."""
 
-    value: Any
+    value: object
     source: str
 
     @property
@@ -106,10 +105,10 @@ def add_option_ini(parser: pytest.Parser, option: Option) -> None:
         )
 
 
-def flag_type(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+def flag_type(convert: Callable[[str], object]) -> Callable[[str], object]:
     """An argparse `type=`: `convert`'s `ValueError` as argparse's error, naming the value."""
 
-    def parse(value: str) -> Any:
+    def parse(value: str) -> object:
         try:
             return convert(value)
         except ValueError as exc:
@@ -140,7 +139,7 @@ def get_option_ini(config: pytest.Config, option: Option) -> Given:
     return Given(option.default, f"ini {option.dest} = {option.default!r}")
 
 
-def _read_ini(config: pytest.Config, option: Option, name: str) -> Any:
+def _read_ini(config: pytest.Config, option: Option, name: str) -> object:
     """The ini option as pytest reads it; a value pytest refuses (a bool that is not
     one) is a usage error naming the option."""
     try:
@@ -150,7 +149,7 @@ def _read_ini(config: pytest.Config, option: Option, name: str) -> Any:
         raise pytest.UsageError(f"pytest-torchcompile ini option: {name}: {exc}{hint}") from None
 
 
-def _ini_value(option: Option, name: str, raw: Any) -> Any:
+def _ini_value(option: Option, name: str, raw: object) -> object:
     if option.convert is None or option.ini_type is not None:
         return raw
     try:

@@ -23,6 +23,7 @@ import pickle
 import resource
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -68,7 +69,7 @@ class CompilingBenchmark(NamedCases[BenchmarkResult]):
         if index < self.request.case:
             return self._earlier()[index]
         try:
-            answer: dict[str, Any] = {"run": compile_once(self, model, args, kwargs).to_json()}
+            answer: dict[str, object] = {"run": compile_once(self, model, args, kwargs).to_json()}
         except CaseFailure as exc:
             answer = {"error": str(exc)}
         except Exception as exc:  # the plugin's own failure, said to the starting process
@@ -139,7 +140,9 @@ def compile_once(
     )
 
 
-def _run_eager(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], sync: Any) -> None:
+def _run_eager(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], sync: Callable[[], None]
+) -> None:
     """Eager once on copies: its kernels and libraries load before the compile is timed."""
     eager_model, (eager_args, eager_kwargs) = copy_model(model), clone_inputs((args, kwargs))
     try:

@@ -43,7 +43,7 @@ class Group:
     values: tuple[str, ...]
     entries: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"names": self.names, "values": list(self.values)}
 
 
@@ -128,12 +128,12 @@ def _fold_part(part: Part, others: list[Part | None]) -> Part:
     return replace(part, values=values)
 
 
-def keys_to_json(keys: Sequence[KeyShape]) -> list[dict[str, Any]]:
+def keys_to_json(keys: Sequence[KeyShape]) -> list[dict[str, object]]:
     """Compact JSON: a group equal to the first key's of that name is stored as `=0`."""
     first = keys[0].parts if keys else {}
     stored = []
     for index, shape in enumerate(keys):
-        parts: dict[str, Any] = {}
+        parts: dict[str, object] = {}
         for name, part in shape.parts.items():
             if index and isinstance(part, Group) and first.get(name) == part:
                 parts[name] = SAME_AS_FIRST

@@ -84,7 +84,7 @@ class CompileRun:
     triton_compile_s: float | None = None
     contention: Contention = Contention()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "side": self.side,
             "cpu_s": self.cpu_s,
@@ -133,7 +133,7 @@ def run_facts(
     return facts
 
 
-def _lookup_json(lookup: Lookup) -> dict[str, Any]:
+def _lookup_json(lookup: Lookup) -> dict[str, object]:
     return {
         "cache": lookup.cache,
         "outcome": lookup.outcome,
@@ -162,9 +162,9 @@ class SideFacts:
     phases: Mapping[str, float] = field(default_factory=dict)
     triton_compile_s: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """As stored: phases of at least `SHOWN_PHASE_S` (the rest are too short to name)."""
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "facts": {
                 k: ({"varies": list(v.values)} if isinstance(v, Varies) else v)
                 for k, v in self.facts.items()

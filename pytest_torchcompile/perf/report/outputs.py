@@ -19,7 +19,6 @@ import platform
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ...common.files import atomic_write_text
 from ..gate import CaseVerdict
@@ -27,7 +26,7 @@ from ..record import MeasuredCase
 from ..stats import quantile
 
 
-def write_json(path: Path, data: Mapping[str, Any], sort_keys: bool = True) -> None:
+def write_json(path: Path, data: Mapping[str, object], sort_keys: bool = True) -> None:
     """A JSON file, indented, replaced atomically."""
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=sort_keys) + "\n")
 
@@ -41,7 +40,9 @@ def append_step_summary(lines: Sequence[str]) -> None:
         handle.write("\n".join(lines) + "\n")
 
 
-def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) -> dict[str, Any]:
+def benchmark_json(
+    cases: Sequence[MeasuredCase], machine: Mapping[str, object]
+) -> dict[str, object]:
     """pytest-benchmark's JSON layout: one benchmark per side (eager, compiled) per case.
 
     Each round's seconds per call is one datum, so `stats` are computed as
@@ -75,8 +76,8 @@ def benchmark_json(cases: Sequence[MeasuredCase], machine: Mapping[str, Any]) ->
 
 
 def _benchmark(
-    key: str, side: str, data: Sequence[float], extra: Mapping[str, Any], timer: str
-) -> dict[str, Any]:
+    key: str, side: str, data: Sequence[float], extra: Mapping[str, object], timer: str
+) -> dict[str, object]:
     """One pytest-benchmark entry: a side of a case, each datum a round (or a fresh-process run)."""
     return {
         "group": key,
@@ -90,7 +91,7 @@ def _benchmark(
     }
 
 
-def _compile_benchmarks(case: MeasuredCase) -> list[dict[str, Any]]:
+def _compile_benchmarks(case: MeasuredCase) -> list[dict[str, object]]:
     """`cold-compile` and `warm-compile`: CPU seconds of each fresh-process compile, with the
     medians of their wall and Dynamo seconds and the side's cache outcomes in `extra_info`."""
     block, metrics = case.record.compile, case.record.metrics
@@ -111,7 +112,7 @@ def _compile_benchmarks(case: MeasuredCase) -> list[dict[str, Any]]:
     return entries
 
 
-def benchmark_stats(data: Sequence[float]) -> dict[str, Any]:
+def benchmark_stats(data: Sequence[float]) -> dict[str, object]:
     """pytest-benchmark's `stats` block (Tukey fences at 1.5 IQR, stddev outliers)."""
     ordered = sorted(data)
     mean = statistics.fmean(ordered)
@@ -147,9 +148,9 @@ def json_report(
     verdict: str | None,
     verdicts: Sequence[CaseVerdict],
     cases: Sequence[MeasuredCase],
-    machine: Mapping[str, Any],
+    machine: Mapping[str, object],
     notes: Sequence[str],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """This plugin's report: the run's verdict, every gate row and every case's record."""
     return {
         "format": 1,

@@ -6,7 +6,8 @@ string's text and not the tail of a longer word: what the pattern
 lookbehind, tried at every position of a text, and a replacement calls back
 into Python for every name; here one split finds every identifier and a loop
 decides on each from the text around it, at about half the cost.
-`fold_repeats` (repeats.py) reads and renames a graph's names through here.
+`older_forms.py` renames a folded copy's names through here when it writes
+out a file an earlier version stored folded.
 """
 
 from __future__ import annotations

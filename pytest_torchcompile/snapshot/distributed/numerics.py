@@ -11,16 +11,18 @@ holds collectives of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..._torch import distributed
 from ..numerics.calls import Inputs, observed_call
-from ..numerics.check import Tolerance, compare, format_mismatches, needs_fp64, tolerate_with_fp64
+from ..numerics.check import Tolerance, compare, format_mismatches
+from ..numerics.fp64 import needs_fp64, tolerate_with_fp64
 from ..spec import CompileSpec
 from .wrappers import COMPILED_PREFIX, Wrapped
 
 
-def observed(model: Wrapped, inputs: Inputs, grads: bool | None) -> tuple[Any, dict[str, Any]]:
+def observed(
+    model: Wrapped, inputs: Inputs, grads: bool | None
+) -> tuple[object, dict[str, object]]:
     """One seeded call with its backward (when the case has gradients), observed as plain tensors."""
     out, seen = observed_call(model.run, model.module, inputs, grads)
     return out, {
@@ -30,9 +32,9 @@ def observed(model: Wrapped, inputs: Inputs, grads: bool | None) -> tuple[Any, d
 
 def verdict(
     spec: CompileSpec,
-    seen: dict[str, Any],
-    eager_seen: dict[str, Any],
-    fp64: Callable[[], dict[str, Any]],
+    seen: dict[str, object],
+    eager_seen: dict[str, object],
+    fp64: Callable[[], dict[str, object]],
     world_size: int,
 ) -> str | None:
     """The failure text of this rank's numerics, or None; a collective: every rank calls it."""

@@ -155,11 +155,11 @@ def _on_cpu(value: Any) -> Any:
 
 def _fp64_run(
     call: Any, device: torch.device, inputs: Inputs, grads: bool | None
-) -> Callable[[], dict[str, Any]]:
+) -> Callable[[], dict[str, object]]:
     """The eager reference in float64, run when any rank asks for it (every rank then does)."""
-    from ..numerics.check import to_fp64
+    from ..numerics.fp64 import to_fp64
 
-    def reference() -> dict[str, Any]:
+    def reference() -> dict[str, object]:
         model: Wrapped = wrap(to_fp64(_built(call.factory, device)), call, None)
         return observed(model, to_fp64(clone_inputs(inputs)), grads)[1]
 

@@ -46,8 +46,8 @@ class DistributedCall:
 
     factory: Callable[[], Any]
     inputs: tuple[Any, ...]
-    wrapper: str | Callable[..., Any]
-    options: Mapping[str, Any]
+    wrapper: str | Callable[..., object]
+    options: Mapping[str, object]
     world_size: int
     device: str
     timeout_s: float
@@ -69,7 +69,9 @@ class RankRequest:
     rootdir: str
 
 
-def check_call(factory: Any, inputs: tuple[Any, ...], keywords: dict[str, Any]) -> DistributedCall:
+def check_call(
+    factory: object, inputs: tuple[Any, ...], keywords: dict[str, Any]
+) -> DistributedCall:
     """The call's arguments as a `DistributedCall`, or a usage error naming what is wrong."""
     _check_factory(factory)
     own = {k: keywords.pop(k) for k in OWN_KEYWORDS if k in keywords}
@@ -106,7 +108,7 @@ def _on_cpu(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(map_tensors(lambda t: t.detach().cpu().requires_grad_(t.requires_grad), inputs))
 
 
-def _check_factory(factory: Any) -> None:
+def _check_factory(factory: object) -> None:
     import torch
 
     if isinstance(factory, torch.nn.Module):
@@ -124,7 +126,7 @@ def _check_factory(factory: Any) -> None:
         )
 
 
-def _check_wrapper(wrapper: Any) -> None:
+def _check_wrapper(wrapper: object) -> None:
     if callable(wrapper) and not isinstance(wrapper, str):
         return
     if wrapper not in WRAPPERS:
@@ -144,7 +146,7 @@ def _device(inputs: tuple[Any, ...]) -> str:
     return "cuda" if any(t.device.type == "cuda" for t in tensors) else "cpu"
 
 
-def _check_world_size(world_size: Any, device: str) -> None:
+def _check_world_size(world_size: object, device: str) -> None:
     from ..._torch.distributed import gpus
 
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
@@ -171,7 +173,7 @@ def _check_world_size(world_size: Any, device: str) -> None:
 def pickled(request: RankRequest) -> bytes:
     """The request as the ranks read it; a usage error names what cannot cross into a new process."""
     call = request.call
-    parts: list[tuple[str, Any, str]] = [
+    parts: list[tuple[str, object, str]] = [
         ("the model factory", call.factory, _FACTORY_FIX),
         ("the wrapper", call.wrapper, _FUNCTION_FIX),
         ("the backend", request.spec.backend, _FUNCTION_FIX),

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ..._torch import global_state
-from ..._torch.global_state import GlobalState
+from ..._torch.process import global_state
+from ..._torch.process.global_state import GlobalState
 from ...common.capture_log import CaptureLog
 from ...common.copies import clone_inputs, copy_with_grads
 from .call import FreshProcesses, FreshProcessFailed, Unpicklable, call_fresh_process
@@ -62,9 +62,9 @@ class After:
     """What the call did: the capture as of it, eager's output, the compiled output and observation."""
 
     log: CaptureLog
-    eager: Any
-    compiled: Any
-    seen: dict[str, Any]
+    eager: object
+    compiled: object
+    seen: dict[str, object]
 
 
 class FreshCheck(ABC):
@@ -123,7 +123,9 @@ class FreshCheck(ABC):
             self._folder = OwnedFolder(self.kind)
         return self._folder.path
 
-    def fresh(self, before: Before, leading: list[str], entries: dict[str, Any]) -> dict[str, Any]:
+    def fresh(
+        self, before: Before, leading: list[str], entries: dict[str, object]
+    ) -> dict[str, object]:
         """Run the child on the call's inputs, state and `entries`; its answer, or FreshCheckFailed."""
         if before.state.modes:
             raise FreshCheckFailed(

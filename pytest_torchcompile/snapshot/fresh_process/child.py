@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from ..._torch import global_state
-from ..._torch.global_state import NotCarried
+from ..._torch.process import global_state
+from ..._torch.process.global_state import NotCarried
 from .inference import restore
 
 __all__ = ["NotCarried", "answer_call", "around_call"]

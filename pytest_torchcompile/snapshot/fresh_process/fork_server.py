@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -66,7 +67,9 @@ class Call:
 class ForkServer:
     """One running `zygote.py`, spoken to over its stdin and stdout."""
 
-    def __init__(self, key: Any, process: subprocess.Popen[bytes], folder: OwnedFolder) -> None:
+    def __init__(
+        self, key: Hashable, process: subprocess.Popen[bytes], folder: OwnedFolder
+    ) -> None:
         self.key = key
         self.process = process
         self.folder = folder
@@ -80,7 +83,7 @@ class ForkServer:
         self.sent = 0
 
     @classmethod
-    def start(cls, key: Any, env: dict[str, str]) -> ForkServer:
+    def start(cls, key: Hashable, env: dict[str, str]) -> ForkServer:
         folder = OwnedFolder("forkserver")
         with open(folder.path / "server.log", "wb") as log:
             process = subprocess.Popen(
@@ -97,7 +100,7 @@ class ForkServer:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(self, call: Call, settled: dict[str, Any]) -> int:
+    def run(self, call: Call, settled: dict[str, object]) -> int:
         """`call` in a child, `settled` (folder, environment, path) as the caller has them; its exit
         code (negative: killed by that signal)."""
         self._ready(time.monotonic() + START_TIMEOUT_S)

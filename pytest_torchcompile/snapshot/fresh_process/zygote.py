@@ -3,7 +3,7 @@
 `python -m pytest_torchcompile.snapshot.fresh_process.zygote`, started by
 `fork_server.ForkServer` with a clean copy of the caller's environment. It
 takes the steps of `STEPS` in order (torch, Dynamo, the modules its children
-run, Inductor: `_torch/preload.py`), compiles nothing, freezes what it holds
+run, Inductor: `_torch/process/preload.py`), compiles nothing, freezes what it holds
 for the garbage collector (so children do not copy it page by page), then
 answers on stdout (JSON, one message a line) and reads requests on stdin.
 
@@ -46,7 +46,7 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-from ..._torch import preload
+from ..._torch.process import preload
 from .lines import Garbled, Lines, send
 
 #: the modules the children run, imported once here

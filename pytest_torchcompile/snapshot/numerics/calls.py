@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..._torch.tensors import tree_leaves
-from .check import argument_names, flatten, observe
+from .observe import Observed, argument_names, flatten, observe
 
 SEED = 0
 
@@ -22,7 +22,7 @@ SEED = 0
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
 
-def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def run_seeded(fn: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
     """Call `fn` with the global RNG seeded, restoring the caller's RNG state after."""
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):
@@ -31,7 +31,7 @@ def run_seeded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def wants_grads(
-    grads: bool | None, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+    grads: bool | None, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: object
 ) -> bool:
     """Backward runs when asked (`grads`), or when anything requires grad and the output can flow it."""
     if grads is not None:
@@ -41,11 +41,11 @@ def wants_grads(
     return any(t.requires_grad for t in tensors + params) and bool(differentiable(output))
 
 
-def differentiable(output: Any) -> list[torch.Tensor]:
+def differentiable(output: object) -> list[torch.Tensor]:
     return [t for _, t in flatten(output, "") if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def backward(output: Any) -> None:
+def backward(output: object) -> None:
     """Backpropagate seeded upstream gradients (the same for eager and compiled).
 
     They are drawn in float32 and cast, so an fp64 reference run receives
@@ -60,8 +60,8 @@ def backward(output: Any) -> None:
 
 
 def observed_call(
-    fn: Any, module: Any, inputs: Inputs, grads: bool | None
-) -> tuple[Any, dict[str, Any]]:
+    fn: Callable[..., object], module: Any, inputs: Inputs, grads: bool | None
+) -> tuple[object, Observed]:
     """Call seeded, backpropagate when the case has gradients, observe everything."""
     args, kwargs = inputs
     out = run_seeded(fn, args, kwargs)

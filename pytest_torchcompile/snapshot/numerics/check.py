@@ -1,35 +1,29 @@
 """Compare compiled results with eager ones, element by element, with paths.
 
-`observe` flattens everything a user could see change after a call (outputs,
-gradients of inputs and parameters, buffers, tensor inputs after the call)
-into `path -> leaf`, with paths a reader finds in the model
-(`output['logits']`, `grad of fc1.weight`, `buffer bn.running_mean`),
-through mappings, sequences, NamedTuples, dataclasses and plain objects.
-`compare` checks tensors with `torch.testing.assert_close`'s dtype-aware
-defaults (or the marker's), other leaves by equality, and describes each
-mismatch instead of raising; a leaf that cannot be compared is said to be
-so, never reported as a divergence. For results outside tolerance an fp64
-reference decides (`tolerate_with_fp64`: the rule of Dynamo's `same()`).
+`compare` takes two observations of a call (`observe.py`: everything a
+user could see change, as `path -> leaf`), checks tensors with
+`torch.testing.assert_close`'s dtype-aware defaults (or the marker's), other
+leaves by equality, and describes each mismatch instead of raising; a leaf
+that cannot be compared is said to be so, never reported as a divergence.
+For results outside tolerance an fp64 reference decides (`fp64.py`:
+the rule of Dynamo's `same()`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import math
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
-from ..._torch.tensors import default_tolerances, map_tensors
+from ..._torch.tensors import default_tolerances
+from .observe import flatten
 
 #: Python floats out of a model almost always come from float32 tensors.
 PYTHON_FLOAT_TOLERANCE = (1.3e-6, 1e-5)
-MAX_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -90,110 +84,11 @@ class Mismatch:
         return f"{self.path}: {self.detail}"
 
 
-# --- flattening ---------------------------------------------------------------
-
-
-def flatten(value: Any, root: str) -> list[tuple[str, Any]]:
-    """(path, leaf) pairs; each path starts with `root` (`output`, `grad of`)."""
-    return list(_walk(value, root, 0, set()))
-
-
-def _walk(value: Any, path: str, depth: int, active: set[int]) -> Iterator[tuple[str, Any]]:
-    children = None if depth >= MAX_DEPTH or id(value) in active else _children(value)
-    if children is None:
-        yield path, value
-        return
-    active.add(id(value))
-    for suffix, child in children:
-        yield from _walk(child, path + suffix, depth + 1, active)
-    active.discard(id(value))
-
-
-def _children(value: Any) -> list[tuple[str, Any]] | None:
-    """A container's (path suffix, child) pairs, or None for a leaf."""
-    if isinstance(value, torch.Tensor) or isinstance(
-        value, (str, bytes, int, float, complex, bool, type(None))
-    ):
-        return None
-    if isinstance(value, Mapping):
-        return [(f"[{key!r}]", child) for key, child in value.items()]
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return [(f".{name}", getattr(value, name)) for name in value._fields]
-    if isinstance(value, (list, tuple)):
-        return [(f"[{i}]", child) for i, child in enumerate(value)]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [(f".{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
-    if _compares_by_identity(value):
-        return [
-            (f".{name}", child) for name, child in vars(value).items() if not name.startswith("_")
-        ]
-    return None
-
-
-def _compares_by_identity(value: Any) -> bool:
-    """A plain object (a KV cache, say): `==` between two copies is always False."""
-    return (
-        type(value).__eq__ is object.__eq__ and hasattr(value, "__dict__") and not callable(value)
-    )
-
-
-def argument_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Inputs by the name the model gives them (`x`), else `args[0]`, `kwargs['y']`."""
-    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
-    try:
-        bound = inspect.signature(target).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return {
-            **{f"args[{i}]": a for i, a in enumerate(args)},
-            **{f"kwargs[{k!r}]": v for k, v in kwargs.items()},
-        }
-    named: dict[str, Any] = {}
-    for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            named.update({f"{name}[{i}]": v for i, v in enumerate(value)})
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            named.update({f"{name}[{k!r}]": v for k, v in value.items()})
-        else:
-            named[name] = value
-    return named
-
-
-def observe(output: Any, model: Any, inputs: dict[str, Any], grads: bool) -> dict[str, Any]:
-    """Everything one call produced, as `path -> leaf`, in a fixed order."""
-    seen = dict(flatten(output, "output"))
-    if grads:
-        for name, leaf in _input_tensors(inputs):
-            if leaf.requires_grad:
-                seen[f"grad of {name}"] = leaf.grad
-        if isinstance(model, torch.nn.Module):
-            seen.update(
-                {
-                    f"grad of {name}": p.grad
-                    for name, p in model.named_parameters()
-                    if p.requires_grad
-                }
-            )
-    if isinstance(model, torch.nn.Module):
-        seen.update({f"buffer {name}": b for name, b in model.named_buffers()})
-    for name, leaf in _input_tensors(inputs):
-        if not leaf.requires_grad:
-            seen[f"input {name} after the call"] = leaf
-    return seen
-
-
-def _input_tensors(inputs: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]:
-    for name, value in inputs.items():
-        for path, leaf in flatten(value, name):
-            if isinstance(leaf, torch.Tensor):
-                yield path, leaf
-
-
 # --- comparing ----------------------------------------------------------------
 
 
 def one_sided(
-    first: Mapping[str, Any], second: Mapping[str, Any], names: tuple[str, str]
+    first: Mapping[str, object], second: Mapping[str, object], names: tuple[str, str]
 ) -> list[Mismatch]:
     """The results only one of two observations has; `names` say what each side is called."""
     one, other = names
@@ -210,7 +105,7 @@ def one_sided(
 
 
 def compare(
-    compiled: Mapping[str, Any], eager: Mapping[str, Any], tolerance: Tolerance
+    compiled: Mapping[str, object], eager: Mapping[str, object], tolerance: Tolerance
 ) -> list[Mismatch]:
     """Every mismatch between two observations of the same call."""
     found = one_sided(compiled, eager, ("compiled", "eager"))
@@ -222,7 +117,9 @@ def compare(
     return found
 
 
-def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) -> list[Mismatch]:
+def compare_trees(
+    compiled: object, eager: object, root: str, tolerance: Tolerance
+) -> list[Mismatch]:
     """Compare two nested results directly (e.g. a precompiled artifact's output)."""
     return compare(dict(flatten(compiled, root)), dict(flatten(eager, root)), tolerance)
 
@@ -231,7 +128,7 @@ def compare_trees(compiled: Any, eager: Any, root: str, tolerance: Tolerance) ->
 BITWISE = Tolerance(rtol=0.0, atol=0.0, fp64=False, check_stride=False)
 
 
-def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> list[Mismatch]:
+def bitwise_mismatches(program: dict[str, object], compiled: dict[str, object]) -> list[Mismatch]:
     """Every result of the program that is not bit for bit the compiled run's (NaN equals NaN)."""
     found = one_sided(program, compiled, ("the program", "the compiled run"))
     for path, value in program.items():
@@ -243,7 +140,7 @@ def bitwise_mismatches(program: dict[str, Any], compiled: dict[str, Any]) -> lis
     return found
 
 
-def _identical(a: Any, b: Any) -> bool:
+def _identical(a: object, b: object) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device or a.layout != b.layout:
             return False
@@ -261,12 +158,14 @@ def _identical(a: Any, b: Any) -> bool:
         return repr(a) == repr(b)
 
 
-def bitwise_differences(program: dict[str, Any], compiled: dict[str, Any]) -> list[str]:
+def bitwise_differences(program: dict[str, object], compiled: dict[str, object]) -> list[str]:
     """`bitwise_mismatches` as the lines of a failure ([] when the program ran bit for bit the same)."""
     return format_mismatches(bitwise_mismatches(program, compiled))
 
 
-def compare_leaf(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+def compare_leaf(
+    path: str, compiled: object, eager: object, tolerance: Tolerance
+) -> Mismatch | None:
     if isinstance(compiled, torch.Tensor) and isinstance(eager, torch.Tensor):
         return compare_tensors(path, compiled, eager, tolerance)
     if _is_numpy(compiled) and _is_numpy(eager):
@@ -307,12 +206,14 @@ def incomparable(path: str, what: str, exc: BaseException) -> Mismatch:
     )
 
 
-def _is_numpy(value: Any) -> bool:
+def _is_numpy(value: object) -> bool:
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic))
 
 
-def compare_numpy(path: str, compiled: Any, eager: Any, tolerance: Tolerance) -> Mismatch | None:
+def compare_numpy(
+    path: str, compiled: object, eager: object, tolerance: Tolerance
+) -> Mismatch | None:
     """NumPy arrays and scalars as tensors (`==` on arrays is elementwise, its truth value an error)."""
     try:
         with warnings.catch_warnings():
@@ -445,62 +346,6 @@ def _scalar(t: torch.Tensor) -> str:
         f"{value:.6g}"
         if isinstance(value, (float, int)) and not isinstance(value, bool)
         else str(value)
-    )
-
-
-# --- the fp64 reference -------------------------------------------------------
-
-
-def needs_fp64(mismatches: list[Mismatch], tolerance: Tolerance) -> bool:
-    return any(
-        m.tensors is not None and tolerance.uses_fp64(m.tensors[0].dtype) for m in mismatches
-    )
-
-
-def tolerate_with_fp64(
-    mismatches: list[Mismatch], reference: Mapping[str, Any], tolerance: Tolerance
-) -> list[Mismatch]:
-    """Drop value mismatches that are no worse against fp64 than eager's own error.
-
-    `reference` is an observation of the same call run in float64. A kept
-    mismatch says how far off compiled and eager were from it.
-    """
-    kept = []
-    for m in mismatches:
-        ref = reference.get(m.leaf)
-        if (
-            m.tensors is None
-            or not tolerance.uses_fp64(m.tensors[0].dtype)
-            or not isinstance(ref, torch.Tensor)
-        ):
-            kept.append(m)
-            continue
-        compiled, eager = (t.to(torch.float64) for t in m.tensors)
-        ref = ref.detach().to(torch.float64)
-        compiled_err, eager_err = _rmse(compiled, ref), _rmse(eager, ref)
-        _, atol = tolerance.for_tensors(*m.tensors)
-        bound = tolerance.multiplier * eager_err + atol
-        if compiled_err <= bound:
-            continue
-        note = f"; fp64 reference: compiled rmse {compiled_err:.3g} > {tolerance.multiplier:g} x eager rmse {eager_err:.3g} + atol"
-        kept.append(dataclasses.replace(m, detail=m.detail + note))
-    return kept
-
-
-def _rmse(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float(torch.sqrt(torch.mean(torch.square(a - b))).item()) if a.numel() else 0.0
-
-
-def to_fp64(value: Any) -> Any:
-    """A module or nested inputs with every floating tensor in float64."""
-    if isinstance(value, torch.nn.Module):
-        return value.to(torch.float64)
-    return map_tensors(_tensor_to_fp64, value)
-
-
-def _tensor_to_fp64(t: torch.Tensor) -> torch.Tensor:
-    return (
-        t.detach().to(torch.float64).requires_grad_(t.requires_grad) if t.is_floating_point() else t
     )
 
 

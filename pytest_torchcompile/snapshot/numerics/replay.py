@@ -27,15 +27,9 @@ from ...common.diagnose import first_line
 from ..spec import MARKER, CompileSpec
 from .attribution import Attribution, attribute, bisect, can_bisect, random_ops
 from .calls import Inputs, observed_call
-from .check import (
-    Mismatch,
-    Tolerance,
-    compare,
-    format_mismatches,
-    needs_fp64,
-    to_fp64,
-    tolerate_with_fp64,
-)
+from .check import Mismatch, Tolerance, compare, format_mismatches
+from .fp64 import needs_fp64, to_fp64, tolerate_with_fp64
+from .observe import Observed
 
 
 @dataclass
@@ -46,7 +40,7 @@ class Replay:
     pristine: Any
     calls: list[Inputs]
     log: CaptureLog
-    references: dict[tuple[bool, int], dict[str, Any]] = field(default_factory=dict, repr=False)
+    references: dict[tuple[bool, int], Observed] = field(default_factory=dict, repr=False)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -55,7 +49,7 @@ class Replay:
             spec.rtol, spec.atol, spec.fp64_reference, spec.fp64_multiplier, spec.check_stride
         )
 
-    def mismatches(self, seen: dict[str, Any], eager_seen: dict[str, Any]) -> list[Mismatch]:
+    def mismatches(self, seen: Observed, eager_seen: Observed) -> list[Mismatch]:
         """Mismatches beyond tolerance, less those an fp64 reference excuses."""
         tolerance = self.tolerance
         mismatches = compare(seen, eager_seen, tolerance)
@@ -131,9 +125,9 @@ class Replay:
 
     def _replay(
         self,
-        compile_kwargs: dict[str, Any],
+        compile_kwargs: dict[str, object],
         fallback_random: bool,
-        inductor: dict[str, Any] | None = None,
+        inductor: dict[str, object] | None = None,
     ) -> str | None:
         """Re-run the case from its start with other compile settings; describe the first mismatch, if any."""
         reference = self._reference(fp64=False)
@@ -147,22 +141,22 @@ class Replay:
         mismatches = [m for m in self.mismatches(seen, reference) if m.comparable]
         return str(mismatches[0]) if mismatches else None
 
-    def _reference(self, fp64: bool) -> dict[str, Any]:
+    def _reference(self, fp64: bool) -> Observed:
         """Eager's observation of the last call, replayed from the case's start (in float64 if asked)."""
         key = (fp64, len(self.calls))
         if key not in self.references:
             self.references[key] = self._replay_eager(to_fp64 if fp64 else lambda value: value)
         return self.references[key]
 
-    def _replay_eager(self, convert: Callable[[Any], Any]) -> dict[str, Any]:
+    def _replay_eager(self, convert: Callable[[Any], Any]) -> Observed:
         """Eager from the case's start (converted, e.g. to float64); the last call's observation."""
         module = convert(copy_model(self.pristine))
-        seen: dict[str, Any] = {}
+        seen: Observed = {}
         for inputs in self.calls:
             _, seen = observed_call(module, module, convert(clone_inputs(inputs)), self.spec.grads)
         return seen
 
-    def _requested_config(self, backend: str) -> dict[str, Any]:
+    def _requested_config(self, backend: str) -> dict[str, object]:
         """The requested mode and options as Inductor config, for the bisector's Inductor replays."""
         if backend != self.spec.backend_name or not isinstance(self.spec.backend, str):
             return {}

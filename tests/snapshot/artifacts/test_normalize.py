@@ -23,29 +23,33 @@ from hypothesis import strategies as st
 
 from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS
 from pytest_torchcompile.snapshot.artifacts.compact import drop_fx_frees
-from pytest_torchcompile.snapshot.artifacts.normalize import (
-    STATIC_RULES,
-    Normalizer,
+from pytest_torchcompile.snapshot.artifacts.host_rules import (
     PathRule,
-    Rule,
-    drop_addresses,
     drop_guard_latency,
-    drop_guard_provenance,
-    drop_user_traceback,
-    mask_aot_ids,
-    mask_bytecode_counters,
-    mask_graph_ids,
     mask_kernel_paths,
     mask_line_numbers,
     mask_num_threads,
-    mask_object_ids,
-    renumber_builtins_dicts,
-    renumber_compiled_fns,
     shorten_guard_comment_paths,
     strip_trailing_space,
+)
+from pytest_torchcompile.snapshot.artifacts.normalize import (
+    STATIC_RULES,
+    Normalizer,
+    Rule,
+    drop_guard_provenance,
+    drop_user_traceback,
     unmask_names,
 )
 from pytest_torchcompile.snapshot.artifacts.older_forms import written_out
+from pytest_torchcompile.snapshot.artifacts.process_rules import (
+    drop_addresses,
+    mask_aot_ids,
+    mask_bytecode_counters,
+    mask_graph_ids,
+    mask_object_ids,
+    renumber_builtins_dicts,
+    renumber_compiled_fns,
+)
 
 ROOT = "/home/u/proj"
 TORCH = "/venv/lib/python3.11/site-packages/torch"
@@ -496,10 +500,12 @@ def test_decompiled_code_wraps_the_same_whatever_compiled_earlier() -> None:
 
 from pytest_torchcompile.snapshot.artifacts.normalize import (  # noqa: E402  (this block's own imports)
     drop_bare_guard_provenance,
+    unspace_sym_products,
+)
+from pytest_torchcompile.snapshot.artifacts.process_rules import (  # noqa: E402
     drop_code_object_addresses,
     mask_backend_hash,
     mask_device_properties,
-    unspace_sym_products,
 )
 
 #: the rules for torch 2.11's guard text and GPU output

@@ -26,9 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_torchcompile.common.capture import CaptureLog, FrameKey, TraceRecord
-from pytest_torchcompile.snapshot.artifacts.catalogue import (
-    ARTIFACTS as CATALOGUE,
-)
+from pytest_torchcompile.snapshot.artifacts.catalogue import ARTIFACTS as CATALOGUE
 from pytest_torchcompile.snapshot.artifacts.catalogue import (
     FRAME_ARTIFACTS,
     CaseCapture,

@@ -16,12 +16,14 @@ import types
 
 import pytest
 
+from pytest_torchcompile.snapshot.artifacts.host_rules import mask_generated_module_names
 from pytest_torchcompile.snapshot.artifacts.normalize import (
     Normalizer,
-    mask_fx_eval_keys,
-    mask_generated_module_names,
-    mask_tensor_constant_hashes,
     sort_global_guards,
+)
+from pytest_torchcompile.snapshot.artifacts.process_rules import (
+    mask_fx_eval_keys,
+    mask_tensor_constant_hashes,
     sort_guarded_sets,
 )
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, compare_case

@@ -21,15 +21,15 @@ from pytest_torchcompile.snapshot.artifacts.compact import (
     drop_fx_blank_lines,
     renumber_fx_names,
 )
+from pytest_torchcompile.snapshot.artifacts.host_rules import mask_frozen_line_numbers
 from pytest_torchcompile.snapshot.artifacts.normalize import (
     STATIC_RULES,
     Normalizer,
     canonical_sympy_spacing,
-    mask_frozen_line_numbers,
-    renumber_dynamo_globals,
     sort_global_guards,
-    stable_global_dict_keys,
 )
+from pytest_torchcompile.snapshot.artifacts.process_rules import renumber_dynamo_globals
+from pytest_torchcompile.snapshot.artifacts.registries import stable_global_dict_keys
 from tests.conftest import DATA
 
 #: real H100 payloads (torch 2.11) of tiny transformers models, cold and warm (tests/data)

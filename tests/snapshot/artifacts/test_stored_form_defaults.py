@@ -21,7 +21,10 @@ from pytest_torchcompile.snapshot.artifacts.compact import (
     drop_fx_provenance,
     outline_output_code,
 )
-from pytest_torchcompile.snapshot.artifacts.normalize import STATIC_RULES, Normalizer
+from pytest_torchcompile.snapshot.artifacts.normalize import (
+    STATIC_RULES,
+    Normalizer,
+)
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, compare_case
 from tests.snapshot.compare.test_upgrade_report import (
     Texts,

@@ -20,16 +20,9 @@ from pytest_torchcompile.snapshot.numerics.attribution import (
     random_ops,
     stages_for,
 )
-from pytest_torchcompile.snapshot.numerics.check import (
-    Tolerance,
-    argument_names,
-    compare,
-    compare_trees,
-    flatten,
-    needs_fp64,
-    observe,
-    tolerate_with_fp64,
-)
+from pytest_torchcompile.snapshot.numerics.check import Tolerance, compare, compare_trees
+from pytest_torchcompile.snapshot.numerics.fp64 import needs_fp64, tolerate_with_fp64
+from pytest_torchcompile.snapshot.numerics.observe import argument_names, flatten, observe
 
 DEFAULT = Tolerance()
 

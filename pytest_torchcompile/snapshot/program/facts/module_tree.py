@@ -16,12 +16,11 @@ from __future__ import annotations
 import collections
 import functools
 from dataclasses import replace
-from typing import Any
 
 import torch
 
 from ...._torch.dynamo import COMPILE_MARKS
-from ...._torch.program.runtime import NO_MODULE, SAME_MODULE
+from ...._torch.program.runtime_module import NO_MODULE, SAME_MODULE
 from ...emit.values import constant_source, import_path
 from .data import Slot, SubmoduleLayout, TensorSpec
 
@@ -167,7 +166,9 @@ def attribute_source(value: object, shared: dict[int, int], depth: int = 0) -> s
     return _object(value, shared, depth)
 
 
-def _sequence(value: list[Any] | tuple[Any, ...], shared: dict[int, int], depth: int) -> str | None:
+def _sequence(
+    value: list[object] | tuple[object, ...], shared: dict[int, int], depth: int
+) -> str | None:
     if len(value) > _ITEMS:
         return None
     parts = [attribute_source(v, shared, depth + 1) for v in value]
@@ -178,7 +179,7 @@ def _sequence(value: list[Any] | tuple[Any, ...], shared: dict[int, int], depth:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"  # type: ignore[arg-type]
 
 
-def _set(value: set[Any] | frozenset[Any], shared: dict[int, int], depth: int) -> str | None:
+def _set(value: set[object] | frozenset[object], shared: dict[int, int], depth: int) -> str | None:
     """A set of constants, in the order of their source (a set's own order differs per process)."""
     parts = sorted(constant_source(v) or "" for v in value)
     if "" in parts or len(parts) > _ITEMS:
@@ -187,7 +188,7 @@ def _set(value: set[Any] | frozenset[Any], shared: dict[int, int], depth: int) -
     return text if type(value) is set else f"frozenset({text})"
 
 
-def _partial(value: functools.partial[Any], shared: dict[int, int], depth: int) -> str | None:
+def _partial(value: functools.partial[object], shared: dict[int, int], depth: int) -> str | None:
     """`functools.partial(function, *args, **keywords)` where each part has a source."""
     parts = [attribute_source(v, shared, depth + 1) for v in (value.func, *value.args)]
     keywords = _items(value.keywords, shared, depth)
@@ -196,7 +197,7 @@ def _partial(value: functools.partial[Any], shared: dict[int, int], depth: int) 
     return f"functools.partial({', '.join(parts)}, **{keywords})"  # type: ignore[arg-type]
 
 
-def _items(value: dict[Any, Any], shared: dict[int, int], depth: int) -> str | None:
+def _items(value: dict[object, object], shared: dict[int, int], depth: int) -> str | None:
     """A dict's items as a dict display (keys that are literals), or None."""
     if len(value) > _ITEMS:
         return None

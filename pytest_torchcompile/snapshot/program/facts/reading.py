@@ -119,7 +119,7 @@ def collect(
         resumes = program.resumes()
 
 
-def _placed(facts: FrameFacts, home: Home, entry_globals: dict[str, Any]) -> FrameFacts:
+def _placed(facts: FrameFacts, home: Home, entry_globals: dict[str, object]) -> FrameFacts:
     """A non-entry frame's home: its module where its globals are not the entry's, and for a frame
     of a function called from compiled code, the function the file routes (or why none)."""
     module = home.module if home.globals is not entry_globals else None
@@ -136,8 +136,8 @@ def frame_facts(
     name: str,
     role: str,
     transformed: types.CodeType,
-    scope: dict[str, Any],
-    local_scope: dict[str, Any] | None,
+    scope: dict[str, object],
+    local_scope: dict[str, object] | None,
 ) -> FrameFacts:
     """The facts of one frame compile, read from the module globals its code runs in."""
     rows = log.guards.get(key, ())
@@ -248,7 +248,7 @@ def installed_global(name: str, value: object) -> Installed:
     return Installed(name, "refused", what)
 
 
-def _dict_entries(value: dict[Any, Any]) -> list[tuple[str, str, str]] | None:
+def _dict_entries(value: dict[object, object]) -> list[tuple[str, str, str]] | None:
     """A dict Dynamo installed (the globals of code made at run time, e.g. a namedtuple's `__new__`)
     as (key, "import" or "literal", text) per entry, when every value imports by name or is a literal."""
     entries = []
@@ -264,7 +264,7 @@ def _dict_entries(value: dict[Any, Any]) -> list[tuple[str, str, str]] | None:
 
 
 def id_finders(
-    rows: Iterable[GuardRow], scope: dict[str, Any], local_scope: dict[str, Any] | None
+    rows: Iterable[GuardRow], scope: dict[str, object], local_scope: dict[str, object] | None
 ) -> list[IdFinder]:
     """For every id a guard compares: import the object by name, evaluate its source at load, or skip it."""
     finders: dict[str, IdFinder] = {}
@@ -276,7 +276,9 @@ def id_finders(
     return list(finders.values())
 
 
-def id_finder(source: str, scope: dict[str, Any], local_scope: dict[str, Any] | None) -> IdFinder:
+def id_finder(
+    source: str, scope: dict[str, object], local_scope: dict[str, object] | None
+) -> IdFinder:
     """Import the object where it has a name that imports back to it; else re-read its source at load."""
     root = source.removeprefix("type(")
     if local_scope is None and not root.startswith("G["):

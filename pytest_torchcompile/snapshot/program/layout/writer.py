@@ -1,6 +1,6 @@
 """Lay out the program file: one Python file that runs what torch.compile ran, without torch.compile.
 
-In the order it runs: the runtime helpers (`_torch/program/runtime.py`);
+In the order it runs: the runtime helpers (`_torch/program/runtime*.py`);
 the case (what was compiled, how its module is built, the recorded inputs,
 the versions the file was written with); per frame, per compile newest
 first, its guards, its transformed code and the graph it calls with the
@@ -21,8 +21,8 @@ import torch
 
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
-from ...._torch.program import template_load
-from ...._torch.program.runtime import SAME_MODULE
+from ...._torch.program import runtime_graphs, runtime_guards, runtime_module, template_load
+from ...._torch.program.runtime_module import SAME_MODULE
 from ....common.capture_log import CaptureLog
 from ....common.files import atomic_write_text
 from ...emit.values import constant_source, text_literal
@@ -41,6 +41,13 @@ from .imports import with_import_roots
 from .refusals import ProgramRefused, check_case
 
 RUNTIME_MARKER = "# ---- runtime (copied into every program file from here on) ----"
+#: the runtime's parts in the order the file holds them, each copied from its marker line on
+RUNTIME_PARTS = (
+    (program_runtime, RUNTIME_MARKER),
+    (runtime_guards, "# --- the guard prelude: what Dynamo's guard code calls"),
+    (runtime_graphs, "# --- what Dynamo's transformed code calls"),
+    (runtime_module, "# --- the module, from itself or from a state_dict"),
+)
 LOAD_MARKER = "# ---- load (copied into every program file from here on) ----"
 RULE = "# " + "=" * 78
 
@@ -80,7 +87,7 @@ def program_text(log: CaptureLog, program: ProgramFacts, backend: str) -> str:
             python=_python(),
             load_arg=load_arg,
         ),
-        _copied(inspect.getsource(program_runtime), RUNTIME_MARKER),
+        _runtime(),
         _case_section(case, backend, settings),
     ]
     sections += [_frame_section(frame) for frame in frames]
@@ -128,6 +135,12 @@ def load(module=None, *, state_dict=None):
 
 def _python() -> str:
     return ".".join(map(str, sys.version_info[:3]))
+
+
+def _runtime() -> str:
+    """The runtime's parts, one after the other (two blank lines apart, as in a module)."""
+    parts = (_copied(inspect.getsource(m), marker).strip("\n") for m, marker in RUNTIME_PARTS)
+    return "\n\n\n".join(parts)
 
 
 def _copied(source: str, marker: str) -> str:

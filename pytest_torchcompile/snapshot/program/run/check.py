@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
@@ -40,9 +39,9 @@ __all__ = ["Inputs", "ProgramReport", "ProgramRun"]
 
 #: runs one call seeded, backpropagates, observes: (callable, model, inputs, grads) -> (output,
 #: path -> leaf). A module-level function: it reaches the fresh process pickled, by its name.
-Observe = Callable[[object, object, Inputs, bool | None], tuple[object, dict[str, Any]]]
+Observe = Callable[[object, object, Inputs, bool | None], tuple[object, dict[str, object]]]
 #: (the program's observation, the compiled run's) -> one line per difference, [] when bit for bit equal.
-Differences = Callable[[dict[str, Any], dict[str, Any]], list[str]]
+Differences = Callable[[dict[str, object], dict[str, object]], list[str]]
 
 
 @dataclass
@@ -125,7 +124,7 @@ class ProgramRun(FreshCheck):
         return self._report
 
 
-def _grads(model: object) -> dict[str, Any]:
+def _grads(model: object) -> dict[str, object]:
     """What earlier calls' backwards left in the gradients (a pickled parameter drops them)."""
     if not isinstance(model, torch.nn.Module):
         return {}

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ...._torch.program.runtime import fill_einops_registry
+from ...._torch.program.runtime_guards import fill_einops_registry
 from ...._torch.program.trap import trap_compilation
 from ...._torch.tensors import tree_leaves
 from ....common.diagnose import first_line

@@ -16,7 +16,8 @@ raises `Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
 names `__const_<i>` whose values the caller binds. Each Python from 3.10 to
-3.14 has instructions of its own (`instructions.py` says which); the same
+3.14 has instructions of its own (the handlers say which, in `instructions.py` and the
+layers below it); the same
 source reads the same from 3.11 on.
 """
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 import builtins
 import itertools
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 MAX_PATHS = 64
 _ITEMS = 2
@@ -29,12 +28,12 @@ class _Run:
     """One execution: the operations logged, the truth-test script and the answers given."""
 
     script: list[bool]
-    log: list[tuple[Any, ...]] = field(default_factory=list)
+    log: list[tuple[object, ...]] = field(default_factory=list)
     asked: int = 0
     names: itertools.count = field(default_factory=itertools.count)
     others: dict[int, str] = field(default_factory=dict)
 
-    def label(self, value: Any) -> Any:
+    def label(self, value: object) -> str | tuple[object, ...]:
         if id(value) in self.others:
             return self.others[id(value)]
         if isinstance(value, _Recorder):
@@ -54,26 +53,26 @@ class _Run:
             )
         return self.others.setdefault(id(value), f"<{type(value).__name__} #{len(self.others)}>")
 
-    def new(self, event: str, *operands: Any) -> _Recorder:
+    def new(self, event: str, *operands: object) -> _Recorder:
         result = _Recorder(self, f"v{next(self.names)}")
         self.log.append((event, *map(self.label, operands), self.label(result)))
         return result
 
-    def text(self, event: str, *operands: Any) -> str:
+    def text(self, event: str, *operands: object) -> str:
         """A conversion to text (Python insists on a str): logged, answered with a fresh one."""
         result = f"<text {next(self.names)}>"
         self.log.append((event, *map(self.label, operands), repr(result)))
         return result
 
-    def truth(self, value: Any) -> bool:
+    def truth(self, value: object) -> bool:
         answer = self.script[self.asked] if self.asked < len(self.script) else True
         self.asked += 1
         self.log.append(("bool", self.label(value), answer))
         return answer
 
 
-def _binary(name: str) -> Any:
-    def method(self: _Recorder, other: Any) -> _Recorder:
+def _binary(name: str) -> Callable[[_Recorder, object], _Recorder]:
+    def method(self: _Recorder, other: object) -> _Recorder:
         return object.__getattribute__(self, "_run").new(name, self, other)
 
     return method
@@ -90,7 +89,7 @@ class _Recorder:
     def __getattr__(self, name: str) -> _Recorder:
         return object.__getattribute__(self, "_run").new("getattr", self, name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         object.__getattribute__(self, "_run").log.append(
             ("setattr", self._label(), name, self._label(value))
         )
@@ -98,24 +97,24 @@ class _Recorder:
     def __delattr__(self, name: str) -> None:
         object.__getattribute__(self, "_run").log.append(("delattr", self._label(), name))
 
-    def _label(self, value: Any = None) -> Any:
+    def _label(self, value: object = None) -> str | tuple[object, ...]:
         run = object.__getattribute__(self, "_run")
         return run.label(self if value is None else value)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> _Recorder:
+    def __call__(self, *args: object, **kwargs: object) -> _Recorder:
         return object.__getattribute__(self, "_run").new(
             "call", self, args, dict(sorted(kwargs.items()))
         )
 
-    def __getitem__(self, key: Any) -> _Recorder:
+    def __getitem__(self, key: object) -> _Recorder:
         return object.__getattribute__(self, "_run").new("getitem", self, key)
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: object, value: object) -> None:
         object.__getattribute__(self, "_run").log.append(
             ("setitem", self._label(), self._label(key), self._label(value))
         )
 
-    def __delitem__(self, key: Any) -> None:
+    def __delitem__(self, key: object) -> None:
         object.__getattribute__(self, "_run").log.append(
             ("delitem", self._label(), self._label(key))
         )
@@ -153,10 +152,10 @@ class _Recorder:
     def __hash__(self) -> int:
         return hash(object.__getattribute__(self, "_name"))
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: object) -> _Recorder:  # type: ignore[override]
         return object.__getattribute__(self, "_run").new("==", self, other)
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: object) -> _Recorder:  # type: ignore[override]
         return object.__getattribute__(self, "_run").new("!=", self, other)
 
     __add__, __radd__, __sub__, __rsub__ = (
@@ -232,7 +231,7 @@ def _run(
     fake_builtins.setdefault(
         "bool", bool
     )  # the translation's `bool(x)` for 3.13's TO_BOOL: a truth test
-    scope: dict[str, Any] = {
+    scope: dict[str, object] = {
         name: _Recorder(run, f"global {name}")
         for name in code.co_names
         if not hasattr(builtins, name)
@@ -277,7 +276,7 @@ def difference(
     return None
 
 
-def _describe(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str:
+def _describe(a: list[tuple[object, ...]], b: list[tuple[object, ...]]) -> str:
     for index, (x, y) in enumerate(zip(a, b)):
         if x != y:
             return f"operation {index + 1}: the bytecode does {x}, the translation {y}"
