@@ -57,13 +57,8 @@ def run_unprivileged(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def files_under(root: Path) -> list[str]:
-    """The snapshot files under `root` (the set's `.gitattributes` mark is not one)."""
     return (
-        sorted(
-            str(p.relative_to(root))
-            for p in root.rglob("*")
-            if p.is_file() and p.name != ".gitattributes"
-        )
+        sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
         if root.exists()
         else []
     )
