@@ -331,10 +331,12 @@ class TorchCompileSession(WingSession):
     ) -> None:
         rows = [_row(item.nodeid, case) for case in model.cases if case.result is not None]
         attach(report, ROWS_PROPERTY, json.dumps([r.to_json() for r in rows]))
+        from .case import CompileCase  # a test with cases has imported torch already
+
         trips = [
             _precompile_row(item.nodeid, case.name, trip)
             for case in model.cases
-            if (trip := case.precompile_report()) is not None
+            if isinstance(case, CompileCase) and (trip := case.precompile_report()) is not None
         ]
         if trips:
             attach(report, PRECOMPILE_PROPERTY, json.dumps([r.to_json() for r in trips]))

@@ -340,6 +340,6 @@ def test_help_and_markers_list_the_benchmark_options(pytester: pytest.Pytester) 
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(
         [
-            "*compile_benchmark(backend='inductor', mode=None, *, threshold=None, confidence=None, max_time=None)*"
+            "*compile_benchmark(backend='inductor', mode=None, *, threshold=None, confidence=None, max_time=None, compile_time=False, compile_threshold=None)*"
         ]
     )

@@ -9,7 +9,7 @@ answers on stdout (JSON, one message a line) and reads requests on stdin.
 
 After each step it checks that forking is still safe (one thread, no CUDA
 context). On a GPU machine an import can start the driver's thread
-(importing `torch._inductor.compile_fx` does on an H100 with torch 2.11):
+(importing Inductor's compile module does on an H100 with torch 2.11):
 the server then starts itself again (`exec`, which ends every thread) with
 `--stop-before` that step, so it holds what comes before and each child
 imports the rest itself, as it needs it. Only a thread that runs before
