@@ -18,10 +18,13 @@ import pytest
 
 from tests.conftest import tree_digest
 
+#: the gate judged as on a quiet machine: CI's own workers load it, which makes a PASS
+#: INCONCLUSIVE (test_gate_under_contention.py holds that rule)
 INI = """
 [pytest]
 torchcompile_perf_max_time = 0.2
 torchcompile_perf_threshold = 0.8
+torchcompile_perf_contention = ignore
 """
 
 BENCH_TEST = """
