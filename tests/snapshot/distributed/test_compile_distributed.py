@@ -96,7 +96,7 @@ def test_cases_record_rerun_unchanged_and_planted_changes_fail(
     planted = pytester.runpytest()
     planted.assert_outcomes(failed=2)
     planted.stdout.fnmatch_lines(
-        ["ddp buckets 4 -> 3; ops: -bucket_3; *", "-ddp buckets: 4", "+ddp buckets: 3"]
+        ["*ddp buckets 4 -> 3; ops: -bucket_3; *", "-ddp buckets: 4", "+ddp buckets: 3"]
     )
     planted.stdout.fnmatch_lines(
         ["[[]case_0] rank 1 compiled differently from rank 0: graphs 2 -> 3; recompiles 1 -> 2*"]
