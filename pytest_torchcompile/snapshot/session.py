@@ -27,6 +27,7 @@ from ..common.hooks.session import WingSession
 from ..common.options import SpecError, folder_problem
 from .artifacts.normalize import Normalizer
 from .case_table import CaseRow, PrecompileRow, format_precompile_table, format_table
+from .compare.changes import ChangedCases
 from .compare.failure import compose
 from .compare.html import failure_fragment
 from .compare.text_only import TextOnly, split
@@ -257,7 +258,7 @@ class TorchCompileSession(WingSession):
             store = self.store_for(pyfuncitem.nodeid, model.finished(), own)
             folder = self.housekeeping.folder(pyfuncitem)
             checked = store.check_test(folder, texts, self.housekeeping.claims)
-            outcomes, refreshed = self._pass_text_only(pyfuncitem, store, checked.outcomes)
+            changed, refreshed = self._pass_text_only(pyfuncitem, store, checked.outcomes)
             counts = checked.counts + refreshed
             keep(pyfuncitem, COUNTS_PROPERTY, json.dumps(counts.to_json()))
             if checked.unused is not None:
@@ -267,14 +268,14 @@ class TorchCompileSession(WingSession):
             )
             if other is not None:
                 keep(pyfuncitem, OTHER_TORCH_PROPERTY, json.dumps(other.to_json()))
-            if any(o.failed for o in outcomes):
+            if changed is not None and changed.failed:
                 failure = compose(
-                    outcomes, store.show(checked.folder), self.full_diff, self.all_findings
+                    changed, store.show(checked.folder), self.full_diff, self.all_findings
                 )
                 if other is not None:
                     failure = "\n".join([other.headline(), failure, other.next_steps()])
                 if _html_report_wanted(pyfuncitem.config):
-                    pyfuncitem.stash[html_key] = failure_fragment(outcomes)
+                    pyfuncitem.stash[html_key] = failure_fragment(changed)
         except FolderClash as exc:
             failure = f"usage error: {exc}"
         except OSError:
@@ -287,21 +288,25 @@ class TorchCompileSession(WingSession):
 
     def _pass_text_only(
         self, item: pytest.Item, store: SnapshotStore, outcomes: list[Outcome]
-    ) -> tuple[list[Outcome], FileCounts]:
-        """Cases that changed in text only pass (kept for the summary) or, with the update
-        flag, are written; the outcomes left to judge, and the files written."""
-        if self.text_only.action == "fail" or not any(o.failed for o in outcomes):
-            return outcomes, FileCounts()
-        passing, rest = split(outcomes)
-        written = FileCounts()
+    ) -> tuple[ChangedCases | None, FileCounts]:
+        """Each changed case compared once (None when no file failed); cases that changed in
+        text only pass (kept for the summary) or, with the update flag, are written; the cases
+        left to judge, and the files written."""
+        if not any(o.failed for o in outcomes):
+            return None, FileCounts()
+        changed = ChangedCases.of(outcomes)
+        if self.text_only.action == "fail":
+            return changed, FileCounts()
+        passing, rest = split(changed)
+        written, failed = FileCounts(), []
         for case in passing:
             refreshed = self._refresh(store, case) if self.text_only.action == "update" else []
-            rest += [o for o in refreshed if o.failed]
-            written += FileCounts(updated=sum(o.status == Status.UPDATED for o in refreshed))
+            failed += [o for o in refreshed if o.failed]
+            written += FileCounts(updated=sum(o.status is Status.UPDATED for o in refreshed))
             done = bool(refreshed) and not any(o.failed for o in refreshed)
             row = {"case": case.case, "reason": case.reason, "refreshed": done}
             keep(item, TEXT_ONLY_PROPERTY, json.dumps(row))
-        return rest, written
+        return (rest.without((), failed) if failed else rest), written
 
     def _refresh(self, store: SnapshotStore, case: TextOnly) -> list[Outcome]:
         """Write a text-only case's changed files, as `--update-snapshots` would write them."""
