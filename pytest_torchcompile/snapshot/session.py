@@ -82,9 +82,9 @@ class TextOnlyMode:
 
 
 class TorchCompileSession(WingSession):
-    """Per-run state: the snapshot stores (one per resolved folder), case rows, and the
-    counts of files written, updated and deleted; `housekeeping.py` collects each test's
-    folder and judges stale folders."""
+    """Per-run state: the snapshot sets (`files/sets.py`), case rows, and the run's
+    `SnapshotReport` (files written, updated and deleted, shared with `housekeeping.py`,
+    which collects each test's folder and judges unused files and stale folders)."""
 
     marker = MARKER
     fixture = "compile_model"
@@ -107,7 +107,7 @@ class TorchCompileSession(WingSession):
         self.all_findings = False  # `-v`: a failure lists every finding, without every diff
         self.text_only = text_only or TextOnlyMode("", "")
         self.text_only_rows: list[tuple[str, dict[str, Any]]] = []
-        self.counts = FileCounts()  # files the run's tests wrote, updated and deleted
+        self.report = housekeeping.report  # the files the run wrote, updated and deleted
         # tests new on this torch that another torch's set holds
         self.other_torches: list[OtherTorch] = []
         self.rows: list[CaseRow] = []
@@ -241,7 +241,7 @@ class TorchCompileSession(WingSession):
         for value in attached(report, PRECOMPILE_PROPERTY):
             self.precompile_rows.extend(PrecompileRow.from_json(d) for d in json.loads(value))
         for value in attached(report, COUNTS_PROPERTY):
-            self.counts += FileCounts.from_json(json.loads(value))
+            self.report.wrote(FileCounts.from_json(json.loads(value)))
         for value in attached(report, OTHER_TORCH_PROPERTY):
             self.other_torches.append(OtherTorch.from_json(json.loads(value)))
         for value in attached(report, TEXT_ONLY_PROPERTY):
@@ -253,8 +253,7 @@ class TorchCompileSession(WingSession):
         for line in self._text_only_summary():
             terminalreporter.write_line(line, yellow=True)
         if self.store.update:
-            counts = self.counts + self.housekeeping.removed
-            terminalreporter.write_line(f"torch.compile snapshots: {counts.line()}")
+            terminalreporter.write_line(f"torch.compile snapshots: {self.report.counts.line()}")
         for line in other_torch_lines(self.other_torches, self.store.update):
             terminalreporter.write_line(line)
 
