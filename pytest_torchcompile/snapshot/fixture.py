@@ -11,7 +11,7 @@ has returned, so a mismatch is an ordinary failure. Nothing here depends on pyte
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -68,6 +68,10 @@ class CompileModel(NamedCases[CompileResult]):
         """The cases whose calls all ran (a failing case has no result to snapshot)."""
         return [c for c in self.cases if c.result is not None]
 
-    def snapshot_texts(self) -> list[tuple[str, Mapping[str, str]]]:
-        """(case name, artifact name -> text) of every case that finished, as of its last call."""
-        return [(c.name, c.result.artifacts) for c in self.finished() if c.result is not None]
+    def snapshot_texts(
+        self, finished: Sequence[CompileCase | DistributedCase] | None = None
+    ) -> list[tuple[str, Mapping[str, str]]]:
+        """(case name, artifact name -> text) of every case that finished (`finished`, when the
+        caller holds them already), as of its last call."""
+        cases = self.finished() if finished is None else finished
+        return [(c.name, c.result.artifacts) for c in cases if c.result is not None]

@@ -16,6 +16,26 @@ def pytest_unconfigure(config):
     pathlib.Path("html_imported.txt").write_text(str("pytest_html" in sys.modules))
 """
 
+#: counts, in a file, the cases the run compares: `compare_case` wrapped wherever the plugin
+#: holds it, and where a module imports it later
+COUNT_COMPARISONS = """
+import pathlib, sys
+from pytest_torchcompile.snapshot.compare import behaviour
+
+REAL, CALLS = behaviour.compare_case, []
+
+def counted(old, new):
+    CALLS.append(1)
+    return REAL(old, new)
+
+for name, module in list(sys.modules.items()):
+    if name.startswith("pytest_torchcompile") and getattr(module, "compare_case", None) is REAL:
+        module.compare_case = counted
+
+def pytest_unconfigure(config):
+    pathlib.Path("compared.txt").write_text(str(len(CALLS)))
+"""
+
 
 @pytest.fixture
 def relu_to_gelu(pytester: pytest.Pytester) -> pytest.Pytester:
@@ -29,12 +49,16 @@ def relu_to_gelu(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_failing_case_shows_its_verdict_and_diffs_in_the_report(
     relu_to_gelu: pytest.Pytester, tmp_path: pytest.TempPathFactory
 ) -> None:
+    relu_to_gelu.makeconftest(COUNT_COMPARISONS)
     report = relu_to_gelu.path / "report.html"
     result = relu_to_gelu.runpytest(f"--html={report}", "--self-contained-html")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*verdict: behaviour changed: ops, guards*"]
     )  # the terminal as before
+    # the text-only split, the failure block and the report's diffs read one verdict: the
+    # case's graphs and guards are read once, not once for each
+    assert (relu_to_gelu.path / "compared.txt").read_text() == "1"
     with opened(report) as seen:
         page = seen.page
         page.locator("#results-table").wait_for()

@@ -1,6 +1,7 @@
 """A snapshot failure a reviewer reads in seconds.
 
-`compose` turns one test's comparison outcomes into the failure text:
+`compose` turns one test's compared outcomes (`changes.ChangedCases`) into the
+failure text:
 
 1. one line with the most important facts the comparison found (pytest's
    short test summary shows it), in the words of `findings.TOPICS`:
@@ -29,70 +30,32 @@ Pure: text in, text out; nothing here imports torch or pytest.
 from __future__ import annotations
 
 import difflib
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
-from ..artifacts.catalogue import ARTIFACTS
-from ..files.outcome import Outcome
-from .behaviour import compare_case
+from ..files.outcome import Outcome, Status
+from .changes import Change, ChangedCases
 from .findings import COUNTERS, HEADLINE_WIDTH, CaseDiff
-from .lines import changed_lines, shortened
+from .lines import shortened
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"
 MAX_STAGE_LINES = 120
 SUMMARY_UNCHANGED = f"summary: unchanged (the same counters: {', '.join(COUNTERS)})"
-#: after every artifact of the catalogue: one the catalogue does not name
-_LAST_STAGE = max(a.stage for a in ARTIFACTS.values()) + 1
 
 
-@dataclass(frozen=True)
-class Change:
-    """One changed artifact of one case."""
-
-    case: str  # "" for a test with one case
-    artifact: str
-    filename: str
-    old: str
-    new: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.case}/{self.filename}" if self.case else self.filename
-
-    @property
-    def counts(self) -> tuple[int, int]:
-        """Lines added and removed, as git counts them (a minimal diff)."""
-        return changed_lines(self.old.splitlines(), self.new.splitlines())
-
-    @property
-    def names_only(self) -> bool:
-        return canonical_names(self.old) == canonical_names(self.new)
-
-    @property
-    def stage(self) -> int:
-        known = ARTIFACTS.get(self.artifact)
-        return known.stage if known is not None else _LAST_STAGE
-
-
-def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool, findings: bool = False) -> str:
+def compose(changed: ChangedCases, shown_dir: str, full: bool, findings: bool = False) -> str:
     """The failure text of one test whose snapshots did not all match.
 
+    `changed` holds the test's outcomes and each changed case's verdict;
     `shown_dir` is the test's snapshot folder as the message names it; `findings`
     lists every finding of each verdict (`-v`), `full` that and every diff (`-vv`).
     """
-    changes = [
-        Change(o.case, o.artifact, o.path.name, o.old, o.new)
-        for o in outcomes
-        if o.status == "changed" and o.old is not None and o.new is not None
-    ]
-    other = [o.message for o in outcomes if o.failed and o.status != "changed"]
+    outcomes, changes, diffs = changed.outcomes, changed.changes, changed.diffs
+    other = [o.message for o in outcomes if o.failed and o.status is not Status.CHANGED]
     # an update that could not write is not fixed by updating again: its messages say what is
-    hint = [] if all(o.status == "unwritable" for o in outcomes if o.failed) else [UPDATE_HINT]
+    hint = [] if all(o.status is Status.UNWRITABLE for o in outcomes if o.failed) else [UPDATE_HINT]
     if not changes:
         return "\n\n".join([_missing_headline(outcomes), *other, *hint])
-    diffs = case_diffs(changes, outcomes)
     lines = [headline(diffs), f"changed artifacts in {shown_dir}:", *_table(changes)]
     lines += [f"{_prefix(case)}verdict: {diff.line()}" for case, diff in diffs.items()]
     if full or findings:  # what the headline left out: every finding, whole
@@ -134,7 +97,7 @@ def compose(outcomes: Sequence[Outcome], shown_dir: str, full: bool, findings: b
     return "\n".join([*lines, *(["", *other] if other else []), "", UPDATE_HINT])
 
 
-def headline(diffs: dict[str, CaseDiff], width: int = HEADLINE_WIDTH) -> str:
+def headline(diffs: Mapping[str, CaseDiff], width: int = HEADLINE_WIDTH) -> str:
     """The first line: each changed case's most important facts (`CaseDiff.headline`), in
     about `width` characters together; `(+N more cases, -v)` counts the cases left out."""
     parts: list[str] = []
@@ -155,29 +118,6 @@ def _prefix(case: str) -> str:
     return f"[{case}] " if case else ""
 
 
-_NUMBERED = re.compile(
-    r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z][A-Za-z0-9]*)*)_(\d+)\b|\b(buf|tmp)(\d+)\b"
-)
-
-
-def canonical_names(text: str) -> str:
-    """Numbered names (`add_9`, `getitem_3`, `buf4`, `tmp12`) renumbered in order of first use, per family.
-
-    Two texts with the same canonical form differ only by a consistent renaming:
-    the same ops on the same edges. Dtypes (`f32`, `bf16`), sizes and symbols
-    (`s27`) are not numbered names here and are never renamed.
-    """
-    seen: dict[str, dict[str, int]] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        family = match.group(1) or match.group(3)
-        numbers = seen.setdefault(family, {})
-        token = match.group(0)
-        return f"{family}_#{numbers.setdefault(token, len(numbers))}"
-
-    return _NUMBERED.sub(rename, text)
-
-
 def unified(
     old: str, new: str, n: int = 3, names: tuple[str, str] = ("snapshot", "this run")
 ) -> list[str]:
@@ -196,21 +136,6 @@ def _table(changes: Sequence[Change]) -> list[str]:
     return [row.rstrip() for row in rows]
 
 
-def case_diffs(changes: Sequence[Change], outcomes: Sequence[Outcome]) -> dict[str, CaseDiff]:
-    """Each changed case compared whole: did its behaviour move, or only its text?
-
-    The artifacts that matched are the same on both sides (an unchanged
-    output code is what shows a reprinted graph is the same program); the
-    changed ones carry their stored and new texts.
-    """
-    diffs = {}
-    for case in dict.fromkeys(c.case for c in changes):
-        new = {o.artifact: o.new for o in outcomes if o.case == case and o.new is not None}
-        old = {**new, **{c.artifact: c.old for c in changes if c.case == case}}
-        diffs[case] = compare_case(old, new)
-    return diffs
-
-
 def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | None) -> list[str]:
     """`snapshot <path> differs:` and a unified diff (`---` the stored file, `+++` this run)."""
     diff = shortened(unified(change.old, change.new))
@@ -220,10 +145,10 @@ def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | 
 
 
 def _missing_headline(outcomes: Sequence[Outcome]) -> str:
-    missing = [o for o in outcomes if o.status == "missing"]
+    missing = [o for o in outcomes if o.status is Status.MISSING]
     if missing:
         return f"snapshot missing: {len(missing)} file{'s' if len(missing) > 1 else ''} do{'es' if len(missing) == 1 else ''} not exist yet"
-    unwritten = [o for o in outcomes if o.status == "unwritable"]
+    unwritten = [o for o in outcomes if o.status is Status.UNWRITABLE]
     if unwritten:
         return f"snapshot not written: {len(unwritten)} file{'s' if len(unwritten) > 1 else ''} could not be written"
     return "snapshot unreadable"

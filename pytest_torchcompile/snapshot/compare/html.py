@@ -14,8 +14,8 @@ from html import escape
 from pathlib import Path
 
 from ..artifacts.catalogue import ARTIFACTS
-from ..files.outcome import Outcome
-from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff, compare_case
+from .behaviour import BEHAVIOUR, TEXT, UNCHANGED, CaseDiff
+from .changes import ChangedCases
 from .findings import ranked
 from .lines import LONG_LINE, split_arguments
 from .ranking import Folding, SharedCause
@@ -140,22 +140,18 @@ def verdict_badge(verdict: str) -> str:
     return f'<span class="verdict {VERDICT_CLASS.get(verdict, "")}">{escape(verdict)}</span>'
 
 
-def failure_fragment(outcomes: Sequence[Outcome]) -> str:
+def failure_fragment(changed: ChangedCases) -> str:
     """One failing test's changed cases: each case's verdict line, then its changed artifacts side by side."""
-    changed = [o for o in outcomes if o.status == "changed" and o.old is not None]
     parts = [f"<style>{STYLE}</style>", '<div class="ptc">']
-    for case in dict.fromkeys(o.case for o in changed):
-        mine = [o for o in changed if o.case == case]
-        new = {o.artifact: o.new for o in outcomes if o.case == case and o.new is not None}
-        old = {**new, **{o.artifact: o.old for o in mine}}
-        diff = compare_case(old, new)
+    for case, diff in changed.diffs.items():
+        mine = [c for c in changed.changes if c.case == case]
         title = f"case {case}: " if case else ""
         moved = diff.line().removeprefix(diff.verdict).removeprefix(": ")
         parts.append(f"<h2>{escape(title)}{verdict_badge(diff.verdict)} {escape(moved)}</h2>")
         parts += first_screen(diff)
-        for o in sorted(mine, key=lambda o: _stage(o.artifact)):
-            parts.append(f"<h3>{escape(o.path.name)}</h3>")
-            parts.append(side_by_side(o.old or "", o.new or "", "snapshot", "this run"))
+        for c in sorted(mine, key=lambda c: c.stage):
+            parts.append(f"<h3>{escape(c.filename)}</h3>")
+            parts.append(side_by_side(c.old, c.new, "snapshot", "this run"))
     parts.append("</div>")
     return "\n".join(parts)
 

@@ -14,12 +14,11 @@ pytest.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..files.outcome import Outcome
+from ..files.outcome import Outcome, Status
 from .behaviour import TEXT, CaseDiff
-from .failure import Change, case_diffs
+from .changes import ChangedCases
 
 #: the finding of an artifact the verdict has no reading for (behaviour.py)
 UNREAD = "unread text"
@@ -34,26 +33,20 @@ class TextOnly:
     outcomes: tuple[Outcome, ...]
 
 
-def split(outcomes: Sequence[Outcome]) -> tuple[list[TextOnly], list[Outcome]]:
-    """(the cases that changed in text only, the outcomes of every other case)."""
-    changes = [
-        Change(o.case, o.artifact, o.path.name, o.old, o.new)
-        for o in outcomes
-        if o.status == "changed" and o.old is not None and o.new is not None
-    ]
-    failing_otherwise = {o.case for o in outcomes if o.failed and o.status != "changed"}
-    diffs = case_diffs(changes, outcomes)
+def split(changed: ChangedCases) -> tuple[list[TextOnly], ChangedCases]:
+    """(the cases that changed in text only, every other case with its verdict)."""
+    outcomes = changed.outcomes
+    failing_otherwise = {o.case for o in outcomes if o.failed and o.status is not Status.CHANGED}
     text_only = [
         TextOnly(
             case,
             diff.line(),
-            tuple(o for o in outcomes if o.case == case and o.status == "changed"),
+            tuple(o for o in outcomes if o.case == case and o.status is Status.CHANGED),
         )
-        for case, diff in diffs.items()
+        for case, diff in changed.diffs.items()
         if case not in failing_otherwise and passes(diff)
     ]
-    passing = {t.case for t in text_only}
-    return text_only, [o for o in outcomes if o.case not in passing]
+    return text_only, changed.without({t.case for t in text_only})
 
 
 def passes(diff: CaseDiff) -> bool:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..compare.behaviour import compare_case
-from ..compare.failure import FULL_DIFF_FLAG, MAX_STAGE_LINES, Change, unified
+from ..compare.changes import Change
+from ..compare.failure import FULL_DIFF_FLAG, MAX_STAGE_LINES, unified
 
 #: why a difference between ranks fails the test, for its message
 WHY = "ranks that compile differently wait on each other's collectives"

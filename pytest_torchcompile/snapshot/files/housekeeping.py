@@ -27,8 +27,9 @@ from .claims import Claims, TestFolder
 from .ownership import root_problem
 from .paths import folds_case, module_folder
 from .placeholders import device_sets
+from .report import SnapshotReport
 from .stale import Inventory, StaleFolder, find_stale
-from .store import FileCounts, SnapshotStore, UnusedFiles
+from .store import SnapshotStore, UnusedFiles
 
 UNUSED_PROPERTY = "torchcompile_unused"
 INVENTORY_KEY = "torchcompile_inventory"
@@ -46,8 +47,8 @@ class Housekeeping:
     """Per-run state of the update bookkeeping; a pytest plugin object.
 
     `claims` are the collected tests' folders (`claims.py`), `inventory`
-    what stale folders are judged by; `lines` what the run did not use,
-    `removed` the files deleted with stale folders.
+    what stale folders are judged by; `report` the run's `SnapshotReport`
+    (the unused files, what removal did, the counts), shared with the session.
     """
 
     store: SnapshotStore
@@ -60,10 +61,7 @@ class Housekeeping:
     sets: tuple[str, str] | None = None  # the run's folder template and torch: every device's set
     usage_error: str | None = None  # the first test that failed with a usage error
     inventory: Inventory = field(default_factory=Inventory)
-    unused: list[UnusedFiles] = field(default_factory=list)  # each passing test's, in report order
-    lines: list[str] = field(default_factory=list)
-    removed: FileCounts = FileCounts()
-    stale_left: bool = False
+    report: SnapshotReport = field(default_factory=SnapshotReport)
 
     @classmethod
     def from_config(cls, config: pytest.Config, store: SnapshotStore) -> Housekeeping:
@@ -99,7 +97,7 @@ class Housekeeping:
         """The call report carries each test's unused files (`SnapshotStore.check_test`);
         a test that failed with a usage error stops every removal."""
         for value in attached(report, UNUSED_PROPERTY):
-            self.unused.append(UnusedFiles.from_json(json.loads(value)))
+            self.report.found_unused(UnusedFiles.from_json(json.loads(value)))
         if report.failed and self.usage_error is None and _USAGE_ERROR.search(report.longreprtext):
             self.usage_error = report.nodeid
 
@@ -117,7 +115,7 @@ class Housekeeping:
         if self.worker:
             session.config.workeroutput[INVENTORY_KEY] = self.inventory.to_json()  # type: ignore[attr-defined]
             return
-        for found in self.unused:
+        for found in self.report.unused:
             self._handle_unused(found)
         if session.config.option.collectonly or session.config.getoption("lf", False):
             return  # --lf collects failed files only: the others would look deleted
@@ -127,15 +125,14 @@ class Housekeeping:
         for store in [self.store, *self._other_sets()]:
             inventory = self.inventory.rebased(self.store.root, store.root)
             for stale in find_stale(store.root, store.rootdir, inventory):
-                self.lines.append(self._handle_stale(store, stale, blocked))
+                self._handle_stale(store, stale, blocked)
 
     def _handle_unused(self, found: UnusedFiles) -> None:
         """A passing test's unused files: deleted by an update that had no usage error."""
         store = SnapshotStore(found.root, self.store.rootdir, self.store.update, self.store.started)
         delete = self.store.update and self._usage_blocked() is None
         lines, deleted = store.remove_unused(found, delete)
-        self.lines += lines
-        self.removed += FileCounts(deleted=deleted)
+        self.report.removed_unused(lines, deleted, delete)
 
     def _usage_blocked(self) -> str | None:
         """Why an update removes nothing after a usage error (the line that says so)."""
@@ -157,18 +154,20 @@ class Housekeeping:
             if root != self.store.root and root_problem(root, self.store.rootdir) is None
         ]
 
-    def _handle_stale(self, store: SnapshotStore, stale: StaleFolder, blocked: str | None) -> str:
+    def _handle_stale(self, store: SnapshotStore, stale: StaleFolder, blocked: str | None) -> None:
         shown = f"{store.show(stale.path)}/ ({stale.reason})"
         if blocked is None and self._in_scope(stale.path, store):
             files = store.stale_files(stale.path)
             failed = store.delete(files)
-            self.removed += FileCounts(deleted=len(files) - len(failed))
+            deleted = len(files) - len(failed)
             if not failed:
-                return f"removed stale: {shown}"
-            self.stale_left = True
-            return f"stale: {shown}; {next(iter(failed.values()))}"
-        self.stale_left = True
-        return f"stale: {shown}"
+                self.report.stale(f"removed stale: {shown}", deleted, left=False)
+            else:
+                self.report.stale(
+                    f"stale: {shown}; {next(iter(failed.values()))}", deleted, left=True
+                )
+            return
+        self.report.stale(f"stale: {shown}", 0, left=True)
 
     def _in_scope(self, folder: Path, store: SnapshotStore) -> bool:
         """Under a folder this run's paths cover (scopes are in the first set; the others mirror it)."""
@@ -177,18 +176,19 @@ class Housekeeping:
 
     @pytest.hookimpl(trylast=True)  # after the cases table
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.worker or not self.lines:
+        report = self.report
+        if self.worker or not report.lines:
             return
         terminalreporter.write_sep("-", "torch.compile snapshots not used by this run")
-        for line in self.lines:
+        for line in report.lines:
             terminalreporter.write_line(line)
         blocked = self._usage_blocked()
         if blocked is not None:
             terminalreporter.write_line(blocked)
             return
-        if any(line.startswith("unused: ") for line in self.lines):
+        if report.unused_left:
             terminalreporter.write_line("run `pytest --update-snapshots` to delete unused files")
-        if self.stale_left:
+        if report.stale_left:
             terminalreporter.write_line(
                 f"stale folders belong to renamed or deleted tests: {REMOVE_HINT}"
             )

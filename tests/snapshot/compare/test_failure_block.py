@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchcompile.snapshot.compare.failure import canonical_names, compose
+from pytest_torchcompile.snapshot.compare.changes import ChangedCases, canonical_names
+from pytest_torchcompile.snapshot.compare.failure import compose
 from pytest_torchcompile.snapshot.files.store import Outcome
 from pytest_torchcompile.snapshot.spec import ARTIFACT_EXTENSIONS
 
@@ -53,7 +54,7 @@ def test_headline_says_what_moved() -> None:
             GRAPH.format(name="sigmoid", op="sigmoid"),
         ),
     ]
-    text = compose(outcomes, "snapshots/test_m/test_m", full=False)
+    text = compose(ChangedCases.of(outcomes), "snapshots/test_m/test_m", full=False)
     # the counters a reviewer decides on first, then which op was swapped
     assert text.splitlines()[0] == "kernels 5 -> 7; ops: relu -> sigmoid; op count 59 -> 105"
     assert "verdict: behaviour changed: kernels 5 -> 7, op count 59 -> 105, ops" in text
@@ -75,7 +76,7 @@ def test_block_lists_every_change_then_summary_then_earliest_stage() -> None:
             GRAPH.format(name="gelu", op="gelu"),
         ),
     ]
-    lines = compose(outcomes, "snapshots/test_m/test_m", full=False).splitlines()
+    lines = compose(ChangedCases.of(outcomes), "snapshots/test_m/test_m", full=False).splitlines()
     assert lines[1] == "changed artifacts in snapshots/test_m/test_m:"
     table = lines[2:6]
     assert [row.split()[0] for row in table] == [
@@ -114,7 +115,7 @@ def test_full_diff_shows_every_artifact() -> None:
         ),
         changed("output_code.code.txt", "a\nb\n", "a\nc\n"),
     ]
-    text = compose(outcomes, "snapshots/test_m/test_m", full=True)
+    text = compose(ChangedCases.of(outcomes), "snapshots/test_m/test_m", full=True)
     assert "+        sigmoid: " in text and "+c" in text and "also changed" not in text
     assert "summary: unchanged" in text
 
@@ -126,7 +127,7 @@ def test_renumbering_alone_is_not_read_first() -> None:
         changed("dynamo_graph.fx.txt", old, new),
         changed("output_code.code.txt", "buf0 = f()\n", "buf0 = g()\n"),
     ]
-    text = compose(outcomes, "d", full=False)
+    text = compose(ChangedCases.of(outcomes), "d", full=False)
     assert "earliest pipeline stage that changed: output_code" in text
     assert re.search(r"^  dynamo_graph.fx.txt +\+3 +-3 +names only$", text, re.MULTILINE)
     assert "also changed: dynamo_graph.fx.txt (names only)" in text
@@ -152,7 +153,7 @@ def test_cases_are_named_each_with_its_verdict() -> None:
         ),
         changed("output_code.code.txt", "a\n", "b\n", case="long"),
     ]
-    text = compose(outcomes, "d", full=False)
+    text = compose(ChangedCases.of(outcomes), "d", full=False)
     assert text.splitlines()[0] == "[short] kernels 1 -> 2; [long] text only: wrapper text"
     assert "[short] verdict: behaviour changed: kernels 1 -> 2" in text
     assert "[long] verdict: text only" in text
@@ -168,7 +169,7 @@ def test_missing_files_say_so() -> None:
             artifact="summary",
         )
     ]
-    text = compose(outcomes, "d", full=False)
+    text = compose(ChangedCases.of(outcomes), "d", full=False)
     assert text.splitlines()[0] == "snapshot missing: 1 file does not exist yet"
     assert "summary.txt does not exist yet" in text
 
@@ -327,7 +328,9 @@ def test_first_line_names_what_moved(case: str, plant: str, first_line: str) -> 
         else Outcome(TEST_DIR, "matched", "", old[name], new[name], artifact=name)
         for name in sorted(old)
     ]
-    assert compose(outcomes, "d", full=False).splitlines()[0].startswith(first_line)
+    assert (
+        compose(ChangedCases.of(outcomes), "d", full=False).splitlines()[0].startswith(first_line)
+    )
 
 
 # --- the headline ranks what a reviewer decides on, in about 200 characters ----------
@@ -354,7 +357,7 @@ def decoder(heads: int) -> str:
 
 def test_changed_parameter_shapes_are_said_by_name_folded_over_layers() -> None:
     outcomes = [changed("dynamo_graph.fx.txt", decoder(2), decoder(4))]
-    first = compose(outcomes, "d", full=False).splitlines()[0]
+    first = compose(ChangedCases.of(outcomes), "d", full=False).splitlines()[0]
     assert first.startswith("shapes: layers.*.*.to_q.weight [128, 32] -> [256, 32] (x2)")
 
 
@@ -372,15 +375,15 @@ def test_a_headline_stays_short_and_the_rest_is_one_v_away() -> None:
             wrapper.format(k=kernel.format(0).replace("add", "sub"), body="b"),
         ),
     ]
-    short = compose(outcomes, "d", full=False)
+    short = compose(ChangedCases.of(outcomes), "d", full=False)
     first = short.splitlines()[0]
     assert len(first) <= 200 and first.startswith("kernels 21 -> 18; shapes: ")
     assert first.endswith(" more, -v)")
-    full = compose(outcomes, "d", full=True)
+    full = compose(ChangedCases.of(outcomes), "d", full=True)
     assert "  behaviour: op count: 59 -> 60" in full.splitlines()
     assert kernel.format(0) in full  # whole in the verdict's findings
     # -v: every finding, without the diffs -vv adds
-    listed = compose(outcomes, "d", full=False, findings=True)
+    listed = compose(ChangedCases.of(outcomes), "d", full=False, findings=True)
     assert "  behaviour: op count: 59 -> 60" in listed.splitlines()
     assert kernel.format(0) in listed
     assert len(listed.splitlines()) < len(full.splitlines())
@@ -395,7 +398,7 @@ def test_the_html_first_screen_leads_with_the_headline_and_breaks_long_lines() -
         ),
         changed("dynamo_graph.fx.txt", decoder(2) * 8, decoder(4) * 8),
     ]
-    page = failure_fragment(outcomes)
+    page = failure_fragment(ChangedCases.of(outcomes))
     headline, counters = page.index('class="headline"'), page.index('class="counters"')
     shapes = page.index("dynamo_graph arguments: layers.*.*.to_q.weight [128, 32] -&gt; [256, 32]")
     assert headline < counters < shapes < page.index('class="diff"')

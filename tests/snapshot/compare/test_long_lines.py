@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_torchcompile.snapshot.compare.changes import ChangedCases
 from pytest_torchcompile.snapshot.compare.failure import compose
 from pytest_torchcompile.snapshot.compare.lines import changed_lines, excerpt, shortened
 from pytest_torchcompile.snapshot.files.outcome import Outcome
@@ -50,7 +51,7 @@ def test_the_failure_shows_the_changed_part_of_a_long_line() -> None:
         graph.format(RESIZED),
         artifact="dynamo_graph",
     )
-    text = compose([outcome], "snapshots/test_m/test_m", full=False)
+    text = compose(ChangedCases.of([outcome]), "snapshots/test_m/test_m", full=False)
     assert max(map(len, text.splitlines())) < 300
     assert '-    def forward(self, L_x_: "f32[2, 3, 32, 32][3072, 1024, 32, 1]cpu", ...' in text
     assert '+    def forward(self, L_x_: "f32[2, 3, 48, 48][6912, 2304, 48, 1]cpu", ...' in text

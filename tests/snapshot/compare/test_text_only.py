@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_torchcompile.snapshot.compare.changes import ChangedCases
 from pytest_torchcompile.snapshot.compare.text_only import split
 from pytest_torchcompile.snapshot.files.store import Outcome
 
@@ -42,24 +43,24 @@ def test_renumbering_passes_an_op_swap_does_not() -> None:
         GRAPH.format(name="relu", op="gelu"),
         case="b",
     )
-    passing, rest = split([renumbered, swapped])
+    passing, rest = split(ChangedCases.of([renumbered, swapped]))
     assert [p.case for p in passing] == ["a"] and passing[0].reason.startswith("text only: ")
-    assert rest == [swapped]
+    assert list(rest.outcomes) == [swapped]
 
 
 def test_an_artifact_the_verdict_cannot_read_keeps_its_case_failing() -> None:
     """`transformed_code` has no reading: its change is text to the verdict, but nobody read it."""
     outcomes = [changed("transformed_code.py.txt", "x = f(a)\n", "x = g(a)\n")]
-    passing, rest = split(outcomes)
-    assert passing == [] and rest == outcomes
+    passing, rest = split(ChangedCases.of(outcomes))
+    assert passing == [] and list(rest.outcomes) == outcomes
 
 
 def test_a_summary_cut_short_keeps_its_case_failing() -> None:
     """The counters it no longer states were not compared: nothing says they stayed."""
     summary = "backend: inductor\ngraphs: 1\ngraph breaks: 0\nrecompiles: 0\nkernels: 2\n"
     outcomes = [changed("summary.txt", summary, summary.split("recompiles")[0])]
-    passing, rest = split(outcomes)
-    assert passing == [] and rest == outcomes
+    passing, rest = split(ChangedCases.of(outcomes))
+    assert passing == [] and list(rest.outcomes) == outcomes
 
 
 def test_a_missing_file_fails_its_case_whole() -> None:
@@ -69,8 +70,8 @@ def test_a_missing_file_fails_its_case_whole() -> None:
         GRAPH.format(name="relu_7", op="relu"),
     )
     missing = Outcome(Path("/r/summary.txt"), "missing", "does not exist yet", artifact="summary")
-    passing, rest = split([renumbered, missing])
-    assert passing == [] and rest == [renumbered, missing]
+    passing, rest = split(ChangedCases.of([renumbered, missing]))
+    assert passing == [] and list(rest.outcomes) == [renumbered, missing]
 
 
 MODEL = """

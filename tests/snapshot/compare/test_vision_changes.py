@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, compare_case
+from pytest_torchcompile.snapshot.compare.changes import ChangedCases
 from pytest_torchcompile.snapshot.compare.failure import compose
 from pytest_torchcompile.snapshot.compare.html import failure_fragment, report_page
 from pytest_torchcompile.snapshot.compare.upgrade import compare_sets, read_case, render_text
@@ -61,7 +62,9 @@ def outcomes(sets: Path, change: str) -> list[Outcome]:
 
 @pytest.mark.parametrize("change", sorted(NAMED))
 def test_the_first_line_names_each_change(sets: Path, change: str) -> None:
-    first = compose(outcomes(sets, change), "snapshots/test_changes", full=False).splitlines()[0]
+    first = compose(
+        ChangedCases.of(outcomes(sets, change)), "snapshots/test_changes", full=False
+    ).splitlines()[0]
     assert NAMED[change][1] in first, first
     assert len(first) <= 220, first
 
@@ -88,7 +91,7 @@ def test_the_html_page_holds_every_finding(sets: Path, change: str) -> None:
         {o.artifact: o.old or o.new or "" for o in found}, {o.artifact: o.new or "" for o in found}
     )
     behaviour = [f.render() for f in diff.findings if f.behaviour]
-    fragment = failure_fragment(found)
+    fragment = failure_fragment(ChangedCases.of(found))
     items = re.findall(r"<li>(.*?)</li>", fragment.split('<table class="diff"')[0])
     assert len(items) == len(behaviour)
     # past the first dozen, folded under a line that counts them (drop path: 21 findings)
