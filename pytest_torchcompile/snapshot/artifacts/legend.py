@@ -12,19 +12,21 @@ compares as the same text, and rewording it never fails a test.
 
 from __future__ import annotations
 
+import re
+
+#: a section header whose argument list `sections.frame_header` cut short
+CUT_HEADER = re.compile(r"^# ===== frame \d+ compile \d+: .*, \.\.\., \+\d+ more\) =====", re.M)
 #: how every legend starts (and nothing else a snapshot holds does)
 PREFIX = "# pytest-torchcompile "
-
-_SECTIONS = "one section per frame compile (`# ===== frame F compile C: function(args)`)"
+#: where the section notation goes in a legend: `f(args)`, or, in a file where a header cut a
+#: long argument list (`sections.frame_header`), `f(args, ..., +N more)`
+_SECTIONS = "a section per frame compile (`# ===== frame F compile C: {function}`)"
 _MASKS = "<N> masks numbers"
 
 LEGENDS: dict[str, str] = {
     "summary": f"counters of this case's compile; frames listed as `frame F compile C`; {_MASKS}",
     "dynamo_graph": f"Dynamo's FX graph, {_SECTIONS}; names renumbered in order; {_MASKS}",
-    "guards": (
-        f"Dynamo's guards, {_SECTIONS}; <id> masks ids, {_MASKS}; "
-        "`X has no a, b`: no attribute a, b"
-    ),
+    "guards": f"Dynamo's guards, {_SECTIONS}; <id> masks ids, <N> numbers; `X has no a, b`: no attribute a, b",
     "aot_forward": f"AOTAutograd's forward graph, {_SECTIONS}; names renumbered in order",
     "aot_backward": f"AOTAutograd's backward graph, {_SECTIONS}; names renumbered in order",
     "aot_inference": f"AOTAutograd's inference graph, {_SECTIONS}; names renumbered in order",
@@ -39,10 +41,20 @@ LEGENDS: dict[str, str] = {
 }
 
 
+def legend(artifact: str, cut: bool = False) -> str | None:
+    """The first line of `artifact`'s files; `cut` where one of its headers lists only the
+    first arguments of its function (`f(args, ..., +N more)`). None for an artifact without one."""
+    text = LEGENDS.get(artifact)
+    if text is None:
+        return None
+    function = "f(args, ..., +N more)" if cut else "f(args)"
+    return f"{PREFIX}{artifact}: {text.replace('{function}', function)}"
+
+
 def with_legend(artifact: str, text: str) -> str:
     """`text` as stored: the artifact's legend first (an artifact without one: `text` itself)."""
-    legend = LEGENDS.get(artifact)
-    return f"{PREFIX}{artifact}: {legend}\n{text}" if legend else text
+    first = legend(artifact, cut=bool(CUT_HEADER.search(text)))
+    return f"{first}\n{text}" if first else text
 
 
 def without_legend(text: str) -> str:

@@ -21,10 +21,30 @@ SECTION_HEADER = re.compile(
 _HEADER_START = "# ===== frame "
 
 
+#: the longest header `frame_header` writes, leaving room for `record_artifact`'s ` [12 of 12]`:
+#: a library frame's arguments run to 600 characters (x-transformers' `forward`, a resume
+#: function of torchdiffeq's), and a stored line longer than 200 is one torch did not print
+MAX_HEADER = 185
+#: the last item of an argument list cut short: `forward(self, x, mask, ..., +25 more)`
+ELIDED = re.compile(r"^\.\.\., \+(\d+) more$")
+
+
 def frame_header(key: FrameKey, function: str | None) -> str:
-    """The line that opens a frame compile's section; `function` as `CaptureLog.frame_signatures` writes it."""
-    where = f": {function}" if function else ""
-    return f"# ===== frame {key.frame_id} compile {key.compile_id}{where} ====="
+    """The line that opens a frame compile's section; `function` as `CaptureLog.frame_signatures`
+    writes it, its arguments cut after as many as fit in `MAX_HEADER` characters (`..., +N more`;
+    `compare.arguments` pairs only the arguments a header names)."""
+    start = f"# ===== frame {key.frame_id} compile {key.compile_id}"
+    line = f"{start}: {function} =====" if function else f"{start} ====="
+    if len(line) <= MAX_HEADER or not function or not function.endswith(")") or "(" not in function:
+        return line
+    name, listed = function[:-1].split("(", 1)
+    arguments = listed.split(", ")
+    for kept in range(len(arguments) - 1, -1, -1):
+        shown = [*arguments[:kept], f"..., +{len(arguments) - kept} more"]
+        line = f"{start}: {name}({', '.join(shown)}) ====="
+        if len(line) <= MAX_HEADER:
+            return line
+    return line
 
 
 def record_artifact(log: CaptureLog, name: str) -> str:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 
 from ..._torch.patterns.dynamo import LOCAL_INPUT, local_input_prefix
-from ..artifacts.sections import SECTION_HEADER, split_at_headers
+from ..artifacts.sections import ELIDED, SECTION_HEADER, split_at_headers
 
 #: `L['x']`: a local as guards and reasons read it
 _LOCAL = re.compile(r"(?<![\w.])L\[(['\"])([A-Za-z_]\w*)\1\]")
@@ -40,13 +40,22 @@ _REASON = re.compile(r"^  - (\d+)/(\d+): ")
 def arguments(header: str) -> tuple[list[str], list[str]] | None:
     """(positional, keyword-only) arguments named by a section header; None where it names none.
 
-    Positional holds `*args` and `**kwargs` as written, so a variadic keeps its place.
+    Positional holds `*args` and `**kwargs` as written, so a variadic keeps its place. A list
+    cut short (`forward(self, x, ..., +25 more)`, `sections.MAX_HEADER`) gives the positional
+    arguments it names before any `*` and no keyword-only ones: what it does not name is never
+    paired, so a rename there reads as another argument (behaviour), never the reverse.
     """
     match = SECTION_HEADER.match(header)
     function = (match[3] or "") if match else ""
     if not function.endswith(")") or "(" not in function:
         return None
-    listed = [a.strip() for a in function[function.index("(") + 1 : -1].split(",") if a.strip()]
+    inside = function[function.index("(") + 1 : -1]
+    cut = inside.rfind("...")
+    if cut >= 0 and ELIDED.match(inside[cut:]):
+        named = [a.strip() for a in inside[:cut].split(",") if a.strip()]
+        stop = next((i for i, a in enumerate(named) if a.startswith("*")), len(named))
+        return named[:stop], []
+    listed = [a.strip() for a in inside.split(",") if a.strip()]
     positional: list[str] = []
     keyword: list[str] = []
     star = False

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_torchcompile.common.capture_log import FrameKey
+from pytest_torchcompile.snapshot.artifacts.sections import MAX_HEADER, frame_header
+from pytest_torchcompile.snapshot.compare.arguments import arguments, renamed_sides
 from pytest_torchcompile.snapshot.compare.changes import ChangedCases
 from pytest_torchcompile.snapshot.compare.text_only import split
 from pytest_torchcompile.snapshot.files.store import Outcome
@@ -192,3 +195,27 @@ def test_arguments_swapped_fail_and_renamed_pass(pytester: pytest.Pytester) -> N
             "*test_f: text only: *arguments renamed*",
         ]
     )
+
+
+def test_a_long_argument_list_is_cut_and_pairs_only_the_arguments_it_names() -> None:
+    """A frame of 40 arguments gets a header under 200 characters; a rename among the arguments
+    it names is text, one among those it cut is never paired (it reads as another argument)."""
+    names = [f"argument_number_{i}" for i in range(40)]
+
+    def side(first: str, last: str) -> dict[str, str]:
+        listed = ", ".join([first, *names[1:-1], last])
+        header = frame_header(FrameKey(0, 0), f"forward(self, {listed})")
+        assert len(header) <= MAX_HEADER and re.search(r", \.\.\., \+\d+ more\) =====$", header)
+        check = (
+            f"TENSOR_MATCH: check_tensor(L['{first}'])\nTENSOR_MATCH: check_tensor(L['{last}'])\n"
+        )
+        return {"guards": f"{header}\n{check}"}
+
+    old = side(names[0], names[-1])
+    renamed_first, said = renamed_sides(old, side("inp", names[-1]))
+    assert said == [f"{names[0]} -> inp"] and "L['inp']" in renamed_first["guards"]
+    renamed_last, said = renamed_sides(old, side(names[0], "other"))
+    assert said == [] and f"L['{names[-1]}']" in renamed_last["guards"]
+    positional, keyword = arguments(old["guards"].split("\n")[0]) or ([], [])
+    assert 2 < len(positional) < 41 and keyword == []
+    assert positional == ["self", *names[: len(positional) - 1]]

@@ -58,8 +58,9 @@ def parse_guards(text: str) -> list[Guard]:
       source=...` lines), stored by the plugin before the compact form;
     - the compact form (`compact.compact_guards`): one `KIND: check  # comment`
       per line, a tensor's five dimension-marking guards as one
-      `KIND: X has no _dynamo_..., ...` line, and each layer's copy of a
-      guard as one `..._modules[*]...  [* = 0, 1]` line (`fold_layer_guards`).
+      `KIND: X has no _dynamo_..., ...` line, and, in files stored before
+      layers were written out, each layer's copy of a guard as one
+      `..._modules[*]...  [* = 0, 1]` line.
 
     Both give the same guards for the same checks (a tree file and its
     compact form compare as text only). A text in neither format gives one
