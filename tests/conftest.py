@@ -5,10 +5,15 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import sys
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests import zygote
 
 #: the repository's root, and the tests' recorded data
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
     worker broke every later compile in that worker.
     """
     skip_hypothesis_in_child_runs()
+    config.addinivalue_line(
+        "markers",
+        "fresh_interpreter: the test's pytest runs are new interpreters, never forks of the "
+        "zygote (tests/zygote.py): it checks what a process imports or reads when it starts",
+    )
     config.addinivalue_line(
         "markers",
         "torch_independent: what the test checks (files, paths, flags) reads the same on every "
@@ -57,12 +67,48 @@ def skip_hypothesis_in_child_runs() -> None:
         os.environ["PYTEST_ADDOPTS"] = f"{opts} {CHILD_ADDOPTS}".strip()
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    zygote.close()
+
+
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def pytester(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> pytest.Pytester:
     """pytest's `pytester`, its runs without the hypothesis plugin (`CHILD_ADDOPTS`: pytester
-    clears `PYTEST_ADDOPTS` when it starts, so it is set again here)."""
+    clears `PYTEST_ADDOPTS` when it starts, so it is set again here), each `python -m pytest`
+    forked from the worker's zygote where it can be (tests/zygote.py)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
+    if request.node.get_closest_marker("fresh_interpreter") is None:
+        monkeypatch.setattr(pytester, "popen", _forking_popen(pytester))
     return pytester
+
+
+def _forking_popen(pytester: pytest.Pytester) -> Callable[..., Any]:
+    """`pytester.popen`, a `python -m pytest` run forked from the zygote where it accepts the run."""
+    original = pytester.popen
+
+    def popen(
+        cmdargs: Sequence[Any], stdout: Any = None, stderr: Any = None, stdin: Any = None, **kw: Any
+    ) -> Any:
+        args = [os.fspath(a) for a in cmdargs]
+        files = hasattr(stdout, "name") and hasattr(stderr, "name")
+        if (
+            args[:2] == [sys.executable, "-mpytest"]
+            and stdin is pytester.CLOSE_STDIN
+            and files
+            and not kw
+        ):
+            env = os.environ.copy()
+            env["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [os.getcwd(), env.get("PYTHONPATH", "")])
+            )
+            forks = zygote.zygote()
+            if forks is not None and forks.accepts(env):
+                return forks.start(args[2:], Path.cwd(), env, stdout.name, stderr.name)
+        return original(cmdargs, stdout=stdout, stderr=stderr, stdin=stdin, **kw)
+
+    return popen
 
 
 #: A small model test; `{op}`, `{backend}` and `{extra}` vary per test.

@@ -22,8 +22,9 @@ docs/*.md) is parsed by sybil; each fenced block is one test:
 - any other fence (```` ```text ````, ```` ```console ````, ```` ```ini ````) is
   shown, not run.
 
-pytest runs in a subprocess with this interpreter (`python -m pytest`), so
-the plugin under test is the one this suite imports.
+pytest runs as `python -m pytest` with this interpreter (forked from the
+worker's zygote, tests/zygote.py, where it can be), so the plugin under test is
+the one this suite imports.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from pathlib import Path
 from sybil import Document, Example, Region
 from sybil.evaluators.python import PythonEvaluator
 from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
+
+from tests import zygote
 
 WALK = "walk"
 #: the folder of a document's walk, in its namespace
@@ -235,19 +238,24 @@ def unmatched(output: list[str], shown: list[str]) -> str | None:
 def pytest_in(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     """`python -m pytest ARGS` in `project`, as a user's terminal would run it (no CI variables
     of this suite's own run, no xdist worker's environment)."""
-    return tool_in(project, ["-m", "pytest", *args])
+    return zygote.run_pytest(args, project, user_environment(), TIMEOUT)
 
 
-def tool_in(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    """`python ARGS` in `project`, with this interpreter, as `pytest_in` runs pytest."""
+def user_environment() -> dict[str, str]:
+    """This process's environment without what this suite's own run set for pytest."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GITHUB_STEP_SUMMARY"))
     }
     env["COLUMNS"] = "200"  # the documented lines are whole lines
+    return env
+
+
+def tool_in(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in `project`, with this interpreter, as `pytest_in` runs pytest."""
     return subprocess.run(
         [sys.executable, *args],
         cwd=project,
-        env=env,
+        env=user_environment(),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

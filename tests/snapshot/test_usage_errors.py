@@ -78,6 +78,7 @@ def test_plugin_module_does_not_import_torch() -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.fresh_interpreter  # it checks that torch is not imported
 def test_help_lists_options_and_marker_without_torch(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "import sys\ndef pytest_unconfigure():\n    print('TORCH LOADED' if 'torch' in sys.modules else 'NO TORCH')\n"

@@ -152,6 +152,7 @@ def test_unknown_placeholder_in_the_flag_is_a_usage_error(pytester: pytest.Pytes
     )
 
 
+@pytest.mark.fresh_interpreter  # it checks that torch is not imported
 def test_placeholders_resolve_without_importing_torch_until_a_case_runs(
     pytester: pytest.Pytester,
 ) -> None:
