@@ -9,7 +9,8 @@ working directory, environment, `sys.path` (the folder, then `PYTHONPATH`, then 
 interpreter's own), standard streams on the run's files, and its exit status.
 
 What a fork cannot redo is what the interpreter fixes when it starts: the hash seed and
-whatever torch reads from the environment at import (`TORCH_LOGS`, `OMP_NUM_THREADS`, ...).
+whatever torch reads from the environment at import (`TORCH_LOGS`, `OMP_NUM_THREADS`, the
+temporary folder `TMPDIR`, ...).
 A run whose environment differs from the zygote's in such a variable (`IMPORT_TIME`) runs
 in a real subprocess, and so does a test marked `fresh_interpreter` (it checks what a
 process imports) or every run when `PTC_TESTS_FRESH_INTERPRETERS=1`. The forks of one
@@ -40,13 +41,13 @@ PRELOAD = (
 #: environment variables the interpreter or torch read when they start (a run that sets
 #: another value than the zygote had runs in a real subprocess); `PYTHONPATH` is redone per run
 IMPORT_TIME = re.compile(
-    r"^(PYTHON(?!PATH$)|TORCH|PYTORCH|OMP_|MKL_|KMP_|ATEN_|CUDA|NVIDIA|LD_|TRITON)"
+    r"^(PYTHON(?!PATH$)|TORCH|PYTORCH|OMP_|MKL_|KMP_|ATEN_|CUDA|NVIDIA|LD_|TRITON|(TMPDIR|TEMP|TMP)$)"
 )
 #: set to 1 for every run in a real subprocess
 OPT_OUT = "PTC_TESTS_FRESH_INTERPRETERS"
 
 _SERVER = r"""
-import importlib, io, json, os, runpy, sys, threading, warnings, atexit
+import atexit, importlib, io, json, os, runpy, sys, tempfile, threading, warnings
 
 filters = warnings.filters[:]
 warnings.simplefilter("ignore")
@@ -78,6 +79,7 @@ def child(request):
             path.append(entry)
     sys.path[:] = path
     importlib.invalidate_caches()
+    tempfile.tempdir = None  # chosen again from TMPDIR, as a new process would
     null = os.open(os.devnull, os.O_RDONLY)
     out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
