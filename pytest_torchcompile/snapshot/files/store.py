@@ -30,6 +30,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from ...common.files import atomic_write_text, leftover_temps
 from ..artifacts.legend import with_legend, without_legend
 from .claims import Claims, TestFolder
+from .generated import mark_generated
 from .outcome import Outcome, Status
 from .ownership import delete_problem, write_problem
 from .paths import artifact_filename, folds_case, is_artifact_file, segment
@@ -187,6 +188,7 @@ class SnapshotStore:
     started: float = 0.0
     extension: TextSnapshotExtension = field(default_factory=TextSnapshotExtension)
     used: set[Path] = field(default_factory=set)
+    marked: bool = False  # the set's .gitattributes seen to this run (`generated.mark_generated`)
 
     def check_test(
         self, folder: TestFolder, cases: Sequence[tuple[str, Mapping[str, str]]], claims: Claims
@@ -298,6 +300,9 @@ class SnapshotStore:
             self.extension.write_snapshot_collection(snapshot_collection=collection)
         except OSError as exc:
             return outcome(Status.UNWRITABLE, self._trouble(path, exc, "write"))
+        if not self.marked:
+            mark_generated(self.root)
+            self.marked = True
         return outcome(status)
 
     def _trouble(self, path: Path, exc: OSError, doing: str) -> str:

@@ -57,8 +57,13 @@ def run_unprivileged(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def files_under(root: Path) -> list[str]:
+    """The snapshot files under `root` (the set's `.gitattributes` mark is not one)."""
     return (
-        sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+        sorted(
+            str(p.relative_to(root))
+            for p in root.rglob("*")
+            if p.is_file() and p.name != ".gitattributes"
+        )
         if root.exists()
         else []
     )
