@@ -120,8 +120,11 @@ def test_another_axis_is_a_behaviour_change() -> None:
         for k in ("[4, 3]", "[4, 2]")
     )
     assert sort_set_built_lists(one) != sort_set_built_lists(other)
-    assert (
-        compare_case({"guards": NORMALIZE(one)}, {"guards": NORMALIZE(other)}).verdict == BEHAVIOUR
+    diff = compare_case({"guards": NORMALIZE(one)}, {"guards": NORMALIZE(other)})
+    assert diff.verdict == BEHAVIOUR
+    assert diff.findings[0].fact == (
+        "guards changed: EQUALS_MATCH on L['self']._modules['from_patches']._multirecipe[3]"
+        ".input_composition_known_unknown[2]"
     )
 
 
