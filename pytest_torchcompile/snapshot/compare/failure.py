@@ -15,7 +15,9 @@ failure text:
    verdict line of each case, and the `summary` diff; each diff opens with
    `snapshot <path> differs:`, `---` the stored file, `+++` this run;
 3. the diff of the earliest pipeline stage that changed (Dynamo's graph, its
-   guards and bytecode, the AOT graphs, post-grad, output code);
+   guards and bytecode, the AOT graphs, post-grad, output code), a change
+   repeated across layers shown once with a line naming the others
+   (`hunks.folded_diff`: presentation only, the stored files keep every layer);
 4. one line naming the other changed artifacts and how to see their diffs
    (`--torchcompile-full-diff`, or `-vv`), which then follow. Every finding
    of the verdict (the first line names at most three, in about 200
@@ -35,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from ..files.outcome import Outcome, Status
 from .changes import Change, ChangedCases
 from .findings import COUNTERS, HEADLINE_WIDTH, CaseDiff
+from .hunks import folded_diff
 from .lines import shortened
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
@@ -138,7 +141,10 @@ def _table(changes: Sequence[Change]) -> list[str]:
 
 def _diff_block(change: Change, shown_dir: str, title: str | None, limit: int | None) -> list[str]:
     """`snapshot <path> differs:` and a unified diff (`---` the stored file, `+++` this run)."""
-    diff = shortened(unified(change.old, change.new))
+    if limit is None:
+        diff = shortened(unified(change.old, change.new))
+    else:  # a change repeated across layers, once (the full diff shows them all)
+        diff = shortened(folded_diff(change.old, change.new, shown_by=f"pytest {FULL_DIFF_FLAG}"))
     if limit is not None and len(diff) > limit:
         diff = diff[:limit] + [f"... {len(diff) - limit} more diff lines: pytest {FULL_DIFF_FLAG}"]
     return ["", *([title] if title else []), f"snapshot {shown_dir}/{change.label} differs:", *diff]
