@@ -350,6 +350,8 @@ def compile_time_row(
         verdict, note = Verdict.INCONCLUSIVE, TOO_FEW_RUNS
     else:
         verdict, note = decide(ci, False, settings.compile_threshold), ""
+    if verdict is Verdict.INCONCLUSIVE and note != TOO_FEW_RUNS:  # why, and what to do
+        note = straddling(change, ci, False)
     if verdict is Verdict.FAIL and record.compile and baseline.record.compile:
         side = name.split("_", 1)[0]
         grown = grown_phase(
@@ -491,4 +493,7 @@ def straddling(change: float, ci: tuple[float, float], higher_is_better: bool) -
 
 
 def _percent(value: float) -> str:
-    return f"{value * 100:+.0f}%" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
+    # rounded first: a change that rounds to nothing reads +0%, never -0%
+    return (
+        f"{round(value * 100):+d}%" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
+    )

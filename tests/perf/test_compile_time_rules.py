@@ -209,6 +209,17 @@ def test_a_slower_compile_under_contention_is_inconclusive() -> None:
     assert verdict.undecided_for_contention
 
 
+def test_a_wide_interval_is_inconclusive_and_says_why() -> None:
+    noisy = measured(
+        [run("cold", 10.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
+        [run("warm", 2.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
+    )
+    cold = rows(judge(noisy, steady()))["cold_cpu_s"]
+    assert cold.verdict is Verdict.INCONCLUSIVE
+    assert cold.note.startswith("too noisy to rule out a slowdown: +0%, interval ")
+    assert cold.note.endswith("re-run or record more rounds")
+
+
 def test_one_run_a_side_is_inconclusive_and_says_to_run_more() -> None:
     verdict = judge(steady(n=1), steady(n=1))
     assert rows(verdict)["cold_cpu_s"].note == TOO_FEW_RUNS
