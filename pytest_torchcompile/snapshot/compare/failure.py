@@ -17,7 +17,7 @@ failure text:
 3. the diff of the earliest pipeline stage that changed (Dynamo's graph, its
    guards and bytecode, the AOT graphs, post-grad, output code), a change
    repeated across layers shown once with a line naming the others
-   (`hunks.folded_diff`: presentation only, the stored files keep every layer);
+   (`lines.folded_diff`: presentation only, the stored files keep every layer);
 4. one line naming the other changed artifacts and how to see their diffs
    (`--torchcompile-full-diff`, or `-vv`), which then follow. Every finding
    of the verdict (the first line names at most three, in about 200
@@ -37,8 +37,7 @@ from collections.abc import Mapping, Sequence
 from ..files.outcome import Outcome, Status
 from .changes import Change, ChangedCases
 from .findings import COUNTERS, HEADLINE_WIDTH, CaseDiff
-from .hunks import folded_diff
-from .lines import shortened
+from .lines import folded_diff, shortened
 
 FULL_DIFF_FLAG = "--torchcompile-full-diff"
 UPDATE_HINT = "if the change is intended: pytest --update-snapshots"

@@ -1,4 +1,4 @@
-"""A change repeated across layers is shown once in the failure block (compare/hunks.py).
+"""A change repeated across layers is shown once in the failure block (compare/lines.py).
 
 Unit tests on the fold (no torch): the same change in four layers reads as one
 hunk and a line naming the others; a hunk that differs by a value, a dtype or
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_torchcompile.snapshot.compare.failure import unified
-from pytest_torchcompile.snapshot.compare.hunks import folded_diff
+from pytest_torchcompile.snapshot.compare.lines import folded_diff
 
 
 def layer(index: int, eps: str = "1e-05", dtype: str = "f32", reads: str = "") -> list[str]:
