@@ -351,7 +351,10 @@ def compile_time_row(
     else:
         verdict, note = decide(ci, False, settings.compile_threshold), ""
     if verdict is Verdict.INCONCLUSIVE and note != TOO_FEW_RUNS:  # why, and what to do
-        note = straddling(change, ci, False)
+        what = "possibly slower" if change > 0 else "too noisy to rule out a slowdown"
+        note = (
+            f"{what}: {_percent(change)}, interval {_percent(ci[0])} to {_percent(ci[1])}: {RERUN}"
+        )
     if verdict is Verdict.FAIL and record.compile and baseline.record.compile:
         side = name.split("_", 1)[0]
         grown = grown_phase(

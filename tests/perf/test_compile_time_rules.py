@@ -216,8 +216,19 @@ def test_a_wide_interval_is_inconclusive_and_says_why() -> None:
     )
     cold = rows(judge(noisy, steady()))["cold_cpu_s"]
     assert cold.verdict is Verdict.INCONCLUSIVE
-    assert cold.note.startswith("too noisy to rule out a slowdown: +0%, interval ")
+    # in the change column's terms: a compile's growth, not a speedup's loss
+    assert cold.note.startswith("too noisy to rule out a slowdown: +0%, interval -")
     assert cold.note.endswith("re-run or record more rounds")
+
+
+def test_a_compile_that_may_be_slower_says_by_how_much_as_the_change_column() -> None:
+    slower = measured(
+        [run("cold", 11.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
+        [run("warm", 2.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
+    )
+    cold = rows(judge(slower, steady()))["cold_cpu_s"]
+    assert cold.verdict is Verdict.INCONCLUSIVE and cold.change > 0
+    assert cold.note.startswith(f"possibly slower: +{round(cold.change * 100)}%, interval -")
 
 
 def test_one_run_a_side_is_inconclusive_and_says_to_run_more() -> None:
