@@ -2,6 +2,7 @@
 
     python benchmarks/compile_time.py [--runs 5] [--unchanged 3] [--fact-runs N] [--only NAME ...]
                                       [--device cuda] [--keep DIR [--reuse-baseline]]
+                                      [--neighbours synthetic|replay]
 
 Writes a small project in a temporary folder (a two-layer MLP with a ReLU,
 under `no_grad`, on Inductor, `@pytest.mark.compile_benchmark(compile_time=True)`),
@@ -32,12 +33,15 @@ harness affordable on a loaded machine; `twice_layers` and `slow_codegen` use `-
 Prints one line per run: the run verdict, each compile row's verdict, the
 change of cold and warm compile CPU time, the first line that says what moved,
 the contention the gate saw, and the seconds the run took; `--json` writes them.
-Timings on a shared machine move with the neighbours: say the load with the numbers.
+Timings on a shared machine move with the neighbours: say the load with the numbers
+(each line ends with the load average and CPU pressure when the run ended).
+`--neighbours` gates (not the baseline) beside `benchmarks/neighbours.py`'s load.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -49,6 +53,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from neighbours import KINDS, machine_load, running
 
 INI = """[pytest]
 torchcompile_perf_max_time = 0.2
@@ -191,7 +197,13 @@ def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, An
     ]
     moved.sort(key=lambda note: not note.startswith("warm start "))  # as the failure's first line
     cpu = {m: rows.get(m, {}) for m in ("cold_cpu_s", "warm_cpu_s")}
-    reasons = sorted({r["note"] for r in report["rows"] if r["note"].startswith("CPU contention")})
+    reasons = sorted(
+        {
+            r["note"]
+            for r in report["rows"]
+            if r["note"].startswith(("CPU contention", "this machine"))
+        }
+    )
     case = next(iter(report["cases"].values()), {})
     block = case.get("compile_time", {})
     warm = block.get("warm", {})
@@ -206,6 +218,7 @@ def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, An
         ],
         "moved": moved[0].split("; ")[0] if moved else "",
         "contention": reasons[0] if reasons else "",
+        "reference_s": block.get("contention", {}).get("reference_s"),
         "warm": {
             "caches": _outcomes(warm.get("facts", {})),
             "autotune": warm.get("facts", {}).get("autotune"),
@@ -252,6 +265,8 @@ def show(result: dict[str, Any]) -> str:
     for key in ("grew_most", "moved", "contention"):
         if result[key]:
             parts.append(str(result[key]))
+    if result["reference_s"] is not None:
+        parts.append(f"reference compile {result['reference_s']:.2f} s")
     parts.append(
         "runs: "
         + ", ".join(
@@ -290,6 +305,11 @@ def main() -> None:
         action="store_true",
         help="judge as if the machine were quiet (--torchcompile-perf-contention=ignore)",
     )
+    parser.add_argument(
+        "--neighbours",
+        choices=KINDS,
+        help="gate beside this load (benchmarks/neighbours.py); the baseline is recorded without it",
+    )
     parser.add_argument("--keep", type=Path, help="keep the project (its baseline) in this folder")
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     args = parser.parse_args()
@@ -300,13 +320,25 @@ def main() -> None:
     print(
         f"project {project}; load average {load:.1f} on {os.cpu_count()} CPUs; {args.runs} runs a side"
     )
-    results = []
     tests = ["test_mlp"] + (["test_autotune"] if AUTOTUNE in args.only else [])
     for test in tests if not args.reuse_baseline else []:
         update = pytest_run(project, "", test, args.device, "--torchcompile-perf-update-baseline")
         print(show(summarize(f"baseline {test}", *update)), flush=True)
     runs = [(f"unchanged {i + 1}", "") for i in range(args.unchanged)]
-    for name, plant in runs + [(plant, plant) for plant in args.only]:
+    load_beside = running(args.neighbours) if args.neighbours else contextlib.nullcontext()
+    with load_beside:
+        results = gate_runs(project, runs + [(plant, plant) for plant in args.only], args)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if not args.keep:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+def gate_runs(project: Path, runs: list[tuple[str, str]], args: argparse.Namespace) -> list[dict]:
+    """Each (name, plant) gated once against the project's baseline, printed as it ends."""
+    results = []
+    for name, plant in runs:
         test = "test_autotune" if plant == AUTOTUNE else "test_mlp"
         pairs = args.fact_runs if plant in FACT_PLANTS and args.fact_runs else args.runs
         flags = ["--torchcompile-perf-gate", f"--torchcompile-perf-compile-runs={pairs}"]
@@ -314,12 +346,9 @@ def main() -> None:
             flags.append("--torchcompile-perf-contention=ignore")
         gated = pytest_run(project, plant, test, args.device, *flags)
         results.append(summarize(name, *gated))
-        print(show(results[-1]), flush=True)
-    print(f"load average at the end {os.getloadavg()[0]:.1f}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-    if not args.keep:
-        shutil.rmtree(project, ignore_errors=True)
+        load = ", ".join(f"{k} {v}" for k, v in machine_load().items())
+        print(show(results[-1]) + f" | machine now: {load}", flush=True)
+    return results
 
 
 if __name__ == "__main__":

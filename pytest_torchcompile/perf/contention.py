@@ -39,6 +39,9 @@ MAX_PREEMPTIONS_PER_S = 50.0
 MAX_STEAL = 0.10
 #: the calibration kernel ran this much slower than when the baseline was recorded
 MAX_CALIBRATION_SLOWDOWN = 1.25
+#: the reference compile took this much more (or this much less) CPU time than for the baseline:
+#: one reference moved 12-14% (CV) from pair to pair here, so a median of five about 7%
+MAX_REFERENCE_CHANGE = 1.25
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,10 @@ class Contention:
     involuntary context switches; `steal`: the hypervisor's share of CPU
     time; `load`: the load average per CPU (reported only: it lags and counts
     this run's own compile workers); `calibration_s`: a fixed kernel's best
-    time. None: the platform lacks the signal, and it decides nothing.
+    time; `reference_s`: the CPU seconds of a fixed compile
+    (`compile_time/reference.py`), the median of a case's compile pairs.
+    None: the platform lacks the signal (or the window did not measure it),
+    and it decides nothing.
     """
 
     waiting: float | None = None
@@ -60,6 +66,7 @@ class Contention:
     steal: float | None = None
     load: float | None = None
     calibration_s: float | None = None
+    reference_s: float | None = None
 
     def reasons(self) -> list[str]:
         """Each signal past its threshold, worded for the gate table; empty when quiet."""
@@ -102,6 +109,7 @@ def worst_contention(windows: Iterable[Contention]) -> Contention:
             _pick(max, merged.steal, window.steal),
             _pick(max, merged.load, window.load),
             _pick(max, merged.calibration_s, window.calibration_s),
+            _pick(max, merged.reference_s, window.reference_s),
         )
     return merged
 
@@ -150,6 +158,27 @@ def contended(now: Contention | None, baseline: Contention | None, same_machine:
         if slowdown is not None and slowdown > MAX_CALIBRATION_SLOWDOWN:
             found.append(f"a fixed kernel ran {slowdown:.2f}x slower than for the baseline")
     return Contended(tuple(found), tuple(baseline.reasons()) if baseline is not None else ())
+
+
+def machine_changed(now: Contention | None, baseline: Contention | None, same_machine: bool) -> str:
+    """Why compile CPU times cannot be compared ('' when they can): on the baseline's machine,
+    the reference compile took more than `MAX_REFERENCE_CHANGE` times its CPU time for the
+    baseline, or less than its inverse. Either way the machine compiles at another speed than
+    when the baseline was recorded, and an unchanged case's compile moves by as much: slower
+    fakes a regression, faster hides one. Only compile times: a speedup is a ratio, measured
+    at one moment, which a machine slower throughout does not move."""
+    if now is None or baseline is None or not same_machine:
+        return ""
+    if not now.reference_s or not baseline.reference_s:
+        return ""
+    ratio = now.reference_s / baseline.reference_s
+    if 1 / MAX_REFERENCE_CHANGE <= ratio <= MAX_REFERENCE_CHANGE:
+        return ""
+    how = "slower" if ratio > 1 else "faster"
+    return (
+        f"this machine compiles {how} than when the baseline was recorded: a fixed compile took "
+        f"{ratio:.2f}x its CPU time ({baseline.reference_s:.2f} s -> {now.reference_s:.2f} s)"
+    )
 
 
 def describe_contention(

@@ -208,7 +208,7 @@ COMPILE_RUNS = Option(
 )
 COMPILE_THRESHOLD = Option(
     "perf_compile_threshold",
-    "smallest growth of compile CPU time that fails the gate (default 0.25 = 25%%)",
+    "smallest growth of compile CPU time that fails the gate (default 0.5 = 50%%)",
     default=0.25,
     convert=number_between(0.0, 10.0, "a fraction, e.g. 0.25 for 25%"),
     flag_kwargs={"metavar": "FRACTION"},

@@ -10,10 +10,12 @@ tests (`test_compile_time_workflow.py`) and that harness cover.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from pytest_torchcompile._torch.compile_cost import Component, Lookup, parse_components
+from pytest_torchcompile.perf.compile_time.reference import compiler, reference_cpu_s
 from pytest_torchcompile.perf.contention import Contention
 from pytest_torchcompile.perf.facts.block import CompileBlock, CompileRuns, build_block
 from pytest_torchcompile.perf.facts.keys import compact, fold_keys, moved_parts
@@ -209,10 +211,85 @@ def test_a_slower_compile_under_contention_is_inconclusive() -> None:
     assert verdict.undecided_for_contention
 
 
+def compiled_at(record: CaseRecord, *references: float) -> CaseRecord:
+    """`record` with each pair's reference compile (`compile_time/reference.py`) taking `references`."""
+    assert record.compile is not None and record.samples is not None
+    cold = [
+        replace(run("cold", 10.0), contention=Contention(waiting=0.01, reference_s=r))
+        for r in references
+    ]
+    contention = build_block(cold, cold).contention
+    return replace(record, compile=replace(record.compile, contention=contention))
+
+
+def test_the_reference_compile_is_the_median_of_the_pairs() -> None:
+    block = compiled_at(steady(), 1.2, 5.0, 1.1, 1.3, 1.25).compile
+    assert block is not None and block.contention is not None
+    assert block.contention.reference_s == 1.25  # one slow moment is not the machine's speed
+    assert block.contention.waiting == 0.01  # the other signals: the worst
+
+
+def test_an_unchanged_compile_on_a_machine_that_compiles_slower_is_inconclusive() -> None:
+    """The slow morning: every compile +40-60%, every contention signal quiet; the reference
+    compile, measured beside the pairs, took as much more."""
+    base = compiled_at(steady(), *[1.2] * 5)
+    verdict = judge(compiled_at(steady(cold_cpu=15.0, warm_cpu=2.9), *[1.75] * 5), base)
+    found = rows(verdict)
+    for metric in ("cold_cpu_s", "warm_cpu_s"):
+        assert found[metric].verdict is Verdict.INCONCLUSIVE, found[metric]
+        assert found[metric].note == (
+            "this machine compiles slower than when the baseline was recorded: "
+            "a fixed compile took 1.46x its CPU time (1.20 s -> 1.75 s)"
+        )
+    assert found["speedup"].verdict is Verdict.PASS  # a ratio taken at one moment: not touched
+    assert found["compile facts (warm)"].verdict is Verdict.PASS
+    assert verdict.verdict is Verdict.INCONCLUSIVE
+
+
+def test_a_machine_that_compiles_faster_cannot_hide_a_slower_compile() -> None:
+    base = compiled_at(steady(), *[1.75] * 5)
+    cold = rows(judge(compiled_at(steady(cold_cpu=11.0), *[1.2] * 5), base))["cold_cpu_s"]
+    assert cold.verdict is Verdict.INCONCLUSIVE
+    assert "this machine compiles faster than when the baseline was recorded" in cold.note
+
+
+def test_a_reference_within_its_noise_leaves_the_verdicts_alone() -> None:
+    base = compiled_at(steady(), *[1.2] * 5)
+    assert (
+        rows(judge(compiled_at(steady(), *[1.3] * 5), base))["cold_cpu_s"].verdict is Verdict.PASS
+    )
+    slower = judge(compiled_at(steady(cold_cpu=20.0), *[1.3] * 5), base)
+    assert rows(slower)["cold_cpu_s"].verdict is Verdict.FAIL
+
+
+def test_a_cache_regression_fails_whatever_the_machine_speed() -> None:
+    base = compiled_at(steady(), *[1.2] * 5)
+    off = {"aot_autograd.hit": 0, "joint_trace": 1, "switch.enable_autograd_cache": "False"}
+    found = rows(judge(compiled_at(steady(**off), *[1.9] * 5), base))
+    assert found["compile facts (warm)"].verdict is Verdict.FAIL
+    assert found["cold_cpu_s"].verdict is Verdict.INCONCLUSIVE
+
+
+def test_a_baseline_without_a_reference_is_judged_as_before() -> None:
+    slower = judge(compiled_at(steady(cold_cpu=20.0), *[1.75] * 5), steady())
+    assert rows(slower)["cold_cpu_s"].verdict is Verdict.FAIL
+
+
+def test_the_reference_compile_runs_here_and_is_skipped_without_a_compiler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if compiler() is None:
+        pytest.skip("no C++ compiler on this machine: the reference decides nothing here")
+    seconds = reference_cpu_s()
+    assert seconds is not None and 0.05 < seconds < 60
+    monkeypatch.setenv("CXX", "no-such-compiler-here")
+    assert reference_cpu_s() is None
+
+
 def test_a_wide_interval_is_inconclusive_and_says_why() -> None:
     noisy = measured(
-        [run("cold", 10.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
-        [run("warm", 2.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
+        [run("cold", 10.0 * w) for w in (0.6, 1.0, 1.7, 0.8, 1.6)],
+        [run("warm", 2.0 * w) for w in (0.6, 1.0, 1.7, 0.8, 1.6)],
     )
     cold = rows(judge(noisy, steady()))["cold_cpu_s"]
     assert cold.verdict is Verdict.INCONCLUSIVE
@@ -223,8 +300,8 @@ def test_a_wide_interval_is_inconclusive_and_says_why() -> None:
 
 def test_a_compile_that_may_be_slower_says_by_how_much_as_the_change_column() -> None:
     slower = measured(
-        [run("cold", 11.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
-        [run("warm", 2.0 * w) for w in (0.8, 1.0, 1.3, 0.9, 1.25)],
+        [run("cold", 11.0 * w) for w in (0.6, 1.0, 1.7, 0.8, 1.6)],
+        [run("warm", 2.0 * w) for w in (0.6, 1.0, 1.7, 0.8, 1.6)],
     )
     cold = rows(judge(slower, steady()))["cold_cpu_s"]
     assert cold.verdict is Verdict.INCONCLUSIVE and cold.change > 0
@@ -239,7 +316,7 @@ def test_one_run_a_side_is_inconclusive_and_says_to_run_more() -> None:
 
 
 def test_a_slower_compile_is_remeasured_before_it_fails() -> None:
-    assert judge(steady(cold_cpu=14.0), steady()).to_remeasure == {"cold_cpu_s"}  # +40%
+    assert judge(steady(cold_cpu=16.0), steady()).to_remeasure == {"cold_cpu_s"}  # +60%
     assert not judge(steady(cold_cpu=10.5), steady()).to_remeasure  # +5%: a PASS
 
 

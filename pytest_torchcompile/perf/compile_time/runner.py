@@ -1,6 +1,7 @@
 """The starting side of the fresh-process compiles: folders, processes, answers.
 
-Each run of a case is a pair in one new, empty cache folder: a cold
+Each run of a case is a pair in one new, empty cache folder, after a
+reference compile (`reference.py`: how fast the machine compiles now): a cold
 compile (nothing cached), then a warm one (what the cold one stored),
 each a new Python process running the user's test again
 (`python -m pytest <node id>`) up to the case. The folder is the process's
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from ...common.named_cases import CaseFailure
 from ...common.terminal import Progress
 from ..facts.block import CompileRuns
 from ..facts.runs import CompileRun
+from .reference import reference_cpu_s
 from .request import ENV, Request
 
 #: options of the user's command line that the compiling processes keep (each takes a value)
@@ -88,13 +90,16 @@ class FreshCompiles:
             for pair in range(pairs):
                 cache = folder / f"cache-{pair}"
                 cache.mkdir()
+                with self.progress.stage(f"compile time: reference compile {pair + 1} of {pairs}"):
+                    reference = reference_cpu_s()
                 for side in ("cold", "warm"):
                     doing = (
                         f"compile time: {side} compile {pair + 1} of {pairs}, in a fresh process"
                     )
                     with self.progress.stage(doing):
                         run = self._run(case, side, name, folder, cache)
-                    runs.side(side).append(run)
+                    contention = replace(run.contention, reference_s=reference)
+                    runs.side(side).append(replace(run, contention=contention))
                 shutil.rmtree(cache, ignore_errors=True)  # the pair's cache: this run's own folder
 
     def _run(self, case: int, side: str, name: str, folder: Path, cache: Path) -> CompileRun:

@@ -11,8 +11,9 @@ mul(relu, 1.5) -> mul(relu, 1.552)`. Pure data and text: no torch, no pytest.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..contention import Contention, worst_contention
@@ -125,9 +126,18 @@ def build_block(cold: Sequence[CompileRun], warm: Sequence[CompileRun]) -> Compi
         cold=fold(cold),
         warm=fold(warm),
         keys=fold_keys([run.lookups for run in cold]),
-        contention=worst_contention(run.contention for run in (*cold, *warm)),
+        contention=_with_reference(
+            worst_contention(run.contention for run in (*cold, *warm)), cold
+        ),
         warm_misses=tuple(dict.fromkeys(c for pair in zip(cold, warm) for c in _misses(*pair))),
     )
+
+
+def _with_reference(merged: Contention, cold: Sequence[CompileRun]) -> Contention:
+    """The worst of each signal, but the reference compile's median over the pairs (each pair's
+    runs carry the reference measured before it): the machine's speed, not its worst moment."""
+    references = [run.contention.reference_s for run in cold if run.contention.reference_s]
+    return replace(merged, reference_s=statistics.median(references) if references else None)
 
 
 def _misses(cold: CompileRun, warm: CompileRun) -> list[str]:
