@@ -197,16 +197,24 @@ def _trampoline(code):
 class Frame:
     """One Python frame Dynamo compiled: calling it runs the newest compile whose guards pass."""
 
-    def __init__(self, name: str, signature, compiles: list, fallback=None) -> None:
+    def __init__(self, name: str, signature, compiles: list, fallback=None, cells=()) -> None:
         self.name, self.signature, self.compiles, self.fallback = (
             name,
             signature,
             compiles,
             fallback,
         )
+        #: (name, cell) of each free variable of a frame made over a closure (`closed_over`): all of
+        #: them are its locals for the guards, those its code never reads too
+        self.cells = cells
 
     def __call__(self, *args, **kwargs):
         bound = frame_locals(self.signature, args, kwargs)
+        for name, cell in self.cells:
+            try:
+                bound[name] = cell.cell_contents
+            except ValueError:  # empty: not a local Dynamo sees
+                bound.pop(name, None)
         failed = []
         for compile_ in self.compiles:  # newest first, as Dynamo's cache tries them
             with unrouted():  # guards see each routed function's own code, as Dynamo's do
@@ -219,6 +227,40 @@ class Frame:
             RAN.append(f"{self.name} (no compile was captured for it: its own code ran, as Python)")
             return self.fallback(*args, **kwargs)
         raise GuardFailure(self.name, failed)
+
+    def closed_over(self, names: tuple, closure: tuple) -> Frame:
+        """This frame over a closure's cells (`names` in the closure's order): its code, guards and
+        fallback see the cells' contents as the frame's free variables."""
+        cells = dict(zip(names, closure))
+
+        def close(function):
+            if function is None:
+                return None
+            bound = tuple(cells[n] for n in function.__code__.co_freevars)
+            return types.FunctionType(
+                function.__code__,
+                function.__globals__,
+                function.__name__,
+                function.__defaults__,
+                bound or None,
+            )
+
+        compiles = [
+            Compile(c.label, c.guards, c.ids, close(c.code), c.globals) for c in self.compiles
+        ]
+        return Frame(
+            self.name, close(self.signature), compiles, close(self.fallback), tuple(cells.items())
+        )
+
+
+def resume_factory(frame: Frame, names: tuple):
+    """What Dynamo installs for a resume function with free variables (a closure, or a frame with
+    cells): a factory its transformed code calls with the frame's cells, then calls what it made."""
+
+    def make(closure: tuple) -> Frame:
+        return frame.closed_over(names, closure)
+
+    return make
 
 
 class Compile:
@@ -246,7 +288,10 @@ def frame_locals(function, args, kwargs) -> dict:
     bound.apply_defaults()
     scope = dict(bound.arguments)
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
-        scope[name] = cell.cell_contents
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell (a variable not set yet): not a local Dynamo sees
+            continue
     return scope
 
 

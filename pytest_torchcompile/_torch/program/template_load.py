@@ -33,11 +33,10 @@ CONSTANTS: dict[str, object] = {}
 GRAPHS: dict[str, Callable[[dict[str, object]], object]] = {}
 FRAMES: list[dict[str, Any]] = []
 RAN: list[str] = []
-DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = (
-    None  # type: ignore[assignment]
-)
+STAND_INS: dict[str, object] = {}
+Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = None  # type: ignore[assignment]
 bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
-Route = original_function = None  # type: ignore[assignment]
+Route = original_function = resume_factory = None  # type: ignore[assignment]
 recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process = None  # type: ignore[assignment]
 fill_einops_registry = None  # type: ignore[assignment]
 
@@ -176,6 +175,32 @@ def _constant_text(value: object) -> str:
     return repr(value)
 
 
+def nested_code(path: str, qualname: str, line: int, digest: str) -> types.CodeType:
+    """The code of a function made inside another (the function at `path`, or one it calls and Dynamo
+    inlined), by its qualified name and first line: what a transformed frame makes again after a
+    graph break. Another version of the library is refused, not run."""
+    found = _code_within(import_object(path).__code__, qualname, line)
+    if found is None:
+        raise LookupError(f"{path} holds no code {qualname} at line {line}: write the file again")
+    if code_digest(found) != digest:
+        raise RuntimeError(
+            f"{qualname} in {path} is not the code Dynamo compiled when this file was written (another "
+            "version of its library?): write the file again"
+        )
+    return found
+
+
+def _code_within(code: types.CodeType, qualname: str, line: int) -> types.CodeType | None:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_qualname == qualname and const.co_firstlineno == line:
+                return const
+            found = _code_within(const, qualname, line)
+            if found is not None:
+                return found
+    return None
+
+
 def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = None) -> Program:
     """The compiled model, ready to call with the case's inputs, without torch.compile.
 
@@ -193,9 +218,7 @@ def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = Non
     )  # what Dynamo installed in the module, then the module's own
     for name, kind, target in INSTALLED:
         if kind == "module":
-            G[name] = (
-                DynamoUtils if target == "torch._dynamo.utils" else importlib.import_module(target)
-            )
+            G[name] = STAND_INS.get(target) or importlib.import_module(target)
         elif kind == "object":
             G[name] = import_object(target)
         elif kind == "builtins":
@@ -213,7 +236,8 @@ def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = Non
         home = _home(spec, G, homes)
         target = _routed(spec)
         frame = _frame(spec, home, target or function, self_args, rebuilt, skipped)
-        G.update({name: frame for name in spec["installed_as"]})
+        made = resume_factory(frame, spec["freevars"]) if "freevars" in spec else frame
+        G.update({name: made for name in spec["installed_as"]})
         entry = frame if spec["role"] == "entry" else entry
         if target is not None:
             routes.append(Route(import_object(spec["function"]), frame))
@@ -265,11 +289,18 @@ def _frame(
         found: list[str] = []
         bound = bind_ids(ids, L, G, rebuilt, found)
         skipped.extend(f"{label}: {why}" for why in found)
-        own = function if is_entry or routed else None
+        own = function if is_entry or routed else _cells_later(spec, code)
         compiles.append(Compile(label, guards, bound, rebind(code, G, own), G))
-    fallback = rebind(spec["fallback"], G) if spec["fallback"] is not None else None
+    fallback = spec["fallback"]
+    fallback = rebind(fallback, G, _cells_later(spec, fallback)) if fallback is not None else None
     signature = function if is_entry or routed else (compiles[0].code if compiles else fallback)
     return Frame(spec["name"], signature, compiles, fallback)
+
+
+def _cells_later(spec: dict[str, Any], template: Any) -> Any:
+    """A resume function with free variables gets its cells per call (`resume_factory`): until
+    then its code keeps the placeholder cells it was written with."""
+    return template if "freevars" in spec else None
 
 
 def _argument(spec: tuple[str, tuple[object, ...] | None, str | None, str]) -> object:

@@ -149,7 +149,9 @@ def frame_facts(
     ]
     # by what they are: a name may hold an object id or a compile counter, which move between processes
     installed = tuple(sorted(found, key=lambda i: (i.kind, i.target, i.name)))
-    resumes = tuple((i.name, scope[i.name].__code__) for i in installed if i.kind == "resume")
+    resumes = tuple(
+        (i.name, dynamo.resume_code(scope[i.name])) for i in installed if i.kind == "resume"
+    )
     ids = tuple(id_finders(rows, scope, local_scope))
     graphs = [scope.get(i.name) for i in installed if i.kind == "compiled_fn"]
     values, problem = graph_constants(log, key, graphs)
@@ -214,11 +216,11 @@ def installed_global(name: str, value: object) -> Installed:
     if name.startswith("__compiled_fn"):
         return Installed(name, "compiled_fn", "")
     if name.startswith(RESUME_PREFIX) and isinstance(value, types.FunctionType):
-        if value.__code__.co_freevars:
+        if dynamo.resume_code(value) is None:
             return Installed(
                 name,
                 "refused",
-                "a resume function with free variables (a closure the file cannot rebuild)",
+                "a resume function with free variables made in a way the file does not know",
             )
         return Installed(name, "resume", "")
     if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
