@@ -25,7 +25,7 @@ import builtins
 import collections  # noqa: F401 - the guard prelude and the module parts use it
 import contextlib
 import functools  # noqa: F401 - a module's attribute may be a functools.partial (MODULE_LAYOUT)
-import hashlib  # noqa: F401 - the file's `load` (template_load.py) checks bytecode with it
+import hashlib
 import importlib
 import inspect
 import json  # noqa: F401 - the guard prelude uses it
@@ -278,6 +278,50 @@ class Compile:
 
 #: the compiles that ran during the last call, in order (`Program.ran`).
 RAN: list[str] = []
+
+
+def code_digest(code: Any) -> str:
+    """16 hex digits of what a function does: its bytecode, its constants (nested code by its own
+    digest) and the names it reads; `x * 2 + 1` and `x * 3 + 5` share the bytecode, not this."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    parts += [_constant_text(c).encode() for c in code.co_consts]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def _constant_text(value: Any) -> str:
+    """A constant as text that is the same in every process (a frozenset's order is not)."""
+    if hasattr(value, "co_code"):
+        return "code:" + code_digest(value)
+    if isinstance(value, (tuple, frozenset)):
+        items = [_constant_text(v) for v in value]
+        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, frozenset) else items)})"
+    return repr(value)
+
+
+def nested_code(path: str, qualname: str, line: int, digest: str) -> Any:
+    """The code of a function made inside another (the function at `path`, or one it calls and Dynamo
+    inlined), by its qualified name and first line: what a transformed frame makes again after a
+    graph break. Another version of the library is refused, not run."""
+    found = _code_within(import_object(path).__code__, qualname, line)
+    if found is None:
+        raise LookupError(f"{path} holds no code {qualname} at line {line}: write the file again")
+    if code_digest(found) != digest:
+        raise RuntimeError(
+            f"{qualname} in {path} is not the code Dynamo compiled when this file was written (another "
+            "version of its library?): write the file again"
+        )
+    return found
+
+
+def _code_within(code: Any, qualname: str, line: int) -> Any:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_qualname == qualname and const.co_firstlineno == line:
+                return const
+            found = _code_within(const, qualname, line)
+            if found is not None:
+                return found
+    return None
 
 
 def frame_locals(function, args, kwargs) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import hashlib
 import importlib
 import sys
 import types
@@ -36,7 +35,7 @@ RAN: list[str] = []
 STAND_INS: dict[str, object] = {}
 Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = None  # type: ignore[assignment]
 bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
-Route = original_function = resume_factory = None  # type: ignore[assignment]
+Route = original_function = resume_factory = code_digest = None  # type: ignore[assignment]
 recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process = None  # type: ignore[assignment]
 fill_einops_registry = None  # type: ignore[assignment]
 
@@ -155,50 +154,6 @@ def _check_code(function: object) -> None:
             f"{function!r} is not the {ENTRY['name']} this file was written from (its bytecode, "
             "constants or the names it reads differ: write the file again from this code)"
         )
-
-
-def code_digest(code: types.CodeType) -> str:
-    """16 hex digits of what a function does: its bytecode, its constants (nested code by its own
-    digest) and the names it reads; `x * 2 + 1` and `x * 3 + 5` share the bytecode, not this."""
-    parts = [code.co_code, repr(code.co_names).encode()]
-    parts += [_constant_text(c).encode() for c in code.co_consts]
-    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
-
-
-def _constant_text(value: object) -> str:
-    """A constant as text that is the same in every process (a frozenset's order is not)."""
-    if hasattr(value, "co_code"):
-        return "code:" + code_digest(value)
-    if isinstance(value, (tuple, frozenset)):
-        items = [_constant_text(v) for v in value]
-        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, frozenset) else items)})"
-    return repr(value)
-
-
-def nested_code(path: str, qualname: str, line: int, digest: str) -> types.CodeType:
-    """The code of a function made inside another (the function at `path`, or one it calls and Dynamo
-    inlined), by its qualified name and first line: what a transformed frame makes again after a
-    graph break. Another version of the library is refused, not run."""
-    found = _code_within(import_object(path).__code__, qualname, line)
-    if found is None:
-        raise LookupError(f"{path} holds no code {qualname} at line {line}: write the file again")
-    if code_digest(found) != digest:
-        raise RuntimeError(
-            f"{qualname} in {path} is not the code Dynamo compiled when this file was written (another "
-            "version of its library?): write the file again"
-        )
-    return found
-
-
-def _code_within(code: types.CodeType, qualname: str, line: int) -> types.CodeType | None:
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            if const.co_qualname == qualname and const.co_firstlineno == line:
-                return const
-            found = _code_within(const, qualname, line)
-            if found is not None:
-                return found
-    return None
 
 
 def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = None) -> Program:

@@ -101,10 +101,13 @@ def _unwrapped(value: object) -> list[object]:
 
 
 def _path(function: types.FunctionType) -> str | None:
-    """A path that imports back to `function`: its own name, or its wrapper's then `__wrapped__`."""
+    """A path that imports back to `function`: its own name, its wrapper's then `__wrapped__`, or
+    a global of its module that holds it (a closure made at import: `scaled = make_scaled(3.0)`)."""
     path = import_path(function)
-    if path is not None or "<" in function.__qualname__:
+    if path is not None:
         return path
+    if "<" in function.__qualname__:
+        return _global_holding(function)
     wrapper = import_path(_imported(function))
     if wrapper is None:
         return None
@@ -112,6 +115,13 @@ def _path(function: types.FunctionType) -> str | None:
     if function not in chain:
         return None
     return wrapper + ".__wrapped__" * chain.index(function)
+
+
+def _global_holding(function: types.FunctionType) -> str | None:
+    """`module:name` of the one global of the function's module that holds it, or None."""
+    module = sys.modules.get(function.__module__)
+    names = [n for n, v in list(vars(module).items()) if v is function] if module else []
+    return f"{function.__module__}:{names[0]}" if len(names) == 1 else None
 
 
 def _imported(function: types.FunctionType) -> object:

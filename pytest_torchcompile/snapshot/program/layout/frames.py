@@ -18,7 +18,7 @@ import types
 from dataclasses import dataclass, field
 
 from ...._torch.formats import DYNAMO_STAND_INS
-from ...._torch.program.template_load import code_digest
+from ...._torch.program.runtime import code_digest
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
 from ...emit.values import constant_source, import_path, literal

@@ -159,7 +159,7 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "name": case.entry_name,
         "path": case.entry_path,
         "method": case.method,
-        "code": template_load.code_digest(case.entry_code),
+        "code": program_runtime.code_digest(case.entry_code),
     }
     if case.wrapped:
         entry["wrapped"] = True
@@ -356,7 +356,7 @@ def _home(frame: FramePlan) -> str:
     if frame.role == "resume" and frame.original.co_freevars:  # made per call by a factory
         text += f", 'freevars': {frame.original.co_freevars!r}"
     if frame.function:
-        digest = template_load.code_digest(frame.original)
+        digest = program_runtime.code_digest(frame.original)
         text += f", 'function': {frame.function!r}, 'code': {digest!r}"
     return text
 
