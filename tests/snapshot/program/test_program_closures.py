@@ -10,6 +10,8 @@ the nested function's code is found again in the function that makes it,
 by name, line and digest. Driven as a user drives it: pytester, the program
 run in a fresh process, training included (a codebook-style update of a
 buffer through a nested function, as vector-quantize-pytorch's EMA does).
+On torch 2.11, whose transformed code makes the resume function itself, the
+file refuses each case, naming what it cannot write.
 """
 
 from __future__ import annotations
@@ -102,9 +104,21 @@ def test_ema_inference(compile_model):
 """
 
 
+def _torch_before_2_13() -> bool:
+    import torch
+
+    return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13)
+
+
 def test_frames_with_closures_run_bitwise(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest("--update-snapshots", "-s", "-p", "no:randomly")
+    if _torch_before_2_13():
+        # torch 2.11's Dynamo makes such a resume function in the transformed code itself
+        # (MAKE_FUNCTION over a code object), which the file refuses, naming it
+        result.assert_outcomes(failed=4)
+        result.stdout.fnmatch_lines(["*its code cannot be written as Python: it makes a function*"])
+        return
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         [

@@ -258,11 +258,29 @@ def _dict_entries(value: dict[object, object]) -> list[tuple[str, str, str]] | N
         if not isinstance(key, str):
             return None
         text = literal(item) if item != {} else "{}"
+        text = text if text is not None else _namespace_value(item)
         path = None if text is not None else import_path(item)
         if text is None and path is None:
             return None
         entries.append((key, "literal", text) if text is not None else (key, "import", path))
     return entries
+
+
+def _namespace_value(item: object) -> str | None:
+    """The file's expression for a value FX puts in the namespace of the code it generates (a
+    GraphModule's `forward`, e3nn's tensor products), which is neither a literal nor importable by
+    name: `inf`, `nan`, `NoneType`, and the builtins `exec` adds; None for anything else."""
+    if isinstance(item, float) and item != item:
+        return "float('nan')"
+    if isinstance(item, float) and item in (float("inf"), float("-inf")):
+        return f"float({str(item)!r})"
+    if item is type(None):
+        return "type(None)"
+    if item is builtins.__dict__:
+        return "vars(__import__('builtins'))"
+    if item is builtins:
+        return "__import__('builtins')"
+    return None
 
 
 def id_finders(
