@@ -86,3 +86,24 @@ def module_call_frame(model: object, code: types.CodeType) -> types.FunctionType
     if wrapper.__code__ is not code or wrapper.__code__.co_freevars != ("fn",):
         return None
     return wrapper
+
+
+def resume_code(value: object) -> types.CodeType | None:
+    """The code of the resume function a global Dynamo installed as `__resume_at_<N>` runs, or None.
+
+    A resume function without free variables is installed as itself. One with free variables (a
+    closure, or a frame with cells) is installed as a factory (2.13 and 2.15's `_make_fn(closure)`
+    in `OutputGraph.install_resume_function_global`) that the transformed code calls with the
+    frame's cells; the code is the factory's free variable `code`. On 2.11 Dynamo installs the code
+    object itself and the transformed code makes the function (MAKE_FUNCTION), which the file
+    refuses.
+    """
+    if not isinstance(value, types.FunctionType):
+        return None
+    if not value.__code__.co_freevars:
+        return value.__code__
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    if value.__code__.co_name == "_make_fn" and "code" in cells:
+        code = cells["code"].cell_contents
+        return code if isinstance(code, types.CodeType) and code.co_freevars else None
+    return None

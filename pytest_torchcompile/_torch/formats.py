@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .patterns.dynamo import DYNAMO_STAND_INS as DYNAMO_STAND_INS
+
 # Dynamo's generated names are defined in patterns/dynamo.py; the program room reads these here.
 from .patterns.dynamo import DYNAMO_UTILS_ALIAS as DYNAMO_UTILS_ALIAS
 from .patterns.dynamo import DYNAMO_UTILS_HELPERS as DYNAMO_UTILS_HELPERS

@@ -70,8 +70,19 @@ DYNAMO_UTILS_HELPERS = frozenset(
         "object_setattr_ignore_descriptor",
         "to_numpy_helper",
         "numpy_to_tensor",
+        "make_cell",
     }
 )
+#: every Dynamo module transformed code reads by an installed alias, with the helpers of it the
+#: program file has stand-ins for (`program/runtime.py`): alias -> (module, helpers)
+DYNAMO_STAND_INS = {
+    DYNAMO_UTILS_ALIAS: (DYNAMO_UTILS_MODULE, DYNAMO_UTILS_HELPERS),
+    # a function made in the frame and alive after a graph break, made again (`DynamoFunctions`)
+    f"{IMPORT_PREFIX}torch_dot__dynamo_dot_variables_dot_functions": (
+        "torch._dynamo.variables.functions",
+        frozenset({"_create_nested_fn"}),
+    ),
+}
 
 # --- graph-break records -----------------------------------------------------------
 

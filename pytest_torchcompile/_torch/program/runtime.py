@@ -25,7 +25,7 @@ import builtins
 import collections  # noqa: F401 - the guard prelude and the module parts use it
 import contextlib
 import functools  # noqa: F401 - a module's attribute may be a functools.partial (MODULE_LAYOUT)
-import hashlib  # noqa: F401 - the file's `load` (template_load.py) checks bytecode with it
+import hashlib
 import importlib
 import inspect
 import json  # noqa: F401 - the guard prelude uses it
@@ -197,16 +197,24 @@ def _trampoline(code):
 class Frame:
     """One Python frame Dynamo compiled: calling it runs the newest compile whose guards pass."""
 
-    def __init__(self, name: str, signature, compiles: list, fallback=None) -> None:
+    def __init__(self, name: str, signature, compiles: list, fallback=None, cells=()) -> None:
         self.name, self.signature, self.compiles, self.fallback = (
             name,
             signature,
             compiles,
             fallback,
         )
+        #: (name, cell) of each free variable of a frame made over a closure (`closed_over`): all of
+        #: them are its locals for the guards, those its code never reads too
+        self.cells = cells
 
     def __call__(self, *args, **kwargs):
         bound = frame_locals(self.signature, args, kwargs)
+        for name, cell in self.cells:
+            try:
+                bound[name] = cell.cell_contents
+            except ValueError:  # empty: not a local Dynamo sees
+                bound.pop(name, None)
         failed = []
         for compile_ in self.compiles:  # newest first, as Dynamo's cache tries them
             with unrouted():  # guards see each routed function's own code, as Dynamo's do
@@ -219,6 +227,40 @@ class Frame:
             RAN.append(f"{self.name} (no compile was captured for it: its own code ran, as Python)")
             return self.fallback(*args, **kwargs)
         raise GuardFailure(self.name, failed)
+
+    def closed_over(self, names: tuple, closure: tuple) -> Frame:
+        """This frame over a closure's cells (`names` in the closure's order): its code, guards and
+        fallback see the cells' contents as the frame's free variables."""
+        cells = dict(zip(names, closure))
+
+        def close(function):
+            if function is None:
+                return None
+            bound = tuple(cells[n] for n in function.__code__.co_freevars)
+            return types.FunctionType(
+                function.__code__,
+                function.__globals__,
+                function.__name__,
+                function.__defaults__,
+                bound or None,
+            )
+
+        compiles = [
+            Compile(c.label, c.guards, c.ids, close(c.code), c.globals) for c in self.compiles
+        ]
+        return Frame(
+            self.name, close(self.signature), compiles, close(self.fallback), tuple(cells.items())
+        )
+
+
+def resume_factory(frame: Frame, names: tuple):
+    """What Dynamo installs for a resume function with free variables (a closure, or a frame with
+    cells): a factory its transformed code calls with the frame's cells, then calls what it made."""
+
+    def make(closure: tuple) -> Frame:
+        return frame.closed_over(names, closure)
+
+    return make
 
 
 class Compile:
@@ -238,6 +280,50 @@ class Compile:
 RAN: list[str] = []
 
 
+def code_digest(code: Any) -> str:
+    """16 hex digits of what a function does: its bytecode, its constants (nested code by its own
+    digest) and the names it reads; `x * 2 + 1` and `x * 3 + 5` share the bytecode, not this."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    parts += [_constant_text(c).encode() for c in code.co_consts]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def _constant_text(value: Any) -> str:
+    """A constant as text that is the same in every process (a frozenset's order is not)."""
+    if hasattr(value, "co_code"):
+        return "code:" + code_digest(value)
+    if isinstance(value, (tuple, frozenset)):
+        items = [_constant_text(v) for v in value]
+        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, frozenset) else items)})"
+    return repr(value)
+
+
+def nested_code(path: str, qualname: str, line: int, digest: str) -> Any:
+    """The code of a function made inside another (the function at `path`, or one it calls and Dynamo
+    inlined), by its qualified name and first line: what a transformed frame makes again after a
+    graph break. Another version of the library is refused, not run."""
+    found = _code_within(import_object(path).__code__, qualname, line)
+    if found is None:
+        raise LookupError(f"{path} holds no code {qualname} at line {line}: write the file again")
+    if code_digest(found) != digest:
+        raise RuntimeError(
+            f"{qualname} in {path} is not the code Dynamo compiled when this file was written (another "
+            "version of its library?): write the file again"
+        )
+    return found
+
+
+def _code_within(code: Any, qualname: str, line: int) -> Any:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_qualname == qualname and const.co_firstlineno == line:
+                return const
+            found = _code_within(const, qualname, line)
+            if found is not None:
+                return found
+    return None
+
+
 def frame_locals(function, args, kwargs) -> dict:
     """L as Dynamo sees it: the bound arguments with defaults, then the closure's cells."""
     bound = inspect.signature(function, follow_wrapped=False).bind(
@@ -246,7 +332,10 @@ def frame_locals(function, args, kwargs) -> dict:
     bound.apply_defaults()
     scope = dict(bound.arguments)
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
-        scope[name] = cell.cell_contents
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell (a variable not set yet): not a local Dynamo sees
+            continue
     return scope
 
 

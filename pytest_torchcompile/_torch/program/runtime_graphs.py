@@ -56,6 +56,11 @@ class DynamoUtils:
         return value
 
     @staticmethod
+    def make_cell(val=None):
+        """A closure's cell holding `val` (Dynamo gives a function it makes again cells of its own)."""
+        return (lambda: val).__closure__[0]
+
+    @staticmethod
     def numpy_to_tensor(value):
         """numpy arrays given to a graph as the tensors it takes."""
         import numpy
@@ -65,6 +70,27 @@ class DynamoUtils:
         if isinstance(value, (tuple, list)):
             return type(value)(DynamoUtils.numpy_to_tensor(v) for v in value)
         return value
+
+
+class DynamoFunctions:
+    """Stand-ins for the `torch._dynamo.variables.functions` helpers transformed code calls."""
+
+    @staticmethod
+    def _create_nested_fn(code, f_globals, name, defaults, closure, kwdefaults, annotations):
+        """A function made in the frame (a closure alive after a graph break), made again."""
+        function = types.FunctionType(code, f_globals, name, defaults, closure)
+        function.__kwdefaults__ = kwdefaults
+        if isinstance(annotations, tuple):  # Dynamo passes them as (name, value, name, value, ...)
+            annotations = dict(zip(annotations[::2], annotations[1::2]))
+        function.__annotations__ = annotations
+        return function
+
+
+#: the Dynamo modules transformed code reads, by name: the file's stand-ins (no Dynamo imported)
+STAND_INS = {
+    "torch._dynamo.utils": DynamoUtils,
+    "torch._dynamo.variables.functions": DynamoFunctions,
+}
 
 
 # --- kernels and graphs -----------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import hashlib
 import importlib
 import sys
 import types
@@ -33,11 +32,10 @@ CONSTANTS: dict[str, object] = {}
 GRAPHS: dict[str, Callable[[dict[str, object]], object]] = {}
 FRAMES: list[dict[str, Any]] = []
 RAN: list[str] = []
-DynamoUtils = Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = (
-    None  # type: ignore[assignment]
-)
+STAND_INS: dict[str, object] = {}
+Frame = Compile = FrameGlobals = load_output_code = load_fx_graph = check_versions = None  # type: ignore[assignment]
 bind_ids = rebind = import_object = rebuild_module = random_tensor = module_call = None  # type: ignore[assignment]
-Route = original_function = None  # type: ignore[assignment]
+Route = original_function = resume_factory = code_digest = None  # type: ignore[assignment]
 recorded_global_state = apply_global_state = as_torch_compile_leaves_the_process = None  # type: ignore[assignment]
 fill_einops_registry = None  # type: ignore[assignment]
 
@@ -158,24 +156,6 @@ def _check_code(function: object) -> None:
         )
 
 
-def code_digest(code: types.CodeType) -> str:
-    """16 hex digits of what a function does: its bytecode, its constants (nested code by its own
-    digest) and the names it reads; `x * 2 + 1` and `x * 3 + 5` share the bytecode, not this."""
-    parts = [code.co_code, repr(code.co_names).encode()]
-    parts += [_constant_text(c).encode() for c in code.co_consts]
-    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
-
-
-def _constant_text(value: object) -> str:
-    """A constant as text that is the same in every process (a frozenset's order is not)."""
-    if hasattr(value, "co_code"):
-        return "code:" + code_digest(value)
-    if isinstance(value, (tuple, frozenset)):
-        items = [_constant_text(v) for v in value]
-        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, frozenset) else items)})"
-    return repr(value)
-
-
 def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = None) -> Program:
     """The compiled model, ready to call with the case's inputs, without torch.compile.
 
@@ -193,9 +173,7 @@ def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = Non
     )  # what Dynamo installed in the module, then the module's own
     for name, kind, target in INSTALLED:
         if kind == "module":
-            G[name] = (
-                DynamoUtils if target == "torch._dynamo.utils" else importlib.import_module(target)
-            )
+            G[name] = STAND_INS.get(target) or importlib.import_module(target)
         elif kind == "object":
             G[name] = import_object(target)
         elif kind == "builtins":
@@ -213,7 +191,8 @@ def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = Non
         home = _home(spec, G, homes)
         target = _routed(spec)
         frame = _frame(spec, home, target or function, self_args, rebuilt, skipped)
-        G.update({name: frame for name in spec["installed_as"]})
+        made = resume_factory(frame, spec["freevars"]) if "freevars" in spec else frame
+        G.update({name: made for name in spec["installed_as"]})
         entry = frame if spec["role"] == "entry" else entry
         if target is not None:
             routes.append(Route(import_object(spec["function"]), frame))
@@ -265,11 +244,18 @@ def _frame(
         found: list[str] = []
         bound = bind_ids(ids, L, G, rebuilt, found)
         skipped.extend(f"{label}: {why}" for why in found)
-        own = function if is_entry or routed else None
+        own = function if is_entry or routed else _cells_later(spec, code)
         compiles.append(Compile(label, guards, bound, rebind(code, G, own), G))
-    fallback = rebind(spec["fallback"], G) if spec["fallback"] is not None else None
+    fallback = spec["fallback"]
+    fallback = rebind(fallback, G, _cells_later(spec, fallback)) if fallback is not None else None
     signature = function if is_entry or routed else (compiles[0].code if compiles else fallback)
     return Frame(spec["name"], signature, compiles, fallback)
+
+
+def _cells_later(spec: dict[str, Any], template: Any) -> Any:
+    """A resume function with free variables gets its cells per call (`resume_factory`): until
+    then its code keeps the placeholder cells it was written with."""
+    return template if "freevars" in spec else None
 
 
 def _argument(spec: tuple[str, tuple[object, ...] | None, str | None, str]) -> object:

@@ -18,6 +18,7 @@ import sys
 import types
 from dataclasses import dataclass
 
+from ...._torch import dynamo
 from ...emit.values import import_path
 
 
@@ -35,13 +36,15 @@ def frame_home(code: types.CodeType) -> Home:
     """The globals and the routable function of the functions whose code is `code`."""
     functions = _functions(code)
     if not functions:
+        scope = _factory_globals(code)
+        if scope is not None:  # a resume function with free variables: made per call
+            return Home(scope, _module_name(scope), None, "")
         return Home(None, None, None, "no function of that code is found in its module by name")
     scope = functions[0].__globals__
     name = scope.get("__name__")
-    module = sys.modules.get(name) if isinstance(name, str) else None
-    module_name = name if module is not None and vars(module) is scope else None
+    module_name = _module_name(scope)
     for function in functions:
-        path = import_path(function)
+        path = _path(function)
         if path is not None:
             return Home(scope, module_name, path, "")
     what = functions[0].__qualname__
@@ -51,6 +54,22 @@ def frame_home(code: types.CodeType) -> Home:
         else f"{what} is not reachable by a name that imports it (its module's is {name!r})"
     )
     return Home(scope, module_name, None, why)
+
+
+def _module_name(scope: dict[str, object]) -> str | None:
+    """The name of the module whose globals `scope` is, where one imports."""
+    name = scope.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    return name if module is not None and vars(module) is scope else None  # type: ignore[return-value]
+
+
+def _factory_globals(code: types.CodeType) -> dict[str, object] | None:
+    """The globals of a module of `code`'s file that hold a resume factory of `code` (Dynamo
+    installs the factory of a resume function with free variables where the function would be)."""
+    for module in _modules_of(code.co_filename):
+        if any(dynamo.resume_code(v) is code for v in list(vars(module).values())):
+            return vars(module)
+    return None
 
 
 def _functions(code: types.CodeType) -> list[types.FunctionType]:
@@ -63,7 +82,7 @@ def _functions(code: types.CodeType) -> list[types.FunctionType]:
         value: object = module
         for part in qualname.split("."):
             value = getattr(value, part, None)
-        candidates = [value, *vars(module).values()]
+        candidates = [*_unwrapped(value), *vars(module).values()]
         found += [
             f
             for f in candidates
@@ -72,9 +91,76 @@ def _functions(code: types.CodeType) -> list[types.FunctionType]:
     return found
 
 
+def _unwrapped(value: object) -> list[object]:
+    """A function and those it wraps (`functools.wraps`' `__wrapped__`: a decorated method such as
+    vector-quantize's `@autocast(...) def forward`, whose name imports the wrapper)."""
+    chain = [value]
+    while hasattr(chain[-1], "__wrapped__") and len(chain) < 8:
+        chain.append(chain[-1].__wrapped__)  # type: ignore[attr-defined]
+    return chain
+
+
+def _path(function: types.FunctionType) -> str | None:
+    """A path that imports back to `function`: its own name, its wrapper's then `__wrapped__`, or
+    a global of its module that holds it (a closure made at import: `scaled = make_scaled(3.0)`)."""
+    path = import_path(function)
+    if path is not None:
+        return path
+    if "<" in function.__qualname__:
+        return _global_holding(function)
+    wrapper = import_path(_imported(function))
+    if wrapper is None:
+        return None
+    chain = _unwrapped(_imported(function))
+    if function not in chain:
+        return None
+    return wrapper + ".__wrapped__" * chain.index(function)
+
+
+def _global_holding(function: types.FunctionType) -> str | None:
+    """`module:name` of the one global of the function's module that holds it, or None."""
+    module = sys.modules.get(function.__module__)
+    names = [n for n, v in list(vars(module).items()) if v is function] if module else []
+    return f"{function.__module__}:{names[0]}" if len(names) == 1 else None
+
+
+def _imported(function: types.FunctionType) -> object:
+    """What the function's module and qualified name import (its wrapper, where it is decorated)."""
+    value: object = sys.modules.get(function.__module__)
+    for part in function.__qualname__.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
 def _modules_of(filename: str) -> list[types.ModuleType]:
     return [
         m
         for m in list(sys.modules.values())
         if isinstance(getattr(m, "__file__", None), str) and m.__file__ == filename
     ]
+
+
+def nested_code_path(code: types.CodeType) -> tuple[str, str, int] | None:
+    """(path of an importable function whose code holds `code`, its qualified name, its first line):
+    a function made inside another, which Dynamo's code makes again after a graph break; None where
+    no function of its file holds it by a name that imports."""
+    qualname = getattr(code, "co_qualname", None)  # 3.11+
+    if not isinstance(qualname, str) or ".<locals>." not in qualname:
+        return None
+    outer = qualname.split(".<locals>.")[0]
+    for module in _modules_of(code.co_filename):
+        value: object = module
+        for part in outer.split("."):
+            value = getattr(value, part, None)
+        for function in _unwrapped(value):
+            if isinstance(function, types.FunctionType) and _holds(function.__code__, code):
+                path = _path(function)
+                if path is not None:
+                    return path, qualname, code.co_firstlineno
+    return None
+
+
+def _holds(outer: types.CodeType, code: types.CodeType) -> bool:
+    return any(
+        c is code or (isinstance(c, types.CodeType) and _holds(c, code)) for c in outer.co_consts
+    )

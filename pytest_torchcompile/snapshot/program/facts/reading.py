@@ -149,7 +149,9 @@ def frame_facts(
     ]
     # by what they are: a name may hold an object id or a compile counter, which move between processes
     installed = tuple(sorted(found, key=lambda i: (i.kind, i.target, i.name)))
-    resumes = tuple((i.name, scope[i.name].__code__) for i in installed if i.kind == "resume")
+    resumes = tuple(
+        (i.name, dynamo.resume_code(scope[i.name])) for i in installed if i.kind == "resume"
+    )
     ids = tuple(id_finders(rows, scope, local_scope))
     graphs = [scope.get(i.name) for i in installed if i.kind == "compiled_fn"]
     values, problem = graph_constants(log, key, graphs)
@@ -214,11 +216,11 @@ def installed_global(name: str, value: object) -> Installed:
     if name.startswith("__compiled_fn"):
         return Installed(name, "compiled_fn", "")
     if name.startswith(RESUME_PREFIX) and isinstance(value, types.FunctionType):
-        if value.__code__.co_freevars:
+        if dynamo.resume_code(value) is None:
             return Installed(
                 name,
                 "refused",
-                "a resume function with free variables (a closure the file cannot rebuild)",
+                "a resume function with free variables made in a way the file does not know",
             )
         return Installed(name, "resume", "")
     if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
@@ -256,11 +258,29 @@ def _dict_entries(value: dict[object, object]) -> list[tuple[str, str, str]] | N
         if not isinstance(key, str):
             return None
         text = literal(item) if item != {} else "{}"
+        text = text if text is not None else _namespace_value(item)
         path = None if text is not None else import_path(item)
         if text is None and path is None:
             return None
         entries.append((key, "literal", text) if text is not None else (key, "import", path))
     return entries
+
+
+def _namespace_value(item: object) -> str | None:
+    """The file's expression for a value FX puts in the namespace of the code it generates (a
+    GraphModule's `forward`, e3nn's tensor products), which is neither a literal nor importable by
+    name: `inf`, `nan`, `NoneType`, and the builtins `exec` adds; None for anything else."""
+    if isinstance(item, float) and item != item:
+        return "float('nan')"
+    if isinstance(item, float) and item in (float("inf"), float("-inf")):
+        return f"float({str(item)!r})"
+    if item is type(None):
+        return "type(None)"
+    if item is builtins.__dict__:
+        return "vars(__import__('builtins'))"
+    if item is builtins:
+        return "__import__('builtins')"
+    return None
 
 
 def id_finders(

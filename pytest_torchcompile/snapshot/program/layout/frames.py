@@ -13,14 +13,17 @@ as Dynamo runs a frame it did not compile.
 from __future__ import annotations
 
 import re
+import sys
 import types
 from dataclasses import dataclass, field
 
-from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_HELPERS, DYNAMO_UTILS_MODULE
+from ...._torch.formats import DYNAMO_STAND_INS
+from ...._torch.program.runtime import code_digest
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_label, guard_source
 from ...emit.values import constant_source, import_path, literal
 from ..facts.data import CaseFacts, FrameFacts, Installed, ProgramFacts
+from ..facts.homes import nested_code_path
 from ..translation.bytecode import Translation, Untranslatable
 from ..translation.checked import NotEquivalent, checked, with_closure
 from .graphs import GraphCode, graph_code
@@ -193,6 +196,10 @@ def object_source(value: object) -> str | None:
     path = import_path(value)
     if path is not None:
         return f"import_object({path!r})"
+    if isinstance(value, types.CodeType):
+        return _nested_code_source(value)
+    if isinstance(value, dict) and _module_of_globals(value) is not None:
+        return f"vars(import_object({_module_of_globals(value) + ':'!r}))"
     if isinstance(value, types.MethodType) and isinstance(value.__self__, type):
         return _class_method_source(value)
     if isinstance(value, type) and issubclass(value, tuple) and value.__bases__ == (tuple,):
@@ -206,6 +213,23 @@ def object_source(value: object) -> str | None:
                 f"module={value.__module__!r})"
             )
     return None
+
+
+def _nested_code_source(code: types.CodeType) -> str | None:
+    """The code of a function made inside another, found again in the code of the function that
+    makes it (a library's, by name), checked by digest when the file runs."""
+    found = nested_code_path(code)
+    if found is None:
+        return None
+    path, qualname, line = found
+    return f"nested_code({path!r}, {qualname!r}, {line}, {code_digest(code)!r})"
+
+
+def _module_of_globals(value: dict[str, object]) -> str | None:
+    """The name of the module whose globals `value` is (a function made again runs in them)."""
+    name = value.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    return name if module is not None and vars(module) is value else None  # type: ignore[return-value]
 
 
 def _class_method_source(method: types.MethodType) -> str | None:
@@ -233,11 +257,14 @@ def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Tra
 
 def _check_helpers(translation: Translation, where: str) -> None:
     """Dynamo's own helpers the code calls must have a stand-in in the file."""
-    used = set(re.findall(rf"{DYNAMO_UTILS_ALIAS}\.(\w+)", translation.source))
-    unknown = sorted(used - DYNAMO_UTILS_HELPERS)
-    if unknown:
-        called = ", ".join(f"{DYNAMO_UTILS_MODULE}.{name}" for name in unknown)
-        raise ProgramRefused(where, f"its code calls {called}, which the file has no stand-in for")
+    for alias, (module, helpers) in DYNAMO_STAND_INS.items():
+        used = set(re.findall(rf"{alias}\.(\w+)", translation.source))
+        unknown = sorted(used - helpers)
+        if unknown:
+            called = ", ".join(f"{module}.{name}" for name in unknown)
+            raise ProgramRefused(
+                where, f"its code calls {called}, which the file has no stand-in for"
+            )
 
 
 def case_facts(log: CaptureLog, program: ProgramFacts) -> CaseFacts:

@@ -35,6 +35,7 @@ from ..facts.data import (
     Slot,
     TensorSpec,
 )
+from ..translation.checked import with_closure
 from .frames import FramePlan, case_facts, object_source, plan_frames
 from .graphs import Kernel
 from .imports import with_import_roots
@@ -158,7 +159,7 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "name": case.entry_name,
         "path": case.entry_path,
         "method": case.method,
-        "code": template_load.code_digest(case.entry_code),
+        "code": program_runtime.code_digest(case.entry_code),
     }
     if case.wrapped:
         entry["wrapped"] = True
@@ -271,7 +272,7 @@ def _frame_section(frame: FramePlan) -> str:
                     f"its code holds a constant of type {type(value).__name__} the file cannot write",
                 )
             parts.append(f"{name} = {source}")
-        parts.append(frame.fallback.source)
+        parts.append(with_closure(frame.fallback.source, frame.original, frame.fallback_name))
     return "\n\n".join(p.strip("\n") for p in parts) + "\n"
 
 
@@ -352,8 +353,10 @@ def _home(frame: FramePlan) -> str:
     """A library's frame: the module its code runs in and the function `load` routes to it, with
     its code's digest (`load` refuses another version of the library)."""
     text = f", 'module': {frame.module!r}" if frame.module else ""
+    if frame.role == "resume" and frame.original.co_freevars:  # made per call by a factory
+        text += f", 'freevars': {frame.original.co_freevars!r}"
     if frame.function:
-        digest = template_load.code_digest(frame.original)
+        digest = program_runtime.code_digest(frame.original)
         text += f", 'function': {frame.function!r}, 'code': {digest!r}"
     return text
 

@@ -79,6 +79,14 @@ class _Translator(Instructions):
     def source(self, name: str) -> str:
         header = f"def {name}({_parameters(self.code)}):"
         body = [f"    nonlocal {', '.join(sorted(self.nonlocals))}"] if self.nonlocals else []
+        unbound = sorted(
+            self.closed & set(self.code.co_cellvars) - set(_parameter_names(self.code))
+        )
+        if unbound:  # a cell handed on before it is set must still be this function's own
+            body += [
+                "    if False:  # cells of the frame, unbound until set: this function's own, as in its bytecode",
+                f"        {' = '.join(unbound)} = None",
+            ]
         return "\n".join([header, *body, *self.lines]) + "\n"
 
     def run(self) -> None:
@@ -284,3 +292,10 @@ def _parameters(code: types.CodeType) -> str:
     if code.co_flags & _CO_VARKEYWORDS:
         parts.append("**" + names[cursor])
     return ", ".join(parts)
+
+
+def _parameter_names(code: types.CodeType) -> list[str]:
+    """Every parameter's name, `*args` and `**kwargs` included."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & _CO_VARARGS) + bool(code.co_flags & _CO_VARKEYWORDS)
+    return list(code.co_varnames[:count])

@@ -44,6 +44,11 @@ class _Run:
             return (type(value).__name__, *map(self.label, value))
         if isinstance(value, dict):
             return ("dict", *((self.label(k), self.label(v)) for k, v in value.items()))
+        if isinstance(value, types.CellType):  # a closure's cell handed on: what it holds
+            try:
+                return ("cell", self.label(value.cell_contents))
+            except ValueError:
+                return ("cell", "<empty>")
         if isinstance(value, slice):
             return (
                 "slice",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dis
 import sys
-import types
 
 from ...emit.values import literal
 from .operands import as_attr, as_bound, as_key, as_operand
@@ -24,9 +23,13 @@ class LoadsAndStores(SymbolicStack):
     """Handlers that read or write a name, an attribute or a subscript."""
 
     def op_LOAD_CLOSURE(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        raise Untranslatable(
-            f"it makes a function at run time (a closure over {ins.argval}, offset {ins.offset})"
-        )
+        """The cell of a free or cell variable itself (Dynamo hands a resume function its frame's
+        cells): in source, the one cell a lambda reading the variable closes over."""
+        self.closed.add(ins.argval)
+        stack.append(Val(f"(lambda: {ins.argval}).__closure__[0]", "pure"))
+
+    def op_MAKE_FUNCTION(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        raise Untranslatable(f"it makes a function at run time (offset {ins.offset})")
 
     def op_PUSH_NULL(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack.append(NULL)
@@ -52,8 +55,6 @@ class LoadsAndStores(SymbolicStack):
         text = literal(value)
         if text is not None:
             return text
-        if isinstance(value, types.CodeType):
-            raise Untranslatable(f"it makes a function at run time (code object {value.co_name})")
         index = next(
             (i for i, c in enumerate(self.code.co_consts) if c is value),
             len(self.constants),
@@ -77,10 +78,19 @@ class LoadsAndStores(SymbolicStack):
         stack.append(Val(ins.argrepr, "pure"))
 
     def op_LOAD_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        stack.append(Val(ins.argval, "local", local=ins.argval))
+        self.load_fast(ins.argval, ins, stack)
 
     def op_LOAD_FAST_LOAD_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
         for name in ins.argval:
+            self.load_fast(name, ins, stack)
+
+    def load_fast(self, name: str, ins: dis.Instruction, stack: list[Val]) -> None:
+        """A local's value; LOAD_FAST of a cell or free variable is the cell itself (from 3.11 on a
+        cell lives in the frame's fast locals; 3.13's assembler writes LOAD_CLOSURE so, and
+        LOAD_DEREF reads the contents)."""
+        if sys.version_info >= (3, 11) and name in self.cells:
+            self.op_LOAD_CLOSURE(ins._replace(argval=name), stack)
+        else:
             stack.append(Val(name, "local", local=name))
 
     def op_LOAD_DEREF(self, ins: dis.Instruction, stack: list[Val]) -> None:
@@ -184,8 +194,6 @@ class LoadsAndStores(SymbolicStack):
     def op_DELETE_SUBSCR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         obj, key = self.take(stack, 2)
         self.statement(stack, f"del {as_operand(obj)}[{as_key(key)}]", push=False)
-
-    op_MAKE_FUNCTION = op_LOAD_CLOSURE
 
     op_LOAD_FAST_CHECK = op_LOAD_FAST
 

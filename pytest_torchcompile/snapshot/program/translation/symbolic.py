@@ -64,12 +64,8 @@ class SymbolicStack:
         self.lines: list[str] = []
         self.indent = 1
         self.seq = itertools.count(1)
-        taken = (
-            set(code.co_varnames)
-            | set(code.co_names)
-            | set(code.co_freevars)
-            | set(code.co_cellvars)
-        )
+        self.cells = frozenset(code.co_freevars) | frozenset(code.co_cellvars)
+        taken = set(code.co_varnames) | set(code.co_names) | self.cells
         self.prefix = next(
             p for p in ("_s", "_s_", "_s__", "_tmp_s") if not any(n.startswith(p) for n in taken)
         )
@@ -77,6 +73,7 @@ class SymbolicStack:
         self.constants: dict[str, object] = {}
         self.globals_read: set[str] = set()
         self.nonlocals: set[str] = set()
+        self.closed: set[str] = set()  # the variables whose cells the code loads (LOAD_CLOSURE)
         self.kw_names: tuple[str, ...] = ()
 
     def emit(self, line: str) -> None:
