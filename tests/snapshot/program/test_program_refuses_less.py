@@ -18,7 +18,13 @@ as a user drives it: pytester, the program run in a fresh process.
 
 from __future__ import annotations
 
+import builtins
+import math
+
 import pytest
+import torch
+
+from pytest_torchcompile.snapshot.program.facts.reading import installed_global
 
 CASES = """
 import collections
@@ -140,3 +146,19 @@ def test_everyday_code_the_file_once_refused_runs_bitwise(pytester: pytest.Pytes
             "*RAN*'frame 0 compile 0 (a_constant)'*",
         ]
     )
+
+
+def test_generated_globals_the_file_cannot_write_are_refused_naming_them() -> None:
+    """A value in such a dict that is neither a literal, importable, nor FX's own (an object of a
+    class made in a function) is refused when the file is written, never a KeyError when it runs."""
+
+    class Local:
+        pass
+
+    namespace = {"torch": torch, "inf": math.inf, "nan": math.nan, "NoneType": type(None)}
+    namespace["__builtins__"] = builtins.__dict__
+    written = installed_global("___unnamed_scope_obj0", namespace)
+    assert written.kind == "dict", written
+    refused = installed_global("___unnamed_scope_obj0", {**namespace, "helper": Local()})
+    assert refused.kind == "refused"
+    assert "the globals of a function no module holds" in refused.target
