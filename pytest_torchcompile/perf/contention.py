@@ -160,25 +160,42 @@ def contended(now: Contention | None, baseline: Contention | None, same_machine:
     return Contended(tuple(found), tuple(baseline.reasons()) if baseline is not None else ())
 
 
-def machine_changed(now: Contention | None, baseline: Contention | None, same_machine: bool) -> str:
-    """Why compile CPU times cannot be compared ('' when they can): on the baseline's machine,
-    the reference compile took more than `MAX_REFERENCE_CHANGE` times its CPU time for the
-    baseline, or less than its inverse. Either way the machine compiles at another speed than
-    when the baseline was recorded, and an unchanged case's compile moves by as much: slower
-    fakes a regression, faster hides one. Only compile times: a speedup is a ratio, measured
-    at one moment, which a machine slower throughout does not move."""
+@dataclass(frozen=True)
+class MachineSpeed:
+    """The machine compiles at another speed than when the baseline was recorded: the reference
+    compile's CPU time now and then (`compile_time/reference.py`)."""
+
+    baseline_s: float
+    now_s: float
+
+    @property
+    def slower(self) -> bool:
+        return self.now_s > self.baseline_s
+
+    def describe(self) -> str:
+        how = "slower" if self.slower else "faster"
+        return (
+            f"this machine compiles {how} than when the baseline was recorded: a fixed compile took "
+            f"{self.now_s / self.baseline_s:.2f}x its CPU time ({self.baseline_s:.2f} s -> {self.now_s:.2f} s)"
+        )
+
+
+def machine_changed(
+    now: Contention | None, baseline: Contention | None, same_machine: bool
+) -> MachineSpeed | None:
+    """On the baseline's machine, the speed it compiles at now when the reference compile took more
+    than `MAX_REFERENCE_CHANGE` times its CPU time for the baseline, or less than its inverse
+    (None otherwise). An unchanged case's compile then moves by about as much: slower fakes a
+    regression, faster hides one (`gate.at_machine_speed`). Only compile times: a speedup is a
+    ratio, measured at one moment, which a machine slower throughout does not move."""
     if now is None or baseline is None or not same_machine:
-        return ""
+        return None
     if not now.reference_s or not baseline.reference_s:
-        return ""
+        return None
     ratio = now.reference_s / baseline.reference_s
     if 1 / MAX_REFERENCE_CHANGE <= ratio <= MAX_REFERENCE_CHANGE:
-        return ""
-    how = "slower" if ratio > 1 else "faster"
-    return (
-        f"this machine compiles {how} than when the baseline was recorded: a fixed compile took "
-        f"{ratio:.2f}x its CPU time ({baseline.reference_s:.2f} s -> {now.reference_s:.2f} s)"
-    )
+        return None
+    return MachineSpeed(baseline.reference_s, now.reference_s)
 
 
 def describe_contention(

@@ -40,7 +40,7 @@ from typing import Any
 from .._torch.compile_cost import OUTER_PHASES
 from ..common.counters import COUNTER_LABELS
 from ..common.options import check_number
-from .contention import Contended, contended, machine_changed
+from .contention import Contended, MachineSpeed, contended, machine_changed
 from .facts.block import CompileBlock, fact_rows, grown_phase
 from .record import (
     COMPILE_TIMES,
@@ -252,7 +252,7 @@ class Gate:
                     baseline.same_machine,
                 )
             )
-        machine = ""
+        machine = None
         if record.compile is not None and baseline.record.compile is not None:
             machine = machine_changed(
                 record.compile.contention,
@@ -260,12 +260,14 @@ class Gate:
                 baseline.same_machine,
             )
         if self.settings.ignore_contention:
-            found, machine = Contended(), ""
+            found, machine = Contended(), None
         if found:
             rows = [under_contention(row, found.describe()) for row in rows]
-        if machine:
-            found = found.merged(Contended((machine,)))
-            rows = [under_contention(row, machine, COMPILE_TIMES) for row in rows]
+        if machine is not None:
+            judged = [at_machine_speed(row, machine) for row in rows]
+            if judged != rows:
+                found = found.merged(Contended((machine.describe(),)))
+            rows = judged
         return CaseVerdict(
             case, tuple(rows), remeasured, self.settings.threshold, found, baseline.software
         )
@@ -288,6 +290,19 @@ def under_contention(
     if not row.note or row.note.endswith(RERUN):
         return replace(row, note=reason)
     return row
+
+
+def at_machine_speed(row: Row, speed: MachineSpeed) -> Row:
+    """A compile CPU time measured while the machine compiles at another speed than for the
+    baseline: undecided only where that speed could have made the verdict. A slower machine
+    inflates every compile, so a PASS stands and a FAIL or a "possibly slower" is INCONCLUSIVE
+    (a quiet morning measured an unchanged compile +7.5% with the reference 1.27x slower: a
+    PASS); a faster one deflates them, so a FAIL stands and a PASS is INCONCLUSIVE."""
+    if row.metric not in COMPILE_TIMES or row.verdict is Verdict.NOT_GATED:
+        return row
+    if row.verdict is (Verdict.PASS if speed.slower else Verdict.FAIL):
+        return row
+    return under_contention(row, speed.describe(), COMPILE_TIMES)
 
 
 def counter_row(case: str, now: Mapping[str, int], base: Mapping[str, int]) -> Row:
