@@ -16,9 +16,14 @@ only cold one; the others reuse the cache it filled. Each variation is one
 pytest process over the suite (or one test of it, for `-k`), and two
 disturbances share a process where neither undoes the other: the reversed
 order runs with hash randomisation off, the two xdist workers each compile a
-dozen unrelated functions first. A difference then names both; rerun with one
-of them alone (`REVERSE_ORDER=1`, `COMPILE_FIRST=1`, `PYTHONHASHSEED`) to
-tell which.
+dozen unrelated functions first, and the real-model suites' shuffled order,
+after their libraries ran eagerly, runs with hash randomisation off (those
+suites skip the reversed and xdist runs: another order and another process
+state are what the shuffled run gives them, and the zoo runs both on every
+leg; the real models are the slowest suites CI runs). A difference then names
+each disturbance of its run; rerun with one of them alone (`REVERSE_ORDER=1`,
+`COMPILE_FIRST=1`, `SHUFFLE_SEED`, `EAGER_FIRST=1`, `PYTHONHASHSEED`) to tell
+which.
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ class Suite:
     #: a `-k` every run of it takes (`tests` counts what it selects), None for the whole suite
     select: str | None = None
     #: the warm runs it skips (`SEEDS`' names), to keep a CI leg short
-    skips: frozenset[str] = frozenset()
+    skips: frozenset[str] = frozenset({"reversed", "xdist"})
 
 
 def per_python(suite: Suite, select: str, tests: int) -> Suite:
@@ -95,9 +100,8 @@ def per_python(suite: Suite, select: str, tests: int) -> Suite:
     on 3.12+ against its own set (`REAL_MODELS_SNAPSHOT_DIR`), checked on CI's 3.13 leg, a few
     of the models whose set differs there (`select`, `tests` of them), cold at another path and
     reversed with hash randomisation off (what a Python changes: the frames and the order Dynamo
-    guards in). xdist and a test alone do not depend on the Python and run on 3.11, and the
-    plain suite run in the same leg checks every model: all four runs of all ten real models
-    cost about six and a half minutes there."""
+    guards in). A test alone and the shuffled run after the libraries ran eagerly do not depend
+    on the Python and run on 3.11, and the plain suite run in the same leg checks every model."""
     if REAL_MODELS_SNAPSHOT_DIR is None:
         return suite
     return replace(
@@ -129,7 +133,7 @@ SEEDS = {
     "reversed": "0",
     "xdist": "2",
     "alone": "3",
-    "eager_first": "4",
+    "eager_first": "0",
 }
 
 
@@ -146,8 +150,8 @@ class Checkout:
     def run(self, variation: str, *args: str, **env: str) -> str:
         if variation in self.suite.skips:
             pytest.skip(
-                f"{self.suite.module} on Python {sys.version_info[0]}.{sys.version_info[1]}: this run "
-                "does not depend on the Python and runs on the one its project set was recorded on"
+                f"{self.suite.module} on Python {sys.version_info[0]}.{sys.version_info[1]} skips the "
+                f"{variation} run (Suite.skips: what it checks runs elsewhere, see the module's docstring)"
             )
         return run_suite(
             self.project,
