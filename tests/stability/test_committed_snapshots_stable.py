@@ -95,6 +95,11 @@ class Suite:
     skips: frozenset[str] = frozenset({"reversed", "xdist"})
 
 
+#: the runs whose disturbance does not depend on the Python: on 3.11 alone (CI's 3.13 leg runs
+#: each suite cold and reversed with hash randomisation off)
+PYTHON_FREE = frozenset({"xdist", "alone", "eager_first"})
+
+
 def per_python(suite: Suite, select: str, tests: int) -> Suite:
     """A real-model suite as this Python checks it: whole against the project's set on 3.11, and
     on 3.12+ against its own set (`REAL_MODELS_SNAPSHOT_DIR`), checked on CI's 3.13 leg, a few
@@ -109,7 +114,7 @@ def per_python(suite: Suite, select: str, tests: int) -> Suite:
         tests=tests,
         folder=REAL_MODELS_SNAPSHOT_DIR,
         select=select,
-        skips=frozenset({"xdist", "alone", "eager_first"}),
+        skips=PYTHON_FREE,
     )
 
 
@@ -125,7 +130,14 @@ SUITES = {
         Suite("test_other_libraries.py", 15, "einops_mixer"), "vq_codebook or vq_residual_fsq", 2
     ),
     # the zoo's small models: its programs' runs cost each re-run a few seconds
-    "zoo": Suite("test_zoo.py", 10, "graph_break", programs=True, skips=frozenset({"eager_first"})),
+    "zoo": Suite(
+        "test_zoo.py",
+        10,
+        "graph_break",
+        programs=True,
+        skips=frozenset({"eager_first"})
+        | (PYTHON_FREE if REAL_MODELS_SNAPSHOT_DIR else frozenset()),
+    ),
 }
 #: the hash seed of each run: another one per run, and one run with hash randomisation off
 SEEDS = {
