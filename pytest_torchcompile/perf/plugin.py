@@ -156,17 +156,19 @@ BENCHMARK_JSON = Option(
     flag_kwargs={"metavar": "PATH"},
     old_flag="--perf-benchmark-json",
 )
+#: the gate's own defaults: the options' (and their help's) come from them, so the two cannot part
+_DEFAULTS = GateSettings()
 THRESHOLD = Option(
     "perf_threshold",
-    "smallest relative regression that fails the gate (default 0.15 = 15%%)",
-    default=0.15,
+    f"smallest relative regression that fails the gate (default {_DEFAULTS.threshold} = {_DEFAULTS.threshold * 100:.0f}%%)",
+    default=_DEFAULTS.threshold,
     convert=number_between(0.0, 1.0, "a fraction, e.g. 0.1 for 10%"),
     flag_kwargs={"metavar": "FRACTION"},
 )
 CONFIDENCE = Option(
     "perf_confidence",
-    "confidence of the gate's intervals (default 0.95)",
-    default=0.95,
+    f"confidence of the gate's intervals (default {_DEFAULTS.confidence})",
+    default=_DEFAULTS.confidence,
     convert=number_between(0.5, 1.0, "e.g. 0.95"),
     flag_kwargs={"metavar": "LEVEL"},
 )
@@ -208,8 +210,8 @@ COMPILE_RUNS = Option(
 )
 COMPILE_THRESHOLD = Option(
     "perf_compile_threshold",
-    "smallest growth of compile CPU time that fails the gate (default 0.5 = 50%%)",
-    default=0.25,
+    f"smallest growth of compile CPU time that fails the gate (default {_DEFAULTS.compile_threshold} = {_DEFAULTS.compile_threshold * 100:.0f}%%)",
+    default=_DEFAULTS.compile_threshold,
     convert=number_between(0.0, 10.0, "a fraction, e.g. 0.25 for 25%"),
     flag_kwargs={"metavar": "FRACTION"},
 )

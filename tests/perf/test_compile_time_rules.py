@@ -436,3 +436,20 @@ def test_a_cache_switched_off_on_inference_says_the_warm_start_stopped_hitting()
         "(hits 1 -> 0): enable_autograd_cache True -> False FAIL; cold start: "
         "enable_autograd_cache True -> False, AOTAutograd cache misses 1 -> 0"
     ), line
+
+
+def test_the_default_compile_threshold_is_the_one_the_help_and_docs_state(
+    pytester: pytest.Pytester,
+) -> None:
+    """The gate a plain run builds judges by 50%, what `--help` and docs/compile-time.md say."""
+    from pytest_torchcompile.perf.plugin import settings_from_config
+
+    def threshold(*args: str) -> float:
+        gate = settings_from_config(pytester.parseconfig("--torchcompile-perf-gate", *args)).gate
+        assert gate is not None
+        return gate.compile_threshold
+
+    assert threshold() == 0.5
+    assert threshold("--torchcompile-perf-compile-threshold=0.3") == 0.3
+    pytester.makeini("[pytest]\ntorchcompile_perf_compile_threshold = 0.4\n")
+    assert threshold() == 0.4
