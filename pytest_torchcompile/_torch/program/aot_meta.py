@@ -172,7 +172,12 @@ class AotMeta:
     num_rng_states: int
     tangent_layouts: tuple[TangentLayout, ...]
     grad_enabled_mutation: bool | None
-    subclass_inputs: bool
+    #: the inputs that are tensor subclasses (AOTAutograd hands the graph their inner tensors)
+    subclass_inputs: tuple[int, ...]
+    #: an output the graph returns as a subclass's inner tensors, wrapped again after it
+    subclass_outputs: bool
+    #: a subclass's sizes or strides passed as symbols too (dynamic shapes)
+    subclass_symints: bool
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -233,10 +238,8 @@ def parse_meta(text: str) -> AotMeta:
     inputs = tuple(_input(n) for n in root.get("input_info", []))
     outputs = tuple(_output(n) for n in root.get("output_info", []))
     tangents = tuple(_tangent_layout(m) for m in root.get("subclass_tangent_meta", []) or [])
-    subclass = any(
-        isinstance(m, Node) and m.name != "PlainTensorMeta"
-        for m in root.get("subclass_inp_meta", []) or []
-    )
+    inputs_meta = list(root.get("subclass_inp_meta", []) or [])
+    outputs_meta = list(root.get("subclass_fw_graph_out_meta", []) or [])
     return AotMeta(
         inputs=inputs,
         outputs=outputs,
@@ -247,8 +250,28 @@ def parse_meta(text: str) -> AotMeta:
         num_rng_states=int(root.get("num_graphsafe_rng_states", 0) or 0),
         tangent_layouts=tangents,
         grad_enabled_mutation=root.get("grad_enabled_mutation"),
-        subclass_inputs=subclass,
+        subclass_inputs=tuple(i for i, m in enumerate(inputs_meta) if _is_subclass(m)),
+        subclass_outputs=any(_is_subclass(m) for m in outputs_meta),
+        subclass_symints=any(_with_symints(m) for m in inputs_meta + outputs_meta),
         raw=dict(root.fields),
+    )
+
+
+def _is_subclass(meta: object) -> bool:
+    """A `SubclassCreationMeta` (an int or a `PlainTensorMeta` is a plain tensor)."""
+    return isinstance(meta, Node) and meta.name == "SubclassCreationMeta"
+
+
+def _with_symints(meta: object) -> bool:
+    """Whether a subclass, or one inside it, has a size or stride that is a symbol (AOTAutograd then
+    passes it to the graph after the inner tensors; `included_subclass_symints` only says it may)."""
+    if not _is_subclass(meta):
+        return False
+    assert isinstance(meta, Node)
+    dims = [*(meta.get("outer_size") or []), *(meta.get("outer_stride") or [])]
+    inner = meta.get("attrs") or {}
+    return any(not isinstance(d, int) for d in dims) or any(
+        _with_symints(m) for m in (inner.values() if isinstance(inner, dict) else ())
     )
 
 

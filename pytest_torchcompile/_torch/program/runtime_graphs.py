@@ -15,6 +15,7 @@ import types
 from math import inf, nan
 
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 # --- what Dynamo's transformed code calls -----------------------------------
 
@@ -125,6 +126,24 @@ def load_fx_graph(name: str, source: str, constants=None):
         return graph.forward(*values)
 
     return call
+
+
+def flatten_subclasses(args) -> list:
+    """A graph's inputs as AOTAutograd hands them over: each tensor subclass (a quantized weight) replaced
+    by the plain tensors its `__tensor_flatten__` names, depth first, as its runtime unwrapping does."""
+    flat: list = []
+    for arg in args:
+        _flatten_into(arg, flat)
+    return flat
+
+
+def _flatten_into(value, out: list) -> None:
+    if not is_traceable_wrapper_subclass(value):
+        out.append(value)
+        return
+    names, _ = value.__tensor_flatten__()
+    for name in names:
+        _flatten_into(getattr(value, name), out)
 
 
 def constant_tensor(values: list, dtype: str, shape: list, stride: list, device_name: str):

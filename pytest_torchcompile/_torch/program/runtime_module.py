@@ -123,8 +123,8 @@ def _tensor(state_dict: dict, path: str, spec) -> torch.Tensor:
         tuple(spec[1]),
         spec[3],
     )
-    if name not in state_dict and len(spec) > 6:  # a non-persistent buffer: its recorded values
-        return random_tensor(spec)
+    if name not in state_dict and len(spec) > 6 and spec[6] is not None:
+        return random_tensor(spec)  # a non-persistent buffer: its recorded values
     if name not in state_dict:
         raise KeyError(f"state_dict has no {name!r} (a {dtype} tensor of shape {list(shape)})")
     value = state_dict[name]
@@ -135,9 +135,15 @@ def _tensor(state_dict: dict, path: str, spec) -> torch.Tensor:
     return value.detach().clone()
 
 
-def random_tensor(spec) -> torch.Tensor:
-    """A tensor of the recorded layout, with seeded random values (or its recorded ones)."""
+def random_tensor(spec, path: str = "") -> torch.Tensor:
+    """A tensor of the recorded layout, with seeded random values (or its recorded ones); `path`:
+    the module that holds it, for a message."""
     name, shape, stride, dtype, device_name, requires_grad = spec[:6]
+    if len(spec) > 7:
+        raise TypeError(
+            f"{path + '.' if path else ''}{name} is a {spec[7]}, a tensor subclass (a quantized weight) the file cannot make from "
+            "random values: call load(model) with the model, or load(state_dict=...) with its weights"
+        )
     dtype = getattr(torch, dtype.removeprefix("torch."))
     base = torch.empty_strided(shape, stride, dtype=dtype, device=device_name)
     if len(spec) > 6:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pickle
 import signal
+import types
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,28 @@ class Unpicklable(Exception):
     """The call cannot be saved for the fresh process (a model or input that does not pickle)."""
 
 
+class _Pickler(pickle.Pickler):
+    """pickle's own, which also saves a method bound over a callable that is not a function
+    (torchao binds a `functools.partial` to each quantized Linear as its `extra_repr`): pickle
+    names a method by its function's `__name__`, which a partial has not."""
+
+    def reducer_override(self, obj: object) -> Any:
+        if isinstance(obj, types.MethodType) and not isinstance(obj.__func__, types.FunctionType):
+            return bind, (obj.__func__, obj.__self__)
+        return NotImplemented
+
+
+def bind(function: Any, instance: object) -> types.MethodType:
+    """`function` bound to `instance` again (`types.MethodType` itself pickles by no name)."""
+    return types.MethodType(function, instance)
+
+
+#: `torch.save`'s pickle module, with `_Pickler`
+_PICKLE = types.ModuleType("pickle")
+_PICKLE.__dict__.update(vars(pickle))
+_PICKLE.Pickler = _Pickler  # type: ignore[attr-defined]
+
+
 def call_fresh_process(
     processes: FreshProcesses,
     module: str,
@@ -38,7 +61,7 @@ def call_fresh_process(
     call, result = folder / "call.pt", folder / "result.pt"
     result.unlink(missing_ok=True)
     try:
-        torch.save(payload, call)
+        torch.save(payload, call, pickle_module=_PICKLE)
     except (pickle.PicklingError, AttributeError, TypeError, RuntimeError) as exc:
         raise Unpicklable(first_line(exc)) from exc
     fresh = Call(module, [*leading, str(call), str(result)], folder, timeout_s)

@@ -73,6 +73,9 @@ class TensorSpec:
     #: the values, flat, where a random tensor would not do: a buffer of integers or booleans
     #: (indices, counts, masks), or one a state_dict leaves out (non-persistent); small ones only
     values: tuple[object, ...] | None = None
+    #: the import path of its class where it is a tensor subclass (a quantized weight): the script
+    #: cannot make one from random values
+    subclass: str | None = None
 
 
 @dataclass(frozen=True)

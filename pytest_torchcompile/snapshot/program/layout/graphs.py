@@ -199,11 +199,7 @@ def _meta(log: CaptureLog, key: FrameKey, where: str) -> AotMeta:
 
 def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
     """Refuse what the wrapper below does not reproduce."""
-    if meta.subclass_inputs:
-        raise ProgramRefused(
-            where,
-            "its inputs include tensor subclasses, which AOTAutograd unwraps and wraps again",
-        )
+    _check_subclasses(meta, training, where)
     if meta.num_tokens or meta.num_rng_states or meta.num_opaque_saved:
         raise ProgramRefused(
             where,
@@ -238,6 +234,24 @@ def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
             where,
             "AOTAutograd's tangent metadata does not match the outputs that take gradients",
         )
+
+
+def _check_subclasses(meta: AotMeta, training: bool, where: str) -> None:
+    """Refuse the tensor subclasses the wrapper does not unwrap and wrap as AOTAutograd does: the
+    file unwraps subclass inputs (a quantized weight) of an inference graph, nothing more."""
+    if not (meta.subclass_inputs or meta.subclass_outputs):
+        return
+    reason = ""
+    if training:
+        reason = "a training graph whose inputs or outputs are tensor subclasses (AOTAutograd wraps their gradients again)"
+    elif meta.subclass_outputs:
+        reason = "an output is a tensor subclass, which AOTAutograd wraps again from the graph's plain outputs"
+    elif meta.subclass_symints:
+        reason = "a tensor subclass input with dynamic sizes (AOTAutograd passes its sizes to the graph too)"
+    elif set(meta.subclass_inputs) & set(meta.mutated_runtime_indices):
+        reason = "a tensor subclass input is mutated (AOTAutograd writes its new value back through the subclass)"
+    if reason:
+        raise ProgramRefused(where, reason)
 
 
 #: an aliased output's kind -> where its base is: an input, an intermediate base the graph returns
@@ -355,7 +369,11 @@ def _inference(meta: AotMeta, label: str) -> str:
         "    def run(*args):",
         *_prologue(meta, "        "),
         "        with torch.no_grad():  # an inference graph runs with grad off",
-        "            outs = list(call(list(args)))  # the kernels take a list and clear it",
+        (
+            "            outs = list(call(flatten_subclasses(args)))  # the plain tensors inside each tensor subclass"
+            if meta.subclass_inputs
+            else "            outs = list(call(list(args)))  # the kernels take a list and clear it"
+        ),
         *_count_check(meta, "        "),
         *_epilogue(meta, "        "),
         "",

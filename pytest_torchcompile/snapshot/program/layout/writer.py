@@ -235,6 +235,8 @@ def _spec(spec: TensorSpec | Slot) -> tuple[object, ...]:
         spec.device,
         spec.requires_grad,
     )
+    if spec.subclass is not None:
+        return (*layout, None, spec.subclass)
     return layout if spec.values is None else (*layout, list(spec.values))
 
 
