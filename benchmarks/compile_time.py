@@ -216,6 +216,13 @@ def summarize(name: str, report: dict[str, Any], seconds: float) -> dict[str, An
         "grew_most": [
             r.get("note", "") for r in cpu.values() if r.get("note", "").startswith("grew")
         ],
+        # why a CPU row is undecided: its interval (`possibly slower: +24%, interval ...`)
+        "undecided": [
+            f"{m.split('_')[0]}: {r['note']}"
+            for m, r in cpu.items()
+            if r.get("verdict") == "INCONCLUSIVE"
+            and not r.get("note", "").startswith(("CPU contention", "this machine"))
+        ],
         "moved": moved[0].split("; ")[0] if moved else "",
         "contention": reasons[0] if reasons else "",
         "reference_s": block.get("contention", {}).get("reference_s"),
@@ -262,7 +269,7 @@ def show(result: dict[str, Any]) -> str:
     parts.append(f"warm {warm['caches']} autotune {warm['autotune']}")
     if warm["triton_compile_s"] is not None:
         parts[-1] += f" triton compile {warm['triton_compile_s']} s"
-    for key in ("grew_most", "moved", "contention"):
+    for key in ("grew_most", "undecided", "moved", "contention"):
         if result[key]:
             parts.append(str(result[key]))
     if result["reference_s"] is not None:
