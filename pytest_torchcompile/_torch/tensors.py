@@ -1,4 +1,5 @@
-"""How torch walks nested values (pytree) and how close `assert_close` calls close."""
+"""How torch walks nested values (pytree), how close `assert_close` calls close, and which
+tensors are subclasses AOTAutograd unwraps."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import torch
 from torch.testing._comparison import default_tolerances as _default_tolerances
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 
@@ -24,3 +26,9 @@ def default_tolerances(*tensors: torch.Tensor) -> tuple[float, float]:
     """(rtol, atol) that `torch.testing.assert_close` uses for these tensors' dtypes."""
     rtol, atol = _default_tolerances(*tensors)
     return rtol, atol
+
+
+def is_tensor_subclass(t: torch.Tensor) -> bool:
+    """Whether `t` is a wrapper subclass (`__tensor_flatten__`), as a quantized weight is: the
+    program file cannot make one from random values and AOTAutograd passes its inner tensors."""
+    return bool(is_traceable_wrapper_subclass(t))

@@ -18,10 +18,10 @@ import functools
 from dataclasses import replace
 
 import torch
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from ...._torch.dynamo import COMPILE_MARKS
 from ...._torch.program.runtime_module import NO_MODULE, SAME_MODULE
+from ...._torch.tensors import is_tensor_subclass
 from ...emit.values import constant_source, import_path
 from .data import Slot, SubmoduleLayout, TensorSpec
 
@@ -44,7 +44,7 @@ def tensor_spec(name: str, t: torch.Tensor, by_value: bool = False) -> TensorSpe
         str(t.device),
         bool(t.requires_grad),
     )
-    if is_traceable_wrapper_subclass(t):
+    if is_tensor_subclass(t):
         return replace(spec, subclass=import_path(type(t)))
     if by_value and not (t.is_floating_point() or t.is_complex()):
         return with_values(spec, t)
