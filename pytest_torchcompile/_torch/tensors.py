@@ -32,3 +32,10 @@ def is_tensor_subclass(t: torch.Tensor) -> bool:
     """Whether `t` is a wrapper subclass (`__tensor_flatten__`), as a quantized weight is: the
     program file cannot make one from random values and AOTAutograd passes its inner tensors."""
     return bool(is_traceable_wrapper_subclass(t))
+
+
+def subclass_parts(t: torch.Tensor) -> tuple[dict[str, torch.Tensor], object]:
+    """A wrapper subclass's inner tensors by name and its metadata, as `__tensor_flatten__` gives
+    them: what `__tensor_unflatten__` makes the same kind of tensor again from."""
+    names, metadata = t.__tensor_flatten__()  # type: ignore[attr-defined]
+    return {name: getattr(t, name) for name in names}, metadata

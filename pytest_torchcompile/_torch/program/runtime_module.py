@@ -140,10 +140,7 @@ def random_tensor(spec, path: str = "") -> torch.Tensor:
     the module that holds it, for a message."""
     name, shape, stride, dtype, device_name, requires_grad = spec[:6]
     if len(spec) > 7:
-        raise TypeError(
-            f"{path + '.' if path else ''}{name} is a {spec[7]}, a tensor subclass (a quantized weight) the file cannot make from "
-            "random values: call load(model) with the model, or load(state_dict=...) with its weights"
-        )
+        return _subclass_tensor(spec, path).requires_grad_(requires_grad)
     dtype = getattr(torch, dtype.removeprefix("torch."))
     base = torch.empty_strided(shape, stride, dtype=dtype, device=device_name)
     if len(spec) > 6:
@@ -155,6 +152,26 @@ def random_tensor(spec, path: str = "") -> torch.Tensor:
     else:
         base.copy_(torch.randint(0, 8, shape, dtype=dtype))
     return base.requires_grad_(requires_grad)
+
+
+def _subclass_tensor(spec, path: str) -> torch.Tensor:
+    """A tensor subclass (a quantized weight) made as AOTAutograd makes one again: its class's
+    `__tensor_unflatten__` over random inner tensors of the recorded layouts and its recorded
+    metadata (`(..., None, class, inner specs, metadata source)`)."""
+    name, shape, stride = spec[:3]
+    class_path, inner, metadata = (*spec[7:], None, None)[:3]
+    if metadata is None:
+        raise TypeError(
+            f"{path + '.' if path else ''}{name} is a {class_path}, a tensor subclass (a quantized weight) whose metadata "
+            "has no Python form, so the file cannot make one: call load(model) with the model, or "
+            "load(state_dict=...) with its weights"
+        )
+    inner_tensors = {
+        part[0]: random_tensor(part, f"{path}.{name}" if path else name) for part in inner
+    }
+    return import_object(class_path).__tensor_unflatten__(
+        inner_tensors, eval(metadata), torch.Size(shape), tuple(stride)
+    )
 
 
 def check_versions(torch_version: str, python_version: str) -> list[str]:

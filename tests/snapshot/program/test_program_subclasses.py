@@ -5,7 +5,8 @@ subclasses: Dynamo passes them to the graph as they are, and AOTAutograd's
 runtime hands the compiled graph the plain tensors inside each one (what its
 `__tensor_flatten__` names, depth first). The file does the same before it
 calls the kernels, so an inference graph over such weights runs from the file,
-bitwise. The weight here is built on torch's own stand-in for a quantized
+bitwise; and `python program.py` makes such a weight from random inner tensors as
+`__tensor_unflatten__` does. The weight here is built on torch's own stand-in for a quantized
 tensor (`CustomTensorPlainOut`: two inner tensors, plain outputs), so the test
 runs on every torch CI covers; `fixtures/test_other_libraries.py` runs torchao's. A training graph over subclasses is refused, naming
 why. Driven as a user drives it: pytester, the program run in a fresh process.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import pytest
 
 CASES = """
+import subprocess, sys
+
 import pytest, torch
 from torch.testing._internal.custom_tensor import CustomTensorPlainOut
 from torch.utils._python_dispatch import return_and_correct_aliasing
@@ -64,7 +67,11 @@ def test_quantized_inference(compile_model, tmp_path):
     with torch.no_grad():
         result = compile_model(Quantized().eval(), torch.randn(2, 8))
     ran(result)
-    print("UNWRAPS", "flatten_subclasses(args)" in result.write_program(tmp_path / "p.py").read_text())
+    path = result.write_program(tmp_path / "p.py")
+    print("UNWRAPS", "flatten_subclasses(args)" in path.read_text())
+    if "{backend}" == "aot_eager":  # as a script: the weight made again from random inner tensors
+        script = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
+        print("SCRIPT", script.returncode, script.stdout.splitlines()[:1], script.stderr[-2000:])
 
 
 @pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("program",), run_program=True)
@@ -80,6 +87,8 @@ def test_subclass_weights_run_bitwise_in_inference(pytester: pytest.Pytester, ba
     result = pytester.runpytest("--update-snapshots", "-s", "-p", "no:randomly", "-k", "inference")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*RAN*'frame 0 compile 0 (forward)'*", "*UNWRAPS True*"])
+    if backend == "aot_eager":
+        result.stdout.fnmatch_lines(["*SCRIPT 0 ['ran *"])
 
 
 def test_a_training_graph_over_subclasses_is_refused_naming_why(pytester: pytest.Pytester) -> None:
@@ -89,3 +98,15 @@ def test_a_training_graph_over_subclasses_is_refused_naming_why(pytester: pytest
     result.stdout.fnmatch_lines(
         ["*a training graph whose inputs or outputs are tensor subclasses*"]
     )
+
+
+def test_a_subclass_weight_whose_metadata_has_no_source_is_named_by_the_script() -> None:
+    """The layout's entry for such a weight carries no metadata source: the script names the
+    weight and says what to call instead of making up something else."""
+    from pytest_torchcompile._torch.program.runtime_module import random_tensor
+
+    spec = ("weight", [4, 4], [4, 1], "torch.float32", "cpu", False, None, "lib:Packed", [], None)
+    with pytest.raises(
+        TypeError, match=r"proj\.weight is a lib:Packed, a tensor subclass .* no Python form"
+    ):
+        random_tensor(spec, "proj")

@@ -73,9 +73,12 @@ class TensorSpec:
     #: the values, flat, where a random tensor would not do: a buffer of integers or booleans
     #: (indices, counts, masks), or one a state_dict leaves out (non-persistent); small ones only
     values: tuple[object, ...] | None = None
-    #: the import path of its class where it is a tensor subclass (a quantized weight): the script
-    #: cannot make one from random values
+    #: the import path of its class where it is a tensor subclass (a quantized weight)
     subclass: str | None = None
+    #: a subclass's inner tensors and the source of its metadata (`__tensor_flatten__`), which the
+    #: script makes it again from (`__tensor_unflatten__`); no source: the script cannot
+    inner: tuple[TensorSpec, ...] = ()
+    metadata: str | None = None
 
 
 @dataclass(frozen=True)

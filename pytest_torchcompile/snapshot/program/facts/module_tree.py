@@ -21,7 +21,7 @@ import torch
 
 from ...._torch.dynamo import COMPILE_MARKS
 from ...._torch.program.runtime_module import NO_MODULE, SAME_MODULE
-from ...._torch.tensors import is_tensor_subclass
+from ...._torch.tensors import is_tensor_subclass, subclass_parts
 from ...emit.values import constant_source, import_path
 from .data import Slot, SubmoduleLayout, TensorSpec
 
@@ -45,10 +45,22 @@ def tensor_spec(name: str, t: torch.Tensor, by_value: bool = False) -> TensorSpe
         bool(t.requires_grad),
     )
     if is_tensor_subclass(t):
-        return replace(spec, subclass=import_path(type(t)))
+        return _subclass_spec(spec, t)
     if by_value and not (t.is_floating_point() or t.is_complex()):
         return with_values(spec, t)
     return spec
+
+
+def _subclass_spec(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
+    """A subclass's spec: its class, inner tensors (each a spec, a subclass again as one) and the
+    source of its metadata, where the metadata has one (else the script says it cannot make it)."""
+    inner, metadata = subclass_parts(t)
+    return replace(
+        spec,
+        subclass=import_path(type(t)),
+        inner=tuple(tensor_spec(name, value) for name, value in inner.items()),
+        metadata=attribute_source(metadata, {}),
+    )
 
 
 def with_values(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:

@@ -217,6 +217,14 @@ def _layout_notes(case: CaseFacts) -> list[str]:
         notes.append(
             "#: a buffer of integers, booleans, or that a state_dict leaves out, carries its values last"
         )
+    if any(
+        getattr(s, "subclass", None) is not None
+        for m in case.module
+        for s in (*m.parameters, *m.buffers)
+    ):
+        notes.append(
+            "#: a tensor subclass (a quantized weight) carries None, its class, its inner tensors and its metadata's source last"
+        )
     if any(m.class_path and m.class_path.startswith(SAME_MODULE) for m in case.module):
         notes.append(
             f"#: a module met before is {SAME_MODULE!r} and its first path (shared, bound once)"
@@ -236,7 +244,7 @@ def _spec(spec: TensorSpec | Slot) -> tuple[object, ...]:
         spec.requires_grad,
     )
     if spec.subclass is not None:
-        return (*layout, None, spec.subclass)
+        return (*layout, None, spec.subclass, [_spec(s) for s in spec.inner], spec.metadata)
     return layout if spec.values is None else (*layout, list(spec.values))
 
 
