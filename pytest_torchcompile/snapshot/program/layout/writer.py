@@ -203,25 +203,18 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
 
 def _layout_notes(case: CaseFacts) -> list[str]:
     """What MODULE_LAYOUT holds beyond tensors and literals, said where it holds it."""
-    slots = [s for m in case.module for s in (*m.parameters, *m.buffers) if isinstance(s, Slot)]
+    entries = [s for m in case.module for s in (*m.parameters, *m.buffers)]
+    tensors = [s for s in entries if isinstance(s, TensorSpec)]
     notes = []
-    if slots:
+    if len(tensors) < len(entries):
         notes.append(
             "#: a slot without a tensor of its own is (name, None), or (name, 'tied', the path it is tied to)"
         )
-    if any(
-        getattr(s, "values", None) is not None
-        for m in case.module
-        for s in (*m.parameters, *m.buffers)
-    ):
+    if any(s.values is not None for s in tensors):
         notes.append(
             "#: a buffer of integers, booleans, or that a state_dict leaves out, carries its values last"
         )
-    if any(
-        getattr(s, "subclass", None) is not None
-        for m in case.module
-        for s in (*m.parameters, *m.buffers)
-    ):
+    if any(s.subclass is not None for s in tensors):
         notes.append(
             "#: a tensor subclass (a quantized weight) carries None, its class, its inner tensors and its metadata's source last"
         )
