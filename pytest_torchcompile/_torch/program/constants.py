@@ -73,7 +73,9 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def _owners(root: object) -> list[object]:
     """FX GraphModules and Inductor's compiled graphs reachable from `root` (modules' namespaces,
-    classes and modules themselves are not followed: they lead everywhere)."""
+    classes and modules themselves are not followed: they lead everywhere). The one kind of class
+    followed is an autograd Function's own: a training graph's compiled forward and backward are
+    attributes of the Function class AOTAutograd makes for that compile."""
     namespaces = {id(vars(m)) for m in list(sys.modules.values()) if m is not None}
     seen: set[int] = set()
     owners: list[object] = []
@@ -85,10 +87,22 @@ def _owners(root: object) -> list[object]:
         seen.add(id(item))
         if isinstance(item, torch.fx.GraphModule) or type(item).__name__ == "CompiledFxGraph":
             owners.append(item)
+        if _own_function_class(item):
+            pending.extend(vars(item).values())  # type: ignore[arg-type]
+            continue
         if isinstance(item, (type, types.ModuleType, torch.Tensor, str, bytes)):
             continue
         pending.extend(gc.get_referents(item))
     return owners
+
+
+def _own_function_class(item: object) -> bool:
+    """A subclass of `torch.autograd.Function` (not torch's own bases): one compile's, or a user's."""
+    return (
+        isinstance(item, type)
+        and issubclass(item, torch.autograd.Function)
+        and not item.__module__.startswith("torch.autograd")
+    )
 
 
 def _constants_of(owner: Any) -> list[tuple[str, torch.Tensor]]:

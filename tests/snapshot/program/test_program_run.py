@@ -206,3 +206,34 @@ def test_inductor_kernels_load_from_the_file_and_run_bitwise(
     result = pytester.runpytest("--update-snapshots", "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*LOADED [[]*[]]*"])
+
+
+CONSTANT_IN_TRAINING = """
+import pytest, torch
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        # a tensor built in the compiled code: a constant of the training graph, which AOTAutograd
+        # keeps behind the autograd Function it makes for the compile
+        return self.fc(x) * torch.tensor([1.0, -2.0, 0.5, 3.0])
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_scaled(compile_model):
+    torch.manual_seed(0)
+    report = compile_model(Scaled(), torch.randn(2, 4)).program_report
+    print("RAN", report and report.ran)
+"""
+
+
+def test_a_tensor_constant_of_a_training_graph_is_found_and_runs_bitwise(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_scaled=CONSTANT_IN_TRAINING)
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*RAN*'frame 0 compile 0 (forward)'*"])
