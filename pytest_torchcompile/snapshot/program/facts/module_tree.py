@@ -94,7 +94,7 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
             for k, v in vars(module).items()
             if k not in _MODULE_INTERNALS and (text := _attribute(v, shared)) is not None
         )
-        layouts.append(SubmoduleLayout(path, import_path(type(module)), *slots, settings))
+        layouts.append(SubmoduleLayout(path, _class_path(module), *slots, settings))
         for name, child in module._modules.items():  # in order: a ModuleList iterates them so
             if child is None:  # a None slot counts in len(_modules), which Dynamo guards
                 layouts.append(SubmoduleLayout(_join(path, name), NO_MODULE, (), (), ()))
@@ -103,6 +103,16 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
 
     visit("", model)
     return tuple(layouts)
+
+
+def _class_path(module: torch.nn.Module) -> str | None:
+    """The import path of the module's class; for an FX GraphModule, of the class FX made its own
+    class from (`GraphModule.__new__` gives each instance a class of its own, which does not
+    import, and makes one again when the rebuilt module is made: guards read its bases)."""
+    cls = type(module)
+    if isinstance(module, torch.fx.GraphModule) and cls.__qualname__.endswith("GraphModuleImpl"):
+        cls = cls.__mro__[1]
+    return import_path(cls)
 
 
 def _attribute(value: object, shared: dict[int, int]) -> str | None:
