@@ -162,8 +162,8 @@ def _subclass_tensor(spec, path: str) -> torch.Tensor:
     class_path, inner, metadata = (*spec[7:], None, None)[:3]
     if metadata is None:
         raise TypeError(
-            f"{path + '.' if path else ''}{name} is a {class_path}, a tensor subclass (a quantized weight) whose metadata "
-            "has no Python form, so the file cannot make one: call load(model) with the model, or "
+            f"{path + '.' if path else ''}{name} is a {class_path}, a tensor subclass (a quantized weight) whose class or "
+            "metadata has no Python form, so the file cannot make one: call load(model) with the model, or "
             "load(state_dict=...) with its weights"
         )
     inner_tensors = {

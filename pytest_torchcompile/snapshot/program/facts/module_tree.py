@@ -55,11 +55,12 @@ def _subclass_spec(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
     """A subclass's spec: its class, inner tensors (each a spec, a subclass again as one) and the
     source of its metadata, where the metadata has one (else the script says it cannot make it)."""
     inner, metadata = subclass_parts(t)
+    class_path = import_path(type(t))
     return replace(
         spec,
-        subclass=import_path(type(t)),
+        subclass=class_path or type(t).__qualname__,  # no import path: named for the message
         inner=tuple(tensor_spec(name, value) for name, value in inner.items()),
-        metadata=attribute_source(metadata, {}),
+        metadata=attribute_source(metadata, {}) if class_path else None,
     )
 
 
