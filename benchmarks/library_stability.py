@@ -1,7 +1,7 @@
 """False alarms of the library suites' committed snapshots: hash seeds, test orders, what ran first.
 
 Each suite (`fixtures/test_other_libraries.py`, `fixtures/test_real_models.py`) is copied with
-its committed snapshot set to another folder, as `tests/stability/test_committed_snapshots_stable.py`
+its committed snapshot set to another folder, as `tests/stability/committed.py`
 does, and re-run there WITHOUT `--update-snapshots`, once per run below, each with a hash seed
 of its own (`PYTHONHASHSEED` 0 to 5; 0 is hash randomisation off):
 
@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.conftest import tree_digest  # noqa: E402
-from tests.stability.test_committed_snapshots_stable import (  # noqa: E402
+from tests.stability.committed import (  # noqa: E402
     PROJECT_FOLDER,
     Suite,
     committed_set,

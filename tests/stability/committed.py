@@ -1,5 +1,11 @@
 """The zoo and the real-model suites give byte-identical snapshots whatever ran before them.
 
+The checks themselves; each suite's are collected by a test module of its own
+(`test_committed_zoo_stable.py`, `test_committed_real_models_stable.py`,
+`test_committed_other_libraries_stable.py`), so that two xdist workers run two
+suites' checks at once (`--dist loadfile` keeps a module on one worker, and
+each suite's runs are minutes long).
+
 The committed snapshots of `fixtures/test_real_models.py`,
 `fixtures/test_other_libraries.py` and `fixtures/test_zoo.py` (recorded by
 `pytest fixtures --update-snapshots` in the project's own checkout) are
@@ -34,6 +40,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,10 +210,18 @@ def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
     return done.stdout[-6000:] + done.stderr[-2000:]
 
 
-@pytest.fixture(scope="module", params=sorted(SUITES))
-def checkout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Checkout:
+def checkout_fixture(name: str) -> Any:
+    """The module-scoped `checkout` fixture of one suite of `SUITES`, for that suite's test module."""
+
+    @pytest.fixture(scope="module")
+    def checkout(tmp_path_factory: pytest.TempPathFactory) -> Checkout:
+        return checked_out(SUITES[name], tmp_path_factory)
+
+    return checkout
+
+
+def checked_out(suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Checkout:
     """The suite and its committed snapshots at another path, run once there with a cold cache."""
-    suite = SUITES[request.param]
     project = tmp_path_factory.mktemp("elsewhere") / "checkout_b"
     committed = committed_set(suite)
     if not committed.is_dir():
