@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch.testing._comparison import default_tolerances as _default_tolerances
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-from torch.utils._pytree import tree_flatten, tree_map_only
+from torch.utils._pytree import SUPPORTED_NODES, tree_flatten, tree_map_only
 
 
 def tree_leaves(value: Any) -> list[Any]:
@@ -39,3 +39,14 @@ def subclass_parts(t: torch.Tensor) -> tuple[dict[str, torch.Tensor], object]:
     them: what `__tensor_unflatten__` makes the same kind of tensor again from."""
     names, metadata = t.__tensor_flatten__()  # type: ignore[attr-defined]
     return {name: getattr(t, name) for name in names}, metadata
+
+
+def pytree_parts(value: object) -> tuple[list[Any], object] | None:
+    """One level of a value of a container type registered with torch's pytree (a tensorclass, a
+    TensorDict, a tuple): its children and the context its type's unflatten makes it again
+    from; None for anything else."""
+    node = SUPPORTED_NODES.get(type(value))
+    if node is None:
+        return None
+    children, context = node.flatten_fn(value)
+    return list(children), context

@@ -39,6 +39,7 @@ from typing import Any  # noqa: F401 - the file's `load` is annotated with it
 import torch
 import torch.utils._device  # DEFAULT_DEVICE guards read it; a plain `import torch` does not load it
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass  # noqa: F401 - graphs' subclass inputs
+from torch.utils._pytree import SUPPORTED_NODES  # noqa: F401 - the module part makes containers of inputs
 
 inf, nan = math.inf, math.nan
 device = torch.device

@@ -13,6 +13,7 @@ import sys
 import warnings
 
 import torch
+from torch.utils._pytree import SUPPORTED_NODES
 
 from .runtime import import_object
 
@@ -172,6 +173,12 @@ def _subclass_tensor(spec, path: str) -> torch.Tensor:
     return import_object(class_path).__tensor_unflatten__(
         inner_tensors, eval(metadata), torch.Size(shape), tuple(stride)
     )
+
+
+def pytree_value(type_path: str, context, children: list):
+    """An input of a container type registered with torch's pytree (a tensorclass, a TensorDict),
+    made from its children and recorded context as `tree_unflatten` makes it (INPUTS)."""
+    return SUPPORTED_NODES[import_object(type_path)].unflatten_fn(children, context)
 
 
 def check_versions(torch_version: str, python_version: str) -> list[str]:

@@ -7,7 +7,8 @@ This model has what real models have and a toy does not: a `Linear(bias=False)`
 and a `LayerNorm(elementwise_affine=False)` (parameters registered as None),
 an output layer tied to the embedding, a submodule shared at two paths,
 submodules without parameters, a str-Enum and a config object as attributes,
-and integer token ids. Its class lives in the test module, which `python
+integer token ids, and an input of a container type registered with torch's
+pytree (a dataclass here; tensordict's classes are registered alike). Its class lives in the test module, which `python
 program.py` run from another folder, in an interpreter that never imported
 it, finds through the folder pytest imported it from (`IMPORT_ROOTS`).
 """
@@ -21,10 +22,12 @@ import sys
 import pytest
 
 MODEL = """
+import dataclasses
 import enum
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 from torch import nn
 
 
@@ -65,12 +68,38 @@ def build():
     return Decoder(Config(vocab=16, dim=8, scale=0.5)), torch.randint(0, 16, (2, 5))
 
 
+@dataclasses.dataclass
+class Batch:
+    ids: torch.Tensor
+    scale: float
+
+
+pytree.register_dataclass(Batch)  # a container torch flattens, as tensordict registers its classes
+
+
+class OnBatches(nn.Module):
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, batch):
+        return self.decoder(batch.ids) * batch.scale
+
+
 @pytest.mark.compile_snapshot(backend="aot_eager", artifacts=())
 def test_no_grad(compile_model, tmp_path_factory):
     model, ids = build()
     with torch.no_grad():
         result = compile_model(model.eval(), ids)
     print("SCRIPT", result.write_program(tmp_path_factory.mktemp("files") / "no_grad.py"))
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=())
+def test_batch_input(compile_model, tmp_path_factory):
+    model, ids = build()
+    with torch.no_grad():
+        result = compile_model(OnBatches(model).eval(), Batch(ids, 2.0))
+    print("SCRIPT", result.write_program(tmp_path_factory.mktemp("files") / "batch.py"))
 
 
 @pytest.mark.compile_snapshot(backend="aot_eager", artifacts=())
@@ -86,9 +115,9 @@ def test_the_script_rebuilds_a_modern_model_from_a_test_module_in_another_folder
 ) -> None:
     pytester.makepyfile(test_local_decoder=MODEL)
     ran = pytester.runpytest("-s", "-p", "no:cacheprovider")
-    ran.assert_outcomes(passed=2)
+    ran.assert_outcomes(passed=3)
     scripts = [line.split("SCRIPT ", 1)[1] for line in ran.outlines if "SCRIPT " in line]
-    assert len(scripts) == 2
+    assert len(scripts) == 3
     # a new interpreter in another folder, whose import path lacks the test's folder
     env = {
         **os.environ,
@@ -107,3 +136,5 @@ def test_the_script_rebuilds_a_modern_model_from_a_test_module_in_another_folder
     assert "('bias', None)" in text and "('weight', 'tied', 'embed.weight')" in text
     assert "import_object('test_local_decoder:Format.NCL')" in text
     assert "IMPORT_ROOTS = {'test_local_decoder': " in text
+    # the input of a registered container type: made from its recorded parts and random ids
+    assert "pytree_value('test_local_decoder:Batch'," in open(scripts[1]).read()

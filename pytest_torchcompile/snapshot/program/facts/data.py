@@ -102,13 +102,27 @@ class SubmoduleLayout:
 
 
 @dataclass(frozen=True)
+class StructureSpec:
+    """An argument of a container type registered with torch's pytree (a tensorclass, a
+    TensorDict): its type's import path, the source of its context, and its children, each a
+    tensor's layout, another container or a literal's source; the script makes it again as
+    torch's `tree_unflatten` does, over random tensors."""
+
+    type_path: str
+    context: str
+    children: tuple[TensorSpec | StructureSpec | str, ...]
+
+
+@dataclass(frozen=True)
 class ArgSpec:
-    """One argument of the first call: a tensor's layout, a literal, or what it was."""
+    """One argument of the first call: a tensor's layout, a literal, a container of those, or
+    what it was."""
 
     name: str  # the position ("0") or keyword
     tensor: TensorSpec | None
     literal: str | None
     type_name: str
+    structure: StructureSpec | None = None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from .data import (
 )
 from .homes import Home, frame_home
 from .module_tree import module_layout, tensor_spec
+from .structures import structure_spec
 
 #: guard helpers a guard's source may call while it is evaluated at capture.
 _GUARD_SCOPE = {
@@ -365,7 +366,10 @@ def case_facts(
 
 def arg_spec(name: str, value: object) -> ArgSpec:
     """One argument; a small tensor of integers or booleans (token ids, labels, a mask) with its
-    values, which the script uses where random ones could index out of range."""
+    values, which the script uses where random ones could index out of range; a registered pytree
+    container (a tensorclass) as its parts (`structures.py`)."""
     if isinstance(value, torch.Tensor):
         return ArgSpec(name, tensor_spec(name, value, by_value=True), None, type(value).__name__)
-    return ArgSpec(name, None, literal(value), type(value).__name__)
+    text = literal(value)
+    structure = structure_spec(value) if text is None else None
+    return ArgSpec(name, None, text, type(value).__name__, structure)

@@ -33,6 +33,7 @@ from ..facts.data import (
     Installed,
     ProgramFacts,
     Slot,
+    StructureSpec,
     TensorSpec,
 )
 from ..translation.checked import with_closure
@@ -183,7 +184,7 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "#: the module tree: (path, class, parameters, buffers, settings); a tensor is (name, shape, stride, dtype, device, requires_grad)",
         *_layout_notes(case),
         f"MODULE_LAYOUT = {layout!r}",
-        "#: the first call's arguments: (name, tensor layout or None, Python literal or None, type)",
+        "#: the first call's arguments: (name, tensor layout or None, Python literal or source or None, type)",
         *(
             [
                 "#: a small tensor of integers or booleans carries its values last (ids, labels, masks)"
@@ -243,7 +244,21 @@ def _spec(spec: TensorSpec | Slot) -> tuple[object, ...]:
 
 def _arg(arg: ArgSpec) -> tuple[object, ...]:
     tensor = _spec(arg.tensor) if arg.tensor is not None else None
-    return (arg.name, tensor, arg.literal, arg.type_name)
+    source = _structure_source(arg.structure) if arg.structure is not None else arg.literal
+    return (arg.name, tensor, source, arg.type_name)
+
+
+def _structure_source(structure: StructureSpec) -> str:
+    """`pytree_value(type, context, [children])`, each tensor a `random_tensor` of its layout."""
+    children = [
+        c
+        if isinstance(c, str)
+        else _structure_source(c)
+        if isinstance(c, StructureSpec)
+        else f"random_tensor({_spec(c)!r})"
+        for c in structure.children
+    ]
+    return f"pytree_value({structure.type_path!r}, {structure.context}, [{', '.join(children)}])"
 
 
 def _frame_section(frame: FramePlan) -> str:
