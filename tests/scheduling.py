@@ -3,8 +3,8 @@
 xdist gives a worker one module at a time, by default the modules with the
 most tests first; a module whose tests each run a whole suite in a
 subprocess (the committed-snapshot stability checks) has few tests and runs
-for minutes, and started late it leaves the other worker idle at the end of
-the run. `SLOWEST` names the modules that take longest (worker seconds from
+for minutes, and started late it can leave the other worker idle at the end
+of the run; handed out longest first, the short modules even the workers out. `SLOWEST` names the modules that take longest (worker seconds from
 `--durations`, CI's torch 2.13 leg), and each worker that asks for a module
 gets the first of them still waiting; the rest keep xdist's order.
 """
