@@ -184,22 +184,28 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
         "#: the module tree: (path, class, parameters, buffers, settings); a tensor is (name, shape, stride, dtype, device, requires_grad)",
         *_layout_notes(case),
         f"MODULE_LAYOUT = {layout!r}",
-        "#: the first call's arguments: (name, tensor layout or None, Python literal or source or None, type)",
-        *(
-            [
-                "#: a small tensor of integers or booleans carries its values last (ids, labels, masks)"
-            ]
-            if any(
-                a.tensor is not None and a.tensor.values is not None
-                for a in (*case.args, *case.kwargs)
-            )
-            else []
-        ),
+        "#: the first call's arguments: (name, tensor layout or None, Python literal or None, type)",
+        *_input_notes(case),
         f"INPUTS = {inputs!r}",
         "#: Inductor's settings the kernels were compiled with (they pick the vector ISA and math flags)",
         f"KERNEL_BUILD = {dict(settings.kernel_build)!r}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _input_notes(case: CaseFacts) -> list[str]:
+    """What INPUTS holds beyond layouts and literals, said where it holds it."""
+    args = (*case.args, *case.kwargs)
+    notes = []
+    if any(a.tensor is not None and a.tensor.values is not None for a in args):
+        notes.append(
+            "#: a small tensor of integers or booleans carries its values last (ids, labels, masks)"
+        )
+    if any(a.structure is not None for a in args):
+        notes.append(
+            "#: an input of a registered pytree container is the source that makes it (`pytree_value`) in the literal's place"
+        )
+    return notes
 
 
 def _layout_notes(case: CaseFacts) -> list[str]:
