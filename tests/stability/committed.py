@@ -197,6 +197,9 @@ def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
         "pytest",
         f"fixtures/{suite.module}",
         "-q",
+        # a difference the comparison reads as text only is a difference all the same: these
+        # runs check that nothing differs, and text-only differences would pass silently
+        "--torchcompile-strict-text",
         "-p",
         "no:cacheprovider",
         "-W",
