@@ -237,13 +237,43 @@ def checked_out(suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Check
         pytest.skip(f"{suite.module} needs {', '.join(missing)}: pip install -e '.[models]'")
     copy_suite(suite, project)
     cache = str(tmp_path_factory.mktemp("inductor_cache"))
-    return Checkout(
-        suite,
+    # the cold run is the suite's plain run too (`run_here_instead`): its programs run, as there
+    first_run = run_suite(
         project,
-        tree_digest(project / "snapshots"),
-        cache,
-        run_suite(project, suite, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONHASHSEED=SEEDS["cold"]),
+        suite,
+        TORCHINDUCTOR_CACHE_DIR=cache,
+        PYTHONHASHSEED=SEEDS["cold"],
+        PTC_FIXTURES_RUN_PROGRAM="1",
     )
+    return Checkout(suite, project, tree_digest(project / "snapshots"), cache, first_run)
+
+
+#: the test of a suite's stability module that runs the whole suite against its committed set
+COLD_RUN = "test_committed_snapshots_match_at_another_path_with_a_cold_cache"
+
+
+def run_here_instead(items: list[pytest.Item], updating: bool) -> list[pytest.Item]:
+    """The items of a suite's own test module (`fixtures/test_zoo.py`, ...) whose every test the
+    cold run of its stability module, collected in the same session, runs as they are (at another
+    path, with a cold cache, programs and scripts included, failing on any difference from the
+    committed set): running them here too would compile each model twice, a few CI minutes. Kept
+    where the cold run would not cover them: it is deselected or skips (no committed set for this
+    torch and Python, a library missing), it runs part of the suite (`Suite.select`), or the run
+    writes snapshots (`updating`), which the cold run never does."""
+    if updating:
+        return []
+    collected = {item.nodeid for item in items}
+    covered = set()
+    for name, suite in SUITES.items():
+        cold = f"tests/stability/test_committed_{name}_stable.py::{COLD_RUN}"
+        if (
+            cold in collected
+            and suite.select is None
+            and committed_set(suite).is_dir()
+            and not missing_libraries(suite)
+        ):
+            covered.add(f"fixtures/{suite.module}")
+    return [item for item in items if item.nodeid.split("::")[0] in covered]
 
 
 def committed_set(suite: Suite, torch_minor: str | None = None) -> Path:
