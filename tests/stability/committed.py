@@ -113,7 +113,7 @@ def per_python(suite: Suite, select: str, tests: int) -> Suite:
     of the models whose set differs there (`select`, `tests` of them), cold at another path and
     reversed with hash randomisation off (what a Python changes: the frames and the order Dynamo
     guards in). A test alone and the shuffled run after the libraries ran eagerly do not depend
-    on the Python and run on 3.11, and the plain suite run in the same leg checks every model."""
+    on the Python and run on 3.11, and the suite's own module in the same leg checks every model."""
     if REAL_MODELS_SNAPSHOT_DIR is None:
         return suite
     return replace(
@@ -188,7 +188,7 @@ class Checkout:
 
 
 def run_suite(cwd: Path, suite: Suite, *args: str, **env: str) -> str:
-    # snapshot bytes are what these runs check; the plain suite run proves the programs of the
+    # snapshot bytes are what the warm re-runs check; the cold run proves the programs of the
     # real models (each run of a large model's program costs seconds), every re-run the zoo's
     environ = {**os.environ, "PTC_FIXTURES_RUN_PROGRAM": "1" if suite.programs else "0", **env}
     command = [
