@@ -26,10 +26,12 @@ dozen unrelated functions first, and the real-model suites' shuffled order,
 after their libraries ran eagerly, runs with hash randomisation off (those
 suites skip the reversed and xdist runs: another order and another process
 state are what the shuffled run gives them, and the zoo runs both on every
-leg; the real models are the slowest suites CI runs). A difference then names
-each disturbance of its run; rerun with one of them alone (`REVERSE_ORDER=1`,
-`COMPILE_FIRST=1`, `SHUFFLE_SEED`, `EAGER_FIRST=1`, `PYTHONHASHSEED`) to tell
-which.
+leg; the real models are the slowest suites CI runs). The zoo's reversed run is
+also on an AVX2-only CPU and its one-test-alone run on one thread (`HOSTS`), so
+every torch leg varies the host without a fresh recording of its own. A
+difference then names each disturbance of its run; rerun with one of them alone
+(`REVERSE_ORDER=1`, `COMPILE_FIRST=1`, `SHUFFLE_SEED`, `EAGER_FIRST=1`,
+`PYTHONHASHSEED`, `ATEN_CPU_CAPABILITY=avx2`, `OMP_NUM_THREADS=1`) to tell which.
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ class Suite:
     select: str | None = None
     #: the warm runs it skips (`SEEDS`' names), to keep a CI leg short
     skips: frozenset[str] = frozenset({"reversed", "xdist"})
+    #: whether its warm runs also run on other hosts (`HOSTS`): the zoo's, which every CI leg
+    #: runs (the fresh-snapshot checks that vary the host run on the torch 2.13 legs alone)
+    hosts: bool = False
 
 
 #: the runs whose disturbance does not depend on the Python: on 3.11 alone (CI's 3.13 leg runs
@@ -142,9 +147,16 @@ SUITES = {
         10,
         "graph_break",
         programs=True,
+        hosts=True,
         skips=frozenset({"eager_first"})
         | (PYTHON_FREE if REAL_MODELS_SNAPSHOT_DIR else frozenset()),
     ),
+}
+#: another host under a run (`Suite.hosts`), a disturbance neither undoes nor depends on the
+#: run's own: another thread count (Inductor's CPU code reads it) and an AVX2-only CPU
+HOSTS = {
+    "alone": {"OMP_NUM_THREADS": "1"},
+    "reversed": {"ATEN_CPU_CAPABILITY": "avx2"},
 }
 #: the hash seed of each run: another one per run, and one run with hash randomisation off
 SEEDS = {
@@ -172,12 +184,14 @@ class Checkout:
                 f"{self.suite.module} on Python {sys.version_info[0]}.{sys.version_info[1]} skips the "
                 f"{variation} run (Suite.skips: what it checks runs elsewhere, see the module's docstring)"
             )
+        host = HOSTS.get(variation, {}) if self.suite.hosts else {}
         return run_suite(
             self.project,
             self.suite,
             *args,
             TORCHINDUCTOR_CACHE_DIR=self.cache,
             PYTHONHASHSEED=SEEDS[variation],
+            **host,
             **env,
         )
 
