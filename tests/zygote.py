@@ -43,6 +43,9 @@ PRELOAD = (
 IMPORT_TIME = re.compile(
     r"^(PYTHON(?!PATH$)|TORCH|PYTORCH|OMP_|MKL_|KMP_|ATEN_|CUDA|NVIDIA|LD_|TRITON|(TMPDIR|TEMP|TMP)$)"
 )
+#: the zygote's own environment on top of the worker's: numpy's OpenBLAS starts no thread pool
+#: (a thread must not be forked) and torch asks NVML, not the CUDA driver, whether CUDA is there
+ZYGOTE_ONLY = {"OPENBLAS_NUM_THREADS": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 #: set to 1 for every run in a real subprocess
 OPT_OUT = "PTC_TESTS_FRESH_INTERPRETERS"
 
@@ -64,7 +67,11 @@ def reply(**message):
     outbox.flush()
 
 
-reply(ready=not leaked and threading.active_count() == 1, leaked=leaked, threads=threading.active_count())
+threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else threading.active_count()
+cuda = "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()
+# a native thread (numpy's BLAS pool, a GPU driver's thread started by an import) or a CUDA
+# context would not survive a fork: the runs then take real subprocesses
+reply(ready=not leaked and threads == 1 and not cuda, leaked=leaked, threads=threads, cuda=cuda)
 
 
 def child(request):
@@ -161,17 +168,22 @@ class ZygoteRun:
                 pass
 
 
+#: the worker's environment before any test changed it: a zygote started inside a test that set
+#: an import-time variable (`TMPDIR`) would otherwise fork none of the later tests' runs
+_WORKER_ENV = dict(os.environ)
+
+
 class Zygote:
-    """The worker's zygote: started at its first run, with the environment the worker had then."""
+    """The worker's zygote: started at its first run, with the environment the worker started with."""
 
     def __init__(self) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env = {k: v for k, v in _WORKER_ENV.items() if k != "PYTHONPATH"}
         self.env = env
         self._process = subprocess.Popen(
             [sys.executable, "-c", _SERVER, json.dumps(PRELOAD)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env={**env, **ZYGOTE_ONLY},
             cwd="/",
         )
         hello = self.receive(120)
@@ -252,6 +264,11 @@ def run_pytest(
             out.read_text(errors="replace"),
             err.read_text(errors="replace"),
         )
+
+
+def pid() -> int | None:
+    """The worker's zygote's process id, if it was started."""
+    return None if _zygote is None else _zygote._process.pid
 
 
 def close() -> None:
