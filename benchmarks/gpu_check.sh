@@ -20,6 +20,7 @@
 #   GPU_CHECK_STEPS=program OUT=/some/folder bash benchmarks/gpu_check.sh
 #                                      # a second run: the threads the fork server's imports start
 #                                      # and what the server stopped before, step 3, 3b, then 1b
+#                                      # (GPU_CHECK_TIMING=0: not 1b)
 #
 # The wheels in .whl/ (syrupy, depyf, sybil, ...) go to /tmp/site; without .whl/ that is skipped.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -559,7 +560,7 @@ main() {
             "${BASE[@]}" -s --update-snapshots test_prog.py
         step_program
         step_fresh_cost
-        step_timing
+        [ "${GPU_CHECK_TIMING:-1}" = 0 ] || step_timing
         summary
         return "$FAILED"
     fi

@@ -9,7 +9,8 @@ process where torch (and, where importing it starts no thread, Inductor) is
 imported and nothing was ever compiled, the same for every call. The
 server's environment is the caller's, with numpy's BLAS kept to one thread
 and torch's CUDA check made through NVML (`fork_server.SERVER_ONLY`: a
-process with threads must not fork); the child takes the caller's
+process with threads must not fork; what Inductor asks at import is
+answered from another process, `zygote.py`); the child takes the caller's
 environment again, its working folder and import path at the time of the
 call (the call's own folder where the caller's working folder was
 deleted). A change of environment starts another server.

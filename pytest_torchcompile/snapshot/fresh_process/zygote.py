@@ -7,13 +7,14 @@ run, Inductor: `_torch/process/preload.py`), compiles nothing, freezes what it h
 for the garbage collector (so children do not copy it page by page), then
 answers on stdout (JSON, one message a line) and reads requests on stdin.
 
-After each step it checks that forking is still safe (one thread, no CUDA
-context). On a GPU machine an import can start the driver's thread
-(importing Inductor's compile module does on an H100 with torch 2.11):
-the server then starts itself again (`exec`, which ends every thread) with
-`--stop-before` that step, so it holds what comes before and each child
-imports the rest itself, as it needs it. Only a thread that runs before
-torch is imported makes it refuse.
+An import that asks whether CUDA is available (torch 2.11's Inductor does)
+is answered from another process (`preload.take_step_without_driver`): asking
+the driver here would start its thread. After each step it checks that
+forking is still safe (one thread, no CUDA context); where an import starts a
+thread anyway, the server starts itself again (`exec`, which ends every
+thread) with `--stop-before` that step, so it holds what comes before and
+each child imports the rest itself, as it needs it. Only a thread that runs
+before torch is imported makes it refuse.
 
 - it says `{"ready": pid, "stopped_before": step or null, "why": ...}`
   once, or `{"refused": why}` when forking would be unsafe;
@@ -78,7 +79,7 @@ def main(argv: list[str]) -> int:
     for step in STEPS if problem is None else ():
         if step == stop_before:
             break
-        preload.take_step(step)
+        preload.take_step_without_driver(step)
         problem = preload.fork_unsafe()
         if problem is not None and stop_before is None and step != STEPS[0]:
             _again(replies, step, f"importing it made forking unsafe: {problem}")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchcompile.snapshot.fresh_process.settings import FORK_VARIABLE, TIMEOUT_VARIABLE
+from tests import zygote
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fork server runs on Linux")
@@ -163,9 +164,13 @@ def test_after_the_server_died(compile_model):
 
 
 def leftovers(token: str) -> list[int]:
-    """Processes whose environment holds the token (every process the inner session started)."""
+    """Processes whose environment holds the token (every process the inner session started), but
+    the suite's own zygote (tests/zygote.py), which outlives it when the session started it."""
     found = []
+    ours = zygote.pid()
     for pid in os.listdir("/proc"):
+        if pid == str(ours):
+            continue
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
         except (OSError, ValueError):
@@ -326,3 +331,53 @@ def test_{i}(compile_model):
     result.stdout.fnmatch_lines(["*Threads:*1", "*Threads:*1"])
     # in each child: Inductor's compile_fx not held, 1 thread, no CUDA; imported there, the driver
     assert seen.read_text().splitlines() == ["LOOK False 1 False 2"] * 2
+
+
+#: on the import path of the inner session: torch 2.11 on a machine whose driver sees
+#: DRIVER_DEVICES GPUs, where importing Inductor asks `torch.cuda.is_available()` and asking the
+#: driver starts its thread
+DRIVER_ASKED_ON_INDUCTOR_IMPORT = (DATA / "gpu_driver_check_sitecustomize.py").read_text()
+
+ASKED = """
+def asked():
+    from torch._inductor import compile_fx, cpu_vec_isa
+    probed = cpu_vec_isa.valid_vec_isa_list.cache_info().currsize
+    with open(os.environ["LOOK_OUT"], "a") as out:
+        print("ASKED", compile_fx.ASKED, "ISA probed", probed, file=out)
+    return Probe()
+
+class Asked(Probe):
+    def __reduce__(self):
+        return (asked, ())
+
+"""
+
+
+@pytest.mark.parametrize("devices", [0, 1])
+def test_a_server_asks_another_process_whether_cuda_is_there(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, devices: int
+) -> None:
+    """Inductor's import asks whether CUDA is available; the server's answer comes from a process
+    of its own, so the server holds Inductor with one thread, and the modules hold the answer a
+    fresh process gets. Where a device is seen, the ISA probe is left to the children."""
+    pytester.makepyfile(sitecustomize=DRIVER_ASKED_ON_INDUCTOR_IMPORT)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), *sys.path]))
+    monkeypatch.setenv("DRIVER_DEVICES", str(devices))
+    seen = pytester.path / "asked.txt"
+    monkeypatch.setenv("LOOK_OUT", str(seen))
+    test = """
+@fresh
+def test_asked(compile_model):
+    result = compile_model(Lin(Asked()), torch.randn(2, 4))
+    with open(f"/proc/{server()}/cmdline", "rb") as cmdline:
+        print("SERVER", result.program_report.started, cmdline.read().split(b"\\0")[-6:])
+    with open(f"/proc/{server()}/status") as status:
+        print([line for line in status if line.startswith("Threads:")][0].strip())
+"""
+    pytester.makepyfile(test_asked=COMMON + ASKED + test)
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    (started,) = re.findall(r"SERVER \['forked'\] (.*)", result.stdout.str())
+    assert "--stop-before" not in started, result.outlines  # it held Inductor: no start again
+    result.stdout.fnmatch_lines(["*Threads:*1"])
+    assert seen.read_text().splitlines() == [f"ASKED {devices > 0} ISA probed {int(not devices)}"]
