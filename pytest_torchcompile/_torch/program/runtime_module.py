@@ -34,10 +34,14 @@ class Skeleton(torch.nn.Module):
 
 #: the class path of a module slot that holds None; of a module seen before, this and its first path
 NO_MODULE, SAME_MODULE = "<None>", "<same as>"
+#: the last entry of a module its parent holds as a plain attribute, outside `_modules`
+ATTRIBUTE_MODULE = "attribute"
 
 
 #: the objects `new_object` made, by the number the file gave them (an object at two places is one)
 SHARED_OBJECTS: dict = {}
+#: the tensors `rebuild_module` bound so far, by path (an attribute that holds them names them)
+TREE_TENSORS: dict = {}
 
 
 def shared_object(number: int):
@@ -45,9 +49,18 @@ def shared_object(number: int):
     return SHARED_OBJECTS[number]
 
 
-def new_object(class_path: str, attributes: dict, items: dict | None = None, shared=None):
+def tree_tensor(path: str):
+    """The parameter or buffer the rebuilt tree holds at `path` (bound before the attribute that
+    names it), so that an attribute holding it holds that same tensor."""
+    return TREE_TENSORS[path]
+
+
+def new_object(
+    class_path: str, attributes: dict, items: dict | None = None, shared=None, setstate=False
+):
     """An object rebuilt as pickle rebuilds it: its class's `__new__`, its items (a dict subclass,
-    set as the dict sets them) and its `__dict__`; no `__init__` runs."""
+    set as the dict sets them) and its state, given to its `__setstate__` (`setstate`) or set as
+    its `__dict__`; no `__init__` runs."""
     cls = import_object(class_path)
     value = cls.__new__(cls)
     if shared is not None:
@@ -56,18 +69,23 @@ def new_object(class_path: str, attributes: dict, items: dict | None = None, sha
         (
             collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
         ).__setitem__(value, key, item)
-    value.__dict__.update(attributes)
+    if setstate:
+        value.__setstate__(attributes)
+    else:
+        value.__dict__.update(attributes)
     return value
 
 
 def rebuild_module(layout: list, state_dict: dict):
     """The module tree of `layout` with the tensors of `state_dict` bound by name: each module of
     its own class (a `Skeleton` where the class does not import), made as pickle makes it (no
-    `__init__` of its own runs), its recorded settings set; a tied tensor or a shared module bound
-    once, at every path it had."""
-    nodes, tensors = {}, {}
+    `__init__` of its own runs), its tensors bound, then its recorded settings set (they may hold
+    its tensors); a tied tensor or a shared module bound once, at every path it had; a module
+    held as a plain attribute set in its parent's `__dict__`."""
+    nodes = {}
     SHARED_OBJECTS.clear()
-    for path, class_path, params, buffers, settings in layout:
+    TREE_TENSORS.clear()
+    for path, class_path, params, buffers, settings, *held in layout:
         parent, _, child = path.rpartition(".")
         shared = class_path is not None and class_path.startswith(SAME_MODULE)
         if class_path == NO_MODULE:
@@ -77,18 +95,19 @@ def rebuild_module(layout: list, state_dict: dict):
         else:
             node = _new_module(class_path)
         if path:
-            nodes[parent]._modules[child] = node
+            where = nodes[parent].__dict__ if ATTRIBUTE_MODULE in held else nodes[parent]._modules
+            where[child] = node
         if node is None or shared:
             continue
         nodes[path] = node
-        for name, source in settings:
-            node.__dict__[name] = eval(source)
         for registry, specs, make in (
             (node._parameters, params, True),
             (node._buffers, buffers, False),
         ):
             for spec in specs:
-                registry[spec[0]] = _slot(state_dict, path, spec, make, tensors)
+                registry[spec[0]] = _slot(state_dict, path, spec, make, TREE_TENSORS)
+        for name, source in settings:
+            node.__dict__[name] = eval(source)
     return nodes[""]
 
 

@@ -292,7 +292,7 @@ def main() -> None:
     if ENTRY["method"]:
         state = {
             (f"{path}." if path else "") + spec[0]: random_tensor(spec, path)
-            for path, _, params, buffers, _ in MODULE_LAYOUT
+            for path, _, params, buffers, *_ in MODULE_LAYOUT
             for spec in (*params, *buffers)
             if spec[1] not in (None, "tied")  # a slot that holds None, or a tensor tied to another
         }

@@ -138,3 +138,80 @@ def test_the_script_rebuilds_a_modern_model_from_a_test_module_in_another_folder
     assert "IMPORT_ROOTS = {'test_local_decoder': " in text
     # the input of a registered container type: made from its recorded parts and random ids
     assert "pytree_value('test_local_decoder:Batch'," in open(scripts[1]).read()
+
+
+HELD_NETWORK = """
+import collections
+
+import pytest
+import torch
+from torch import nn
+
+
+class Store:
+    # tensors in nested dicts, pickled through its own state methods, as tensordict's TensorDict
+    def __init__(self, tensors):
+        self.tensors, self.ops, self._scratch = tensors, collections.deque(maxlen=4), object()
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_scratch"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._scratch = object()
+
+
+class Params(nn.Module):
+    # the network's parameters registered here and held again in a Store (TensorDictParams' way)
+    def __init__(self, net):
+        super().__init__()
+        for name, p in net.named_parameters():
+            self.register_parameter(name.replace(".", "_"), p)
+        self.store = Store({"first": {"weight": net[0].weight}, "last": {"weight": net[2].weight}})
+
+
+class Loss(nn.Module):
+    # a loss that holds its network as a plain attribute, outside _modules (torchrl's losses do)
+    def __init__(self):
+        super().__init__()
+        net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+        self.params = Params(net)
+        self.__dict__["net"] = net
+
+    def forward(self, x):
+        scale = self.params.store.tensors["last"]["weight"].abs().mean()
+        return (self.net(x) * scale).pow(2).mean()
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=(), run_program=True)
+def test_loss(compile_model, tmp_path_factory):
+    torch.manual_seed(0)
+    result = compile_model(Loss(), torch.randn(5, 4))
+    print("SCRIPT", result.write_program(tmp_path_factory.mktemp("files") / "loss.py"))
+"""
+
+
+def test_the_script_rebuilds_a_network_held_as_an_attribute_and_tensors_held_twice(
+    pytester: pytest.Pytester, tmp_path
+) -> None:
+    pytester.makepyfile(test_held_loss=HELD_NETWORK)
+    ran = pytester.runpytest("-s", "-p", "no:cacheprovider")
+    ran.assert_outcomes(passed=1)
+    script = next(line.split("SCRIPT ", 1)[1] for line in ran.outlines if "SCRIPT " in line)
+    done = subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "output: float32 []" in done.stdout
+    assert "backward ran through 1 output(s)" in done.stdout
+    text = open(script).read()
+    # the network at its attribute, its parameters tied to the registered ones; the store made
+    # by its own __setstate__, holding those same tensors by path
+    assert (
+        "'torch.nn.modules.container:Sequential', [], [], [('training', 'True')], 'attribute')"
+        in text
+    )
+    assert "('weight', 'tied', 'params.0_weight')" in text
+    assert (
+        "new_object('test_held_loss:Store', {'tensors': {'first': {'weight': tree_tensor('params.0_weight')}"
+        in text
+    )
+    assert "'ops': collections.deque([], 4)}, None, shared=0, setstate=True)" in text

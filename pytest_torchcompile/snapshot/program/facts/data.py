@@ -99,6 +99,9 @@ class SubmoduleLayout:
     parameters: tuple[TensorSpec | Slot, ...]
     buffers: tuple[TensorSpec | Slot, ...]
     settings: tuple[tuple[str, str], ...]  # (attribute, Python source that builds it)
+    #: held in its parent's `__dict__` as a plain attribute, not registered in its `_modules`
+    #: (torchrl's losses hold their networks so)
+    attribute: bool = False
 
 
 @dataclass(frozen=True)

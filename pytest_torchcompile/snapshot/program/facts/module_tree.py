@@ -4,18 +4,22 @@ Dynamo's guards and code read more of a module than its parameters: slots
 registered as None (`Linear(bias=False)`'s `_parameters['bias'] is None`), the
 same parameter or submodule at two paths (tied embeddings), plain attributes
 that are objects (a config, an enum member, a function, a small helper
-object). `module_layout` records each module once, in the order its parent holds it,
-with those: a tensor slot as its layout, `(name, None)` or `(name, "tied",
-path)`; a module seen before as `SAME_MODULE` of its first path; an
-attribute as the Python source that builds it again (`attribute_source`),
-left out where it has none (a guard that reads it then fails, naming it).
+object), and modules held as plain attributes, outside `_modules` (torchrl's
+losses hold their networks so, their parameters in a `TensorDictParams`).
+`module_layout` records each module once, in the order its parent holds it
+(registered children first, then those held as attributes), with those: a
+tensor slot as its layout, `(name, None)` or `(name, "tied", path)`; a
+module seen before as `SAME_MODULE` of its first path; an attribute as the
+Python source that builds it again (`attribute_source`), a tensor in it
+that the tree holds by its path, left out where it has none (a guard that
+reads it then fails, naming it).
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -28,8 +32,9 @@ from .data import Slot, SubmoduleLayout, TensorSpec
 #: what every torch.nn.Module holds in its `__dict__` (hooks, registries): `Module.__init__` makes them;
 #: `training` is the module's own setting; and what torch.compile marks the module with
 _MODULE_INTERNALS = frozenset(vars(torch.nn.Module())) - {"training"} | COMPILE_MARKS
-#: how deep and how many values an attribute's source may nest (a config of configs, not a data set)
-_DEPTH, _ITEMS = 8, 2000
+#: how deep and how many values an attribute's source may nest (a config of configs, a TensorDict of
+#: TensorDicts as deep as the module tree it mirrors; not a data set)
+_DEPTH, _ITEMS = 16, 2000
 #: the most elements a buffer's values are written for
 _VALUES = 4096
 
@@ -60,7 +65,7 @@ def _subclass_spec(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
         spec,
         subclass=class_path or type(t).__qualname__,  # no import path: named for the message
         inner=tuple(tensor_spec(name, value) for name, value in inner.items()),
-        metadata=attribute_source(metadata, {}) if class_path else None,
+        metadata=attribute_source(metadata) if class_path else None,
     )
 
 
@@ -71,36 +76,48 @@ def with_values(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
     return replace(spec, values=tuple(t.detach().cpu().reshape(-1).tolist()))
 
 
+@dataclass
+class Written:
+    """What the layout has written so far, which a later attribute refers to rather than copies:
+    objects made by `new_object`, numbered (`shared_object(n)`), and the tree's tensors by path."""
+
+    objects: dict[int, int] = field(default_factory=dict)
+    tensors: dict[int, str] = field(default_factory=dict)
+
+
 def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
-    """Every module of the tree once (a shared one as `SAME_MODULE` of its first path) and each
-    slot of a module that holds None (`NO_MODULE`), so that the rebuilt tree has as many."""
+    """Every module of the tree once (a shared one as `SAME_MODULE` of its first path), each
+    slot of a module that holds None (`NO_MODULE`), and each module held as a plain attribute
+    (`attribute`), so that the rebuilt tree has as many, at the same places."""
     layouts: list[SubmoduleLayout] = []
     modules: dict[int, str] = {}
-    tensors: dict[int, str] = {}
-    shared: dict[int, int] = {}  # the objects written so far, numbered (`attribute_source`)
+    written = Written()
 
-    def visit(path: str, module: torch.nn.Module) -> None:
+    def visit(path: str, module: torch.nn.Module, attribute: bool = False) -> None:
         if id(module) in modules:
             layouts.append(
-                SubmoduleLayout(path, f"{SAME_MODULE} {modules[id(module)]}", (), (), ())
+                SubmoduleLayout(path, f"{SAME_MODULE} {modules[id(module)]}", (), (), (), attribute)
             )
             return
         modules[id(module)] = path
         slots = (
-            _slots(path, module._parameters, tensors),
-            _slots(path, module._buffers, tensors, module._non_persistent_buffers_set),
+            _slots(path, module._parameters, written.tensors),
+            _slots(path, module._buffers, written.tensors, module._non_persistent_buffers_set),
         )
         settings = tuple(
             (k, text)
             for k, v in vars(module).items()
-            if k not in _MODULE_INTERNALS and (text := _attribute(v, shared)) is not None
+            if k not in _MODULE_INTERNALS and (text := _attribute(v, written)) is not None
         )
-        layouts.append(SubmoduleLayout(path, _class_path(module), *slots, settings))
+        layouts.append(SubmoduleLayout(path, _class_path(module), *slots, settings, attribute))
         for name, child in module._modules.items():  # in order: a ModuleList iterates them so
             if child is None:  # a None slot counts in len(_modules), which Dynamo guards
                 layouts.append(SubmoduleLayout(_join(path, name), NO_MODULE, (), (), ()))
             else:
                 visit(_join(path, name), child)
+        for name, value in vars(module).items():  # after: their tensors are often the tree's
+            if isinstance(value, torch.nn.Module) and name not in _MODULE_INTERNALS:
+                visit(_join(path, name), value, attribute=True)
 
     visit("", model)
     return tuple(layouts)
@@ -116,14 +133,14 @@ def _class_path(module: torch.nn.Module) -> str | None:
     return import_path(cls)
 
 
-def _attribute(value: object, shared: dict[int, int]) -> str | None:
+def _attribute(value: object, written: Written) -> str | None:
     """One attribute's source; where it has none, the objects it numbered on the way are forgotten
     (their source is not in the file)."""
-    before = dict(shared)
-    text = attribute_source(value, shared)
+    before = dict(written.objects)
+    text = attribute_source(value, written)
     if text is None:
-        shared.clear()
-        shared.update(before)
+        written.objects.clear()
+        written.objects.update(before)
     return text
 
 
@@ -156,48 +173,60 @@ def _slots(
     return tuple(specs)
 
 
-def attribute_source(value: object, shared: dict[int, int], depth: int = 0) -> str | None:
+def attribute_source(value: object, written: Written | None = None, depth: int = 0) -> str | None:
     """Python source that builds a module's plain attribute again in the program file, or None.
 
     Literals, enum members, dtypes and devices as constants; functions and
-    classes imported by name; lists, tuples, dicts, sets and partials of those; any other
-    object of a class that imports by name, rebuilt from its attributes as
-    pickle would (`new_object`: no `__init__` runs), once: an object met
-    again is that same object (`shared_object`; einops' layers share their
-    cached recipes, and Dynamo guards `a is b`). `shared` numbers them. Tensors
-    and modules are not attributes here (they are the tree's), nor is what
-    has no source.
+    classes imported by name; lists, tuples, dicts, sets, deques and partials of those;
+    a tensor the module tree holds as `tree_tensor(path)` (the same tensor, as
+    `TensorDictParams` holds its parameters twice); any other object of a class
+    that imports by name, rebuilt as pickle would (`new_object`: its `__dict__`,
+    or its `__getstate__` given to its `__setstate__`; no `__init__` runs), once:
+    an object met again is that same object (`shared_object`; einops' layers
+    share their cached recipes, and Dynamo guards `a is b`). `written` holds what
+    was written before. Modules are not attributes here (the layout holds them),
+    nor are tensors outside the tree, nor is what has no source.
     """
+    written = Written() if written is None else written
     if depth > _DEPTH:
         return None
     text = constant_source(value)
     if text is not None:
         return text
-    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+    if isinstance(value, torch.Tensor):
+        path = written.tensors.get(id(value))
+        return None if path is None else f"tree_tensor({path!r})"
+    if isinstance(value, torch.nn.Module):
         return None
     path = import_path(value)
     if path is not None:
         return f"import_object({path!r})"
+    return _container(value, written, depth)
+
+
+def _container(value: object, written: Written, depth: int) -> str | None:
+    """A container's source (its items each with one), or an object's (`_object`)."""
     if type(value) in (list, tuple):
-        return _sequence(value, shared, depth)  # type: ignore[arg-type]
+        return _sequence(value, written, depth)  # type: ignore[arg-type]
     if type(value) in (set, frozenset):
-        return _set(value, shared, depth)  # type: ignore[arg-type]
+        return _set(value)  # type: ignore[arg-type]
+    if type(value) is collections.deque:
+        items = _sequence(list(value), written, depth)
+        return None if items is None else f"collections.deque({items}, {value.maxlen!r})"
     if type(value) is functools.partial:
-        return _partial(value, shared, depth)
+        return _partial(value, written, depth)
     if type(value) in (dict, collections.OrderedDict):
-        items = _items(value, shared, depth)  # type: ignore[arg-type]
+        items = _items(value, written, depth)  # type: ignore[arg-type]
         if items is None:
             return None
         return items if type(value) is dict else f"collections.OrderedDict({items})"
-    return _object(value, shared, depth)
+    return _object(value, written, depth)
 
 
-def _sequence(
-    value: list[object] | tuple[object, ...], shared: dict[int, int], depth: int
-) -> str | None:
+def _sequence(value: list[object] | tuple[object, ...], written: Written, depth: int) -> str | None:
     if len(value) > _ITEMS:
         return None
-    parts = [attribute_source(v, shared, depth + 1) for v in value]
+    parts = [attribute_source(v, written, depth + 1) for v in value]
     if None in parts:
         return None
     if type(value) is list:
@@ -205,7 +234,7 @@ def _sequence(
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"  # type: ignore[arg-type]
 
 
-def _set(value: set[object] | frozenset[object], shared: dict[int, int], depth: int) -> str | None:
+def _set(value: set[object] | frozenset[object]) -> str | None:
     """A set of constants, in the order of their source (a set's own order differs per process)."""
     parts = sorted(constant_source(v) or "" for v in value)
     if "" in parts or len(parts) > _ITEMS:
@@ -214,56 +243,63 @@ def _set(value: set[object] | frozenset[object], shared: dict[int, int], depth: 
     return text if type(value) is set else f"frozenset({text})"
 
 
-def _partial(value: functools.partial[object], shared: dict[int, int], depth: int) -> str | None:
+def _partial(value: functools.partial[object], written: Written, depth: int) -> str | None:
     """`functools.partial(function, *args, **keywords)` where each part has a source."""
-    parts = [attribute_source(v, shared, depth + 1) for v in (value.func, *value.args)]
-    keywords = _items(value.keywords, shared, depth)
+    parts = [attribute_source(v, written, depth + 1) for v in (value.func, *value.args)]
+    keywords = _items(value.keywords, written, depth)
     if None in parts or keywords is None:
         return None
     return f"functools.partial({', '.join(parts)}, **{keywords})"  # type: ignore[arg-type]
 
 
-def _items(value: dict[object, object], shared: dict[int, int], depth: int) -> str | None:
+def _items(value: dict[object, object], written: Written, depth: int) -> str | None:
     """A dict's items as a dict display (keys that are literals), or None."""
     if len(value) > _ITEMS:
         return None
     parts = []
     for key, item in value.items():
         key_text = constant_source(key)
-        item_text = attribute_source(item, shared, depth + 1)
+        item_text = attribute_source(item, written, depth + 1)
         if key_text is None or item_text is None:
             return None
         parts.append(f"{key_text}: {item_text}")
     return "{" + ", ".join(parts) + "}"
 
 
-def _object(value: object, shared: dict[int, int], depth: int) -> str | None:
-    """`new_object('module:Class', {attributes}[, {items}])` for an instance pickle would rebuild
-    from its class and `__dict__` (and a dict subclass's items), or None."""
-    if id(value) in shared:
-        return f"shared_object({shared[id(value)]})"
+def _object(value: object, written: Written, depth: int) -> str | None:
+    """`new_object('module:Class', {state}, {items}, shared=n[, setstate=True])` for an instance
+    pickle would rebuild from its class and a state dict (and a dict subclass's items), or None."""
+    if id(value) in written.objects:
+        return f"shared_object({written.objects[id(value)]})"
     cls = type(value)
     class_path = import_path(cls)
-    state = getattr(value, "__dict__", None)
-    if class_path is None or not isinstance(state, dict) or not _pickled_as_its_dict(cls):
+    state = _pickled_state(value)
+    if class_path is None or state is None:
         return None
-    attributes = _items(state, shared, depth)
-    items = _items(dict(value), shared, depth) if isinstance(value, dict) else "None"
+    attributes = _items(state, written, depth)
+    items = _items(dict(value), written, depth) if isinstance(value, dict) else "None"
     if attributes is None or items is None:
         return None
-    shared[id(value)] = len(shared)
-    return f"new_object({class_path!r}, {attributes}, {items}, shared={shared[id(value)]})"
+    number = written.objects[id(value)] = len(written.objects)
+    setstate = ", setstate=True" if hasattr(cls, "__setstate__") else ""
+    return f"new_object({class_path!r}, {attributes}, {items}, shared={number}{setstate})"
 
 
-def _pickled_as_its_dict(cls: type) -> bool:
-    """Whether pickle would rebuild an instance as its class's `__new__` plus its `__dict__` (plus a
-    dict's items): no slots, no reduce, state or setstate of its own (a dict subclass's reduce is
-    the dict's)."""
-    if getattr(cls, "__slots__", ()) or hasattr(cls, "__setstate__"):
-        return False
+def _pickled_state(value: object) -> dict[str, object] | None:
+    """The state pickle would rebuild the object from, where that is a dict given to the class's
+    `__new__` and then its `__setstate__` (or its `__dict__`): no slots, and no reduce of its
+    own (a dict subclass's reduce is the dict's); else None."""
+    cls = type(value)
+    if getattr(cls, "__slots__", ()):
+        return None
     base = next((b for b in (collections.OrderedDict, dict) if issubclass(cls, b)), object)
-    own = [
+    if any(
         getattr(cls, name, None) is not getattr(base, name, None)
-        for name in ("__reduce_ex__", "__reduce__", "__getstate__")
-    ]
-    return not any(own)
+        for name in ("__reduce_ex__", "__reduce__")
+    ):
+        return None
+    own_getstate = getattr(cls, "__getstate__", None) is not getattr(base, "__getstate__", None)
+    if not own_getstate and hasattr(cls, "__setstate__"):
+        return None  # a setstate that expects what it alone knows
+    state = value.__getstate__() if own_getstate else getattr(value, "__dict__", None)  # type: ignore[attr-defined]
+    return state if isinstance(state, dict) and all(type(k) is str for k in state) else None

@@ -32,7 +32,7 @@ def structure_spec(value: object, depth: int = 0) -> StructureSpec | None:
     if parts is None or type_path is None or depth > _DEPTH:
         return None
     children, context = parts
-    context_source = attribute_source(context, {})
+    context_source = attribute_source(context)
     made = [_child(child, depth) for child in children]
     if context_source is None or None in made:
         return None

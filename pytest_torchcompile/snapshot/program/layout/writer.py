@@ -22,7 +22,7 @@ import torch
 from ...._torch.formats import DYNAMO_UTILS_ALIAS, DYNAMO_UTILS_MODULE
 from ...._torch.program import runtime as program_runtime
 from ...._torch.program import runtime_graphs, runtime_guards, runtime_module, template_load
-from ...._torch.program.runtime_module import SAME_MODULE
+from ...._torch.program.runtime_module import ATTRIBUTE_MODULE, SAME_MODULE
 from ....common.capture_log import CaptureLog
 from ....common.files import atomic_write_text
 from ...emit.values import constant_source, text_literal
@@ -171,6 +171,7 @@ def _case_section(case: CaseFacts, backend: str, settings: CompileSettings) -> s
             [_spec(p) for p in m.parameters],
             [_spec(b) for b in m.buffers],
             list(m.settings),
+            *((ATTRIBUTE_MODULE,) if m.attribute else ()),
         )
         for m in case.module
     ]
@@ -228,6 +229,14 @@ def _layout_notes(case: CaseFacts) -> list[str]:
     if any(m.class_path and m.class_path.startswith(SAME_MODULE) for m in case.module):
         notes.append(
             f"#: a module met before is {SAME_MODULE!r} and its first path (shared, bound once)"
+        )
+    if any(m.attribute for m in case.module):
+        notes.append(
+            f"#: a module its parent holds as a plain attribute (not a registered submodule) ends with {ATTRIBUTE_MODULE!r}"
+        )
+    if any("tree_tensor(" in text for m in case.module for _, text in m.settings):
+        notes.append(
+            "#: an attribute that holds the tree's own tensors names them by path (`tree_tensor`)"
         )
     return notes
 
