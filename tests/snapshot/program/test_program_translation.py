@@ -165,11 +165,16 @@ def test_a_wrong_translation_is_caught() -> None:
     assert "operation" in difference(branches.__code__, _function_code(wrong, "branches"))
 
 
-def with_try(x):
+def with_finally(x):
     try:
         return x.a
-    except AttributeError:
-        return None
+    finally:
+        x.close()
+
+
+def with_with(x):
+    with x:
+        return x.a
 
 
 def with_while(x):
@@ -178,21 +183,142 @@ def with_while(x):
     return x
 
 
-def with_closure(x):
-    return lambda: x
-
-
 @pytest.mark.parametrize(
     ("function", "reason"),
     [
-        (with_try, "exception table"),
+        (with_finally, "finally block|exception table"),
+        (with_with, "BEFORE_WITH|LOAD_SPECIAL|with block|exception table"),
         (with_while, "while loop"),
-        (with_closure, "makes a function at run time"),
     ],
 )
 def test_what_cannot_be_structured_is_refused_naming_it(function, reason: str) -> None:
     with pytest.raises(Untranslatable, match=reason):
         translate(function.__code__)
+
+
+def try_else(options, g):
+    try:
+        c = options["grid"]
+    except KeyError:
+        pass
+    else:
+        options["grid"] = g(c)
+    return options
+
+
+def try_in_a_loop(names, func, orig, null):
+    for name in names:
+        try:
+            cb = getattr(orig, name)
+        except AttributeError:
+            setattr(func, name, null)
+        else:
+            if cb is not null:
+                func.add(cb)
+            setattr(func, name, cb)
+    return func
+
+
+def try_mid_loop(x):
+    for i in x:
+        try:
+            i.a()
+        except ValueError:
+            pass
+        i.b()
+    return x
+
+
+def clauses_named_and_bare(x, y):
+    try:
+        z = x.f()
+    except (KeyError, ValueError) as e:
+        z = e
+    except TypeError:
+        return y
+    except:  # noqa: E722 - the bare clause is one of the shapes
+        z = None
+    return z
+
+
+def returns_in_try(x):
+    try:
+        return x.f()
+    except KeyError as err:
+        return err
+
+
+def makes_functions(options, shapes, is_tuple, callback):
+    try:
+        grid = options["grid"]
+    except KeyError:
+        pass
+    else:
+        options["grid"] = lambda func, y0, t: -grid(func, y0, -t)
+    if is_tuple:
+
+        def callback(t0, y0, dt, _callback=callback):
+            return _callback(t0, shapes(y0), dt)
+
+    def keyword(a, *, b=shapes):
+        return a + b
+
+    return callback, keyword
+
+
+TRIES = [try_else, try_in_a_loop, try_mid_loop, clauses_named_and_bare, returns_in_try]
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="try statements are structured from 3.11's exception table up to 3.13's handlers",
+)
+@pytest.mark.parametrize("function", TRIES, ids=lambda f: f.__name__)
+def test_try_except_is_written_as_try_except_and_proved_on_every_handler_path(function) -> None:
+    translation = checked(function.__code__)  # raises where the proof finds a difference
+    assert "try:" in translation.source and "except" in translation.source
+    assert same_behaviour(function.__code__) is None
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="try statements are structured from 3.11's exception table up to 3.13's handlers",
+)
+@pytest.mark.parametrize(
+    ("change", "difference_found"),
+    [
+        (("except KeyError:\n", "except KeyError:\n        options['x'] = 1\n"), "setitem"),
+        (("except KeyError:", "except AttributeError:"), "'raise', 'KeyError'"),
+        (
+            ("try:\n        c = options['grid']", "c = options['grid']\n    try:\n        pass"),
+            "raised",
+        ),
+    ],
+    ids=["another handler body", "another exception class", "outside the try"],
+)
+def test_a_wrong_handler_is_caught_by_raising_inside_the_try(change, difference_found) -> None:
+    translation = translate(try_else.__code__).source
+    wrong = translation.replace(*change)
+    assert wrong != translation, translation
+    found = difference(try_else.__code__, _function_code(wrong, "try_else"))
+    assert found is not None and difference_found in found, found
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="functions made at run time are written as defs from 3.11's code objects up to 3.13's",
+)
+def test_a_function_made_as_the_code_runs_is_a_def_with_its_defaults_closure_and_names() -> None:
+    translation = checked(makes_functions.__code__)  # the inner codes proved too
+    source = translation.source
+    assert ".__defaults__ = (callback,)" in source
+    assert ".__kwdefaults__ = {'b': shapes}" in source
+    assert "'<lambda>', 'makes_functions.<locals>.<lambda>'" in source
+    namespace: dict = {}
+    exec(compile(source, "<translated>", "exec"), namespace)
+    made, keyword = namespace["makes_functions"]({}, lambda y: y * 2, True, lambda *a: a)
+    assert made(1, 2, 3) == (1, 4, 3) and made.__defaults__[0](5) == (5,)
+    assert keyword(1, b=2) == 3 and keyword.__qualname__ == "makes_functions.<locals>.keyword"
 
 
 def test_a_non_literal_constant_is_named_for_the_caller_to_bind() -> None:

@@ -10,9 +10,11 @@ on fresh temporaries (`_s<N>`). Pure values (locals, constants, Dynamo's
 module aliases) and side-effect-free attribute and subscript chains are
 folded into the statement that uses them when that keeps the order of
 evaluation. Structured control flow is rebuilt where it nests: forward
-conditional jumps as `if`/`else`, `for` loops; anything else (exception
-tables, `while` loops, closures made at run time, unknown instructions)
-raises `Untranslatable` naming the instruction, never a guess.
+conditional jumps as `if`/`else`, `for` loops, `try`/`except` from the
+exception table (`handlers.py`), and a function made as the code runs as
+a `def` (`nested.py`); anything else (`finally` and `with` blocks, `while`
+loops, unknown instructions) raises `Untranslatable` naming the
+instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
 names `__const_<i>` whose values the caller binds. Each Python from 3.10 to
@@ -28,7 +30,9 @@ import sys
 import types
 
 from ...emit.values import literal
+from .handlers import Handlers, exception_table
 from .instructions import Instructions
+from .nested import NestedFunctions
 from .symbolic import NULL, Translation, Untranslatable, Val
 
 __all__ = ["NULL", "Translation", "Untranslatable", "literal", "translate"]
@@ -62,10 +66,13 @@ def translate(
 
     Non-literal constants are named `<const_prefix><index in co_consts>`.
     """
-    if getattr(code, "co_exceptiontable", b""):
-        raise Untranslatable("it has an exception table (a try, with or finally block)")
     translator = _Translator(code, const_prefix)
-    translator.run()
+    try:
+        translator.run()
+    except (
+        IndexError
+    ) as exc:  # the stack, as the translator models it, ran out: a shape it does not know
+        raise Untranslatable(f"a stack shape this translator does not follow ({exc})") from None
     return Translation(
         translator.source(name or code.co_name),
         dict(translator.constants),
@@ -73,8 +80,35 @@ def translate(
     )
 
 
-class _Translator(Instructions):
-    """Structured control flow over the instructions: blocks, `if`/`else`, `for`."""
+class _Translator(Handlers, NestedFunctions, Instructions):
+    """Structured control flow over the instructions: blocks, `if`/`else`, `for`, `try`; a
+    function made as the code runs (`nested.py`)."""
+
+    def __init__(self, code: types.CodeType, const_prefix: str) -> None:
+        super().__init__(code, const_prefix)
+        self.table = exception_table(code, self.at)
+        self.handler_code = self._handler_code()
+        self.loops: list[
+            tuple[int, int]
+        ] = []  # the enclosing loops: (FOR_ITER's offset, its jump back)
+        self.entered: set[object] = set()  # the try statements begun (their bodies start alike)
+        self.function_attributes: set[int] = set()  # 3.13's SET_FUNCTION_ATTRIBUTE, taken
+
+    def _handler_code(self) -> set[int]:
+        """The instructions of every handler, from PUSH_EXC_INFO to its cleanup's RERAISE."""
+        code: set[int] = set()
+        for entry in self.table:
+            if entry.lasti:
+                continue
+            cleanup = next(
+                (e.target for e in self.table if e.lasti and e.start == entry.target), None
+            )
+            if cleanup is None:
+                raise Untranslatable(
+                    f"a handler without a cleanup (offset {self.ins[entry.target].offset})"
+                )
+            code.update(range(entry.target, cleanup + 3))
+        return code
 
     def source(self, name: str) -> str:
         header = f"def {name}({_parameters(self.code)}):"
@@ -100,6 +134,8 @@ class _Translator(Instructions):
         while i < stop:
             ins = self.ins[i]
             op = ins.opname
+            if self.table and self.try_at(i) is not None:
+                return self._try(i, stop, stack)
             if op in _COND_JUMPS:
                 return self._conditional(i, stop, stack)
             if op in _OR_POP:
@@ -230,6 +266,8 @@ class _Translator(Instructions):
         ins = self.ins[i]
         exit_index = self._target(ins)
         back = exit_index - 1
+        while back > i and back in self.handler_code:  # 3.11 puts a try's handler inside the loop
+            back -= 1
         if (
             self.ins[back].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
             or self.ins[back].argval != ins.offset
@@ -245,7 +283,9 @@ class _Translator(Instructions):
         item = self.temp()
         self.emit(f"for {item} in {iterator.expr}:")
         before = [v.expr for v in stack]
+        self.loops.append((ins.offset, back))
         out, lines = self._branch(i + 1, back, [*stack, Val(item, "pure")])
+        self.loops.pop()
         if out is not None and [v.expr for v in out] != before:
             raise Untranslatable(f"a loop body that changes the stack (offset {ins.offset})")
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])

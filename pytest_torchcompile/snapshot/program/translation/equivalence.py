@@ -6,32 +6,69 @@ subscripts, stores, operators, iteration, truth tests, conversions to text)
 and answers with a new recorder (a fresh string for a conversion to text). Both codes run on fresh stand-ins; the logs and the outcomes must
 be equal. A truth test answers from a script, and the scripts are explored so
 that every branch both codes can take is taken (up to `MAX_PATHS`). Iteration
-yields two items. This proves the two codes do the same operations on the
-same values in the same order, which is all the transformed code of a frame
-does: the values themselves (tensors, modules) never matter to its shape.
+yields two items. Where the code has `try` blocks, each operation done
+inside one (by the exception table of the code that runs) is also made to
+raise, once per run: each builtin exception class the code names and one it
+does not, so that every handler path is taken too. This proves the two codes
+do the same operations on the same values in the same order, which is all
+the transformed code of a frame does: the values themselves (tensors,
+modules) never matter to its shape.
 """
 
 from __future__ import annotations
 
 import builtins
+import dis
 import itertools
+import sys
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 MAX_PATHS = 64
+#: the runs a code with `try` blocks may take: each raise is a path of its own
+MAX_PATHS_WITH_HANDLERS = 512
 _ITEMS = 2
+
+
+class _Injected(Exception):
+    """The exception no clause names: raised to see that it goes on through every handler."""
 
 
 @dataclass
 class _Run:
-    """One execution: the operations logged, the truth-test script and the answers given."""
+    """One execution: the operations logged, the truth-test script and the answers given; where
+    the code has `try` blocks, the operations done inside one (`protected`), and the one made to
+    raise (`inject`: its number and the exception's class)."""
 
     script: list[bool]
     log: list[tuple[object, ...]] = field(default_factory=list)
     asked: int = 0
     names: itertools.count = field(default_factory=itertools.count)
     others: dict[int, str] = field(default_factory=dict)
+    kept: list[object] = field(default_factory=list)
+    inject: tuple[int, type[BaseException]] | None = None
+    code: types.CodeType | None = None
+    covered: tuple[tuple[int, int], ...] = ()
+    protected: list[int] = field(default_factory=list)
+    operations: int = 0
+
+    def event(self, entry: tuple[object, ...]) -> None:
+        """Log one operation; inside a `try` block, note it, and raise there when it is the one."""
+        self.log.append(entry)
+        self.operations += 1
+        if not self.covered or not self._inside_try():
+            return
+        self.protected.append(self.operations)
+        if self.inject is not None and self.inject[0] == self.operations:
+            self.log.append(("raised", self.inject[1].__name__))
+            raise self.inject[1]("raised by the equivalence proof")
+
+    def _inside_try(self) -> bool:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code is not self.code:
+            frame = frame.f_back
+        return frame is not None and any(a <= frame.f_lasti < b for a, b in self.covered)
 
     def label(self, value: object) -> str | tuple[object, ...]:
         if id(value) in self.others:
@@ -56,23 +93,25 @@ class _Run:
                 self.label(value.stop),
                 self.label(value.step),
             )
+        if id(value) not in self.others:
+            self.kept.append(value)  # alive while the run lasts: a freed object's id is reused
         return self.others.setdefault(id(value), f"<{type(value).__name__} #{len(self.others)}>")
 
     def new(self, event: str, *operands: object) -> _Recorder:
         result = _Recorder(self, f"v{next(self.names)}")
-        self.log.append((event, *map(self.label, operands), self.label(result)))
+        self.event((event, *map(self.label, operands), self.label(result)))
         return result
 
     def text(self, event: str, *operands: object) -> str:
         """A conversion to text (Python insists on a str): logged, answered with a fresh one."""
         result = f"<text {next(self.names)}>"
-        self.log.append((event, *map(self.label, operands), repr(result)))
+        self.event((event, *map(self.label, operands), repr(result)))
         return result
 
     def truth(self, value: object) -> bool:
         answer = self.script[self.asked] if self.asked < len(self.script) else True
         self.asked += 1
-        self.log.append(("bool", self.label(value), answer))
+        self.event(("bool", self.label(value), answer))
         return answer
 
 
@@ -95,12 +134,12 @@ class _Recorder:
         return object.__getattribute__(self, "_run").new("getattr", self, name)
 
     def __setattr__(self, name: str, value: object) -> None:
-        object.__getattribute__(self, "_run").log.append(
+        object.__getattribute__(self, "_run").event(
             ("setattr", self._label(), name, self._label(value))
         )
 
     def __delattr__(self, name: str) -> None:
-        object.__getattribute__(self, "_run").log.append(("delattr", self._label(), name))
+        object.__getattribute__(self, "_run").event(("delattr", self._label(), name))
 
     def _label(self, value: object = None) -> str | tuple[object, ...]:
         run = object.__getattribute__(self, "_run")
@@ -115,14 +154,12 @@ class _Recorder:
         return object.__getattribute__(self, "_run").new("getitem", self, key)
 
     def __setitem__(self, key: object, value: object) -> None:
-        object.__getattribute__(self, "_run").log.append(
+        object.__getattribute__(self, "_run").event(
             ("setitem", self._label(), self._label(key), self._label(value))
         )
 
     def __delitem__(self, key: object) -> None:
-        object.__getattribute__(self, "_run").log.append(
-            ("delitem", self._label(), self._label(key))
-        )
+        object.__getattribute__(self, "_run").event(("delitem", self._label(), self._label(key)))
 
     def __bool__(self) -> bool:
         return object.__getattribute__(self, "_run").truth(self)
@@ -132,7 +169,7 @@ class _Recorder:
             return self  # an iterator is its own iterator, as Python's protocol says
         run = object.__getattribute__(self, "_run")
         iterator = _Recorder(run, f"v{next(run.names)}", iterator=True)
-        run.log.append(("iter", self._label(), self._label(iterator)))
+        run.event(("iter", self._label(), self._label(iterator)))
         return iterator
 
     def __next__(self) -> _Recorder:
@@ -207,11 +244,16 @@ class _Recorder:
 
 
 def _run(
-    code: types.CodeType, script: list[bool], constants: Mapping[str, object] | None = None
+    code: types.CodeType,
+    script: list[bool],
+    constants: Mapping[str, object] | None = None,
+    inject: tuple[int, type[BaseException]] | None = None,
 ) -> _Run:
     """Run `code` on recorders for its arguments, free variables, globals and builtins;
-    `constants` are globals bound to their values (a translation's named constants)."""
-    run = _Run(script)
+    `constants` are globals bound to their values (a translation's named constants); the builtin
+    exception classes it names are themselves (its `except` clauses test them); `inject`: the
+    operation made to raise."""
+    run = _Run(script, inject=inject, code=code, covered=_covered(code))
     names = set(code.co_names) | {
         "iter",
         "type",
@@ -236,6 +278,7 @@ def _run(
     fake_builtins.setdefault(
         "bool", bool
     )  # the translation's `bool(x)` for 3.13's TO_BOOL: a truth test
+    fake_builtins.update({name: getattr(builtins, name) for name in _exception_names(code)})
     scope: dict[str, object] = {
         name: _Recorder(run, f"global {name}")
         for name in code.co_names
@@ -258,6 +301,25 @@ def _run(
     return run
 
 
+def _covered(code: types.CodeType) -> tuple[tuple[int, int], ...]:
+    """The offsets `try` blocks cover in the code (the exception table's rows that are no
+    handler's own cleanup), empty before 3.11."""
+    if not getattr(code, "co_exceptiontable", b""):
+        return ()
+    rows = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+    return tuple((r.start, r.end) for r in rows if not r.lasti)
+
+
+def _exception_names(code: types.CodeType) -> list[str]:
+    """The builtin exception classes the code names."""
+    return [
+        name
+        for name in code.co_names
+        if isinstance(getattr(builtins, name, None), type)
+        and issubclass(getattr(builtins, name), BaseException)
+    ]
+
+
 def difference(
     original: types.CodeType,
     translated: types.CodeType,
@@ -268,16 +330,21 @@ def difference(
     `constants`: the values of the names the translation writes for constants without a literal
     form (a `torch.Size`), as the file binds them; the bytecode holds the values themselves.
     """
-    pending: list[list[bool]] = [[]]
+    kinds = [getattr(builtins, n) for n in _exception_names(original)] + [_Injected]
+    handlers = bool(_covered(original))
+    pending: list[tuple[list[bool], tuple[int, type[BaseException]] | None]] = [([], None)]
     seen = 0
-    while pending and seen < MAX_PATHS:
-        script = pending.pop()
+    while pending and seen < (MAX_PATHS_WITH_HANDLERS if handlers else MAX_PATHS):
+        script, inject = pending.pop()
         seen += 1
-        a, b = _run(original, script), _run(translated, script, constants)
+        a = _run(original, script, inject=inject)
+        b = _run(translated, script, constants, inject=inject)
         if a.log != b.log:
             return _describe(a.log, b.log)
         for depth in range(len(script), a.asked):  # branch on every truth test this path asked
-            pending.append([*script, *([True] * (depth - len(script))), False])
+            pending.append(([*script, *([True] * (depth - len(script))), False], inject))
+        if inject is None:  # and raise at every operation done inside a try block
+            pending.extend((script, (number, kind)) for number in a.protected for kind in kinds)
     return None
 
 

@@ -28,9 +28,6 @@ class LoadsAndStores(SymbolicStack):
         self.closed.add(ins.argval)
         stack.append(Val(f"(lambda: {ins.argval}).__closure__[0]", "pure"))
 
-    def op_MAKE_FUNCTION(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        raise Untranslatable(f"it makes a function at run time (offset {ins.offset})")
-
     def op_PUSH_NULL(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack.append(NULL)
 

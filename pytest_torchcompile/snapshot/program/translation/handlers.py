@@ -1,0 +1,346 @@
+"""`try`/`except` statements from the exception table (CPython 3.11 to 3.13).
+
+From 3.11 on a `try` leaves no instruction of its own: the exception table
+says which instructions a handler covers. A `try` body is a range the table
+sends to a handler that starts with PUSH_EXC_INFO; the handler tests each
+`except` clause in turn (the exception's class loaded, CHECK_EXC_MATCH, a
+jump to the next clause), binds it (`as name`) or drops it, runs the
+clause's body, leaves with POP_EXCEPT (a named clause then unbinds the name)
+and goes on: to where the statement ends, back to the loop it is in
+(the statement is the loop body's last), or on its own to a return (3.12 and
+later copy a short ending into each way out). RERAISE 0 ends the clauses
+(nothing matched), `COPY 3; POP_EXCEPT; RERAISE 1` cleans up after a clause
+that raised. The instructions after the body that the table does not cover
+run only when the body raised nothing: the statement's `else`.
+
+What is structured: `except <names>[ as name]:` clauses over builtin
+exception classes (the equivalence proof raises them, `equivalence.py`) and
+bare `except:`, each clause body left by one POP_EXCEPT. Anything else with a
+handler (`finally`, `with`, `except*`, a `try` inside a `try` or inside a
+clause, an exception class of a module) raises `Untranslatable` naming it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import sys
+from dataclasses import dataclass
+
+from .symbolic import Untranslatable, Val
+
+_JUMP_IF_FALSE = ("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_IF_FALSE")
+_FORWARD = ("JUMP_FORWARD", "JUMP")
+_BACKWARD = ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+#: what a named clause does after POP_EXCEPT: `name = None; del name`
+_UNBIND = ("LOAD_CONST", "STORE_FAST", "DELETE_FAST")
+
+
+#: the exception PUSH_EXC_INFO saves under the one raised, as the clause's stack holds it
+EXC_INFO = Val("<the saved exception>", "pure")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the exception table, as instruction indices."""
+
+    start: int
+    end: int
+    target: int
+    depth: int
+    lasti: bool
+
+
+@dataclass
+class Clause:
+    """One `except` clause: its test, the name it binds, its body's range and where it goes after."""
+
+    test: str | None  # None: a bare `except:`
+    name: str | None
+    body: tuple[int, int]
+    #: ("merge", index) to where the statement ends, ("loop", 0) back to its loop, ("end", index)
+    #: on to a return from `index`
+    leaves: tuple[str, int]
+
+
+def exception_table(code, at: dict[int, int]) -> list[Entry]:
+    """The code's exception table (empty before 3.11)."""
+    if not getattr(code, "co_exceptiontable", b""):
+        return []
+    if not (3, 11) <= sys.version_info < (3, 14):
+        raise Untranslatable(
+            "it has an exception table (a try, with or finally block), which this translator "
+            "structures on Python 3.11 to 3.13 only"
+        )
+    rows = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+    end_of_code = len(at)
+    return [
+        Entry(at[r.start], at.get(r.end, end_of_code), at[r.target], r.depth, r.lasti) for r in rows
+    ]
+
+
+def builtin_exception(name: str) -> bool:
+    """Whether `name` is a builtin exception class (the proof raises those for real)."""
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+class Handlers:
+    """`try` statements for the translator (`bytecode._Translator`): `_try` at a body's start."""
+
+    def try_at(self, index: int) -> Entry | None:
+        """The `try` whose body starts at `index`, where one does."""
+        for entry in self.table:  # type: ignore[attr-defined]
+            if entry.start == index and not entry.lasti and entry not in self.entered:
+                return entry
+        return None
+
+    def _try(self, i: int, stop: int, stack: list[Val]) -> list[Val] | None:
+        entry = self.try_at(i)
+        assert entry is not None
+        if entry.depth != len(stack):
+            raise Untranslatable(
+                f"a try block entered with a value on the stack (offset {self.ins[i].offset})"
+            )
+        others = [
+            e
+            for e in self.table
+            if e is not entry and not e.lasti and entry.start <= e.start < entry.end
+        ]
+        if others:
+            raise Untranslatable(f"a try inside a try (offset {self.ins[i].offset})")
+        clauses = self._clauses(entry)
+        self.flush(stack)
+        before = [v.expr for v in stack]
+        self.emit("try:")
+        self.entered.add(entry)  # its body, translated next, starts where it does
+        out, lines = self._branch(entry.start, entry.end, list(stack))
+        if out is not None and [v.expr for v in out[: len(before)]] != before:
+            raise Untranslatable(
+                f"a try body that does not end where it began (offset {self.ins[i].offset})"
+            )
+        self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
+        merges = {c.leaves for c in clauses if c.leaves[0] != "end"}
+        if len(merges) > 1:
+            raise Untranslatable(
+                f"except clauses that go on to different places (offset {self.ins[i].offset})"
+            )
+        merge = next(iter(merges), None)
+        for clause in clauses:
+            self._clause(clause, stack)
+        if out is None:  # the body returned or raised: nothing runs after it but the handler
+            return (
+                None if merge is None else self._block(self._merge_index(merge, stop), stop, stack)
+            )
+        return self._else(entry, merge, stop, out, len(stack))
+
+    def _merge_index(self, merge: tuple[str, int], stop: int) -> int:
+        return stop if merge[0] == "loop" else merge[1]
+
+    def _clauses(self, entry: Entry) -> list[Clause]:
+        """The handler's clauses, read from PUSH_EXC_INFO to the RERAISE 0 that ends them."""
+        handler = entry.target
+        if self.ins[handler].opname != "PUSH_EXC_INFO":
+            raise Untranslatable(
+                f"a handler that does not start with PUSH_EXC_INFO (offset {self.ins[handler].offset})"
+            )
+        self._refuse_finally_and_with(handler)
+        clauses: list[Clause] = []
+        i = handler + 1
+        while True:
+            op = self.ins[i].opname
+            if op == "RERAISE" and clauses:  # no clause matched: the exception goes on
+                return clauses
+            if op == "POP_TOP":  # a bare `except:`, last: it takes every exception
+                clause, _ = self._clause_body(None, None, i + 1, len(self.ins))
+                return [*clauses, clause]
+            clause, i = self._matching_clause(i)
+            clauses.append(clause)
+
+    def _refuse_finally_and_with(self, handler: int) -> None:
+        """A `with` block's handler calls `__exit__` (WITH_EXCEPT_START); a `finally` block's runs
+        its body for every exception, testing none: neither is structured yet."""
+        where = self.ins[handler].offset
+        ops = []
+        for ins in self.ins[handler + 1 :]:
+            if ins.opname in ("RERAISE", "POP_EXCEPT"):
+                break
+            ops.append(ins.opname)
+        if "WITH_EXCEPT_START" in ops:
+            raise Untranslatable(f"a with block's handler (offset {where})")
+        if "CHECK_EXC_MATCH" not in ops and ops[:1] != ["POP_TOP"]:
+            raise Untranslatable(f"a finally block's handler (offset {where})")
+        if "CHECK_EG_MATCH" in ops:
+            raise Untranslatable(f"an except* clause's handler (offset {where})")
+
+    def _matching_clause(self, i: int) -> tuple[Clause, int]:
+        """`except <test>[ as name]:` from the class loads at `i`; the index of the next clause."""
+        start = i
+        names = []
+        while self.ins[i].opname in ("LOAD_GLOBAL", "LOAD_NAME", "BUILD_TUPLE"):
+            if self.ins[i].opname != "BUILD_TUPLE":
+                names.append(self.ins[i].argval)
+            i += 1
+        match, jump, bind = self.ins[i : i + 3]
+        if (
+            match.opname != "CHECK_EXC_MATCH"
+            or jump.opname not in _JUMP_IF_FALSE
+            or not names
+            or not all(builtin_exception(n) for n in names)
+        ):
+            raise Untranslatable(
+                "an except clause this translator cannot structure: only builtin exception "
+                f"classes are (offset {self.ins[start].offset})"
+            )
+        if len(names) > 1 and self.ins[i - 1].opname != "BUILD_TUPLE":
+            raise Untranslatable(f"an except clause's test (offset {self.ins[start].offset})")
+        test = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+        following = self.at[jump.argval]
+        if bind.opname == "POP_TOP":
+            name = None
+        elif bind.opname == "STORE_FAST":
+            name = bind.argval
+        else:
+            raise Untranslatable(
+                f"an except clause that binds its exception with {bind.opname} (offset {bind.offset})"
+            )
+        clause, _ = self._clause_body(test, name, i + 3, following)
+        for name_read in names:
+            self.globals_read.add(name_read)  # type: ignore[attr-defined]
+        return clause, following
+
+    def _clause_body(
+        self, test: str | None, name: str | None, start: int, limit: int
+    ) -> tuple[Clause, int]:
+        """The clause's body: up to its one POP_EXCEPT (and a named clause's unbinding), then where
+        it goes."""
+        exits = [j for j in range(start, limit) if self.ins[j].opname == "POP_EXCEPT"]
+        if not exits:
+            raise Untranslatable(
+                f"an except clause that leaves other than by POP_EXCEPT (offset {self.ins[start].offset})"
+            )
+        leave = exits[0]
+        if any(self.try_at(j) is not None for j in range(start, leave)):
+            raise Untranslatable(f"a try inside an except clause (offset {self.ins[start].offset})")
+        after = leave + 1
+        if name is not None:
+            unbind = [ins.opname for ins in self.ins[after : after + 3]]
+            if unbind != list(_UNBIND) or self.ins[after + 1].argval != name:
+                raise Untranslatable(
+                    f"a named except clause that does not unbind its name (offset {self.ins[after].offset})"
+                )
+            after += 3
+        return Clause(test, name, (start, leave), self._leaves(after)), after
+
+    def _leaves(self, index: int) -> tuple[str, int]:
+        """Where a clause goes after POP_EXCEPT: on to the statement's end (a jump there, forward, or
+        back where 3.12 and later put the handler after it), back to its loop, or a return."""
+        ins = self.ins[index]
+        loop = self.loops[-1] if self.loops else None  # type: ignore[attr-defined]
+        if ins.opname in _BACKWARD and loop is not None and ins.argval == loop[0]:
+            return ("loop", 0)
+        if ins.opname in _FORWARD + _BACKWARD:
+            return ("merge", self.at[ins.argval])
+        return ("end", index)
+
+    def _clause(self, clause: Clause, stack: list[Val]) -> None:
+        """The clause's lines; its body runs over the handler's saved exception (`EXC_INFO`, which
+        POP_EXCEPT drops: a value the clause returns is swapped under it)."""
+        head = "except" if clause.test is None else f"except {clause.test}"
+        self.emit(head + (f" as {clause.name}:" if clause.name else ":"))
+        out, lines = self._branch(*clause.body, [*stack, EXC_INFO])
+        if out is not None:
+            if not out or out[-1] is not EXC_INFO:
+                raise Untranslatable(
+                    f"an except clause that leaves values over the saved exception (offset {self.ins[clause.body[0]].offset})"
+                )
+            out = out[:-1]
+        if out is not None and clause.leaves[0] == "end":
+            self._check_returns(clause.leaves[1])
+            mark, self.indent = len(self.lines), self.indent + 1
+            self.lines.extend(lines)
+            end = self._block(clause.leaves[1], len(self.ins), out)
+            self.indent -= 1
+            if end is not None:
+                raise Untranslatable(
+                    f"an except clause that falls off the code's end (offset {self.ins[clause.leaves[1]].offset})"
+                )
+            lines = self.lines[mark:]
+            del self.lines[mark:]
+        elif out is not None and [v.expr for v in out] != [v.expr for v in stack]:
+            raise Untranslatable(
+                f"an except clause that changes the stack (offset {self.ins[clause.body[0]].offset})"
+            )
+        self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
+
+    def _check_returns(self, index: int) -> None:
+        """A clause that goes on by itself runs a copy of the code's ending: it must return."""
+        for ins in self.ins[index:]:
+            if ins.opname in ("RETURN_VALUE", "RETURN_CONST"):
+                return
+            if "JUMP" in ins.opname or ins.opname in ("RERAISE", "RAISE_VARARGS"):
+                break
+        raise Untranslatable(
+            f"an except clause that goes on other than by a jump or a return (offset {self.ins[index].offset})"
+        )
+
+    def _else(
+        self,
+        entry: Entry,
+        merge: tuple[str, int] | None,
+        stop: int,
+        stack: list[Val],
+        depth: int,
+    ) -> list[Val] | None:
+        """The body's way on when it raised nothing (`else:`), then the code after the statement;
+        `stack` as the body left it (a value it computed for a `return` on top), `depth` as it began."""
+        start, handler = entry.end, entry.target
+        where = self.ins[start].offset
+        over = self._jump_over_handler(start, handler, stop)
+        if merge is not None and merge[0] == "loop":
+            if not self.loops or stop != self.loops[-1][1] or over not in (None, "loop", "return"):  # type: ignore[attr-defined]
+                raise Untranslatable(
+                    f"an except clause that continues its loop early (offset {where})"
+                )
+            end = stop
+        elif merge is not None:
+            end = merge[1]
+            if over not in (None, "return", end):
+                raise Untranslatable(f"a try whose body and handler go on apart (offset {where})")
+        else:
+            end = over if isinstance(over, int) else stop
+        if end > stop:
+            raise Untranslatable(f"a try statement that goes on out of its block (offset {where})")
+        if over is None:
+            end_of_else = end
+        else:
+            end_of_else = handler if over == "return" else handler - 1
+        out, lines = self._branch(start, end_of_else, list(stack))  # type: ignore[attr-defined]
+        if lines:
+            self.emit("else:")  # type: ignore[attr-defined]
+            self.lines.extend(lines)  # type: ignore[attr-defined]
+        if merge is not None and merge[0] == "merge":
+            if out is not None and [v.expr for v in out] != [v.expr for v in stack[:depth]]:
+                raise Untranslatable(
+                    f"a try whose body and handler leave different stacks (offset {where})"
+                )
+            return self._block(end, stop, list(stack[:depth]))  # type: ignore[attr-defined]
+        return None if out is None else self._block(end, stop, out)  # type: ignore[attr-defined]
+
+    def _jump_over_handler(self, start: int, handler: int, stop: int) -> int | str | None:
+        """Where the body's way on jumps over a handler placed right after it (3.11): the index it
+        jumps to, "loop" (back to the loop's head), "return" (it returns instead); None where the
+        handler is not there (3.12 and later put it at the code's end)."""
+        if not start < handler <= stop:
+            return None
+        jump = self.ins[handler - 1]
+        if jump.opname in _FORWARD and jump.argval > jump.offset:
+            return self.at[jump.argval]
+        loop = self.loops[-1] if self.loops else None  # type: ignore[attr-defined]
+        if jump.opname in _BACKWARD and loop is not None and jump.argval == loop[0]:
+            return "loop"
+        if jump.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return "return"
+        raise Untranslatable(
+            f"a try body that does not jump over its handler (offset {jump.offset})"
+        )
