@@ -177,9 +177,12 @@ def with_with(x):
         return x.a
 
 
-def with_while(x):
+def with_continue(x):
     while x:
         x = x.next
+        if x.skip:
+            continue
+        x.visit()
     return x
 
 
@@ -188,7 +191,7 @@ def with_while(x):
     [
         (with_finally, "finally block|exception table"),
         (with_with, "BEFORE_WITH|LOAD_SPECIAL|with block|exception table"),
-        (with_while, "while loop"),
+        (with_continue, "jump"),
     ],
 )
 def test_what_cannot_be_structured_is_refused_naming_it(function, reason: str) -> None:
@@ -269,6 +272,52 @@ def makes_functions(options, shapes, is_tuple, callback):
 TRIES = [try_else, try_in_a_loop, try_mid_loop, clauses_named_and_bare, returns_in_try]
 
 
+def while_in_a_for(t, t1, j, interp, solution):
+    for a in t:
+        while j < len(t) and t1 >= t[j]:
+            if interp.kind == "linear":
+                solution[j] = interp(a)
+            else:
+                raise ValueError(f"Unknown interpolation {interp.kind}")
+            j += 1
+        a.done()
+    return solution
+
+
+def while_true_with_break(x):
+    n = 0
+    while True:
+        n = n + x.step()
+        if n > 10:
+            break
+    while x.more():
+        x.go()
+    return n
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="while loops are structured from 3.11's jumps up to 3.13's",
+)
+@pytest.mark.parametrize(
+    "function", [while_in_a_for, while_true_with_break], ids=lambda f: f.__name__
+)
+def test_a_while_loop_is_written_as_while_true_with_breaks_and_proved(function) -> None:
+    translation = checked(function.__code__)
+    assert "while True:" in translation.source and "break" in translation.source
+    assert same_behaviour(function.__code__) is None
+
+
+def test_a_wrong_while_loop_is_caught() -> None:
+    source = translate(while_true_with_break.__code__).source
+    wrong = source.replace("        if _s2:\n            break\n", "        break\n", 1)
+    assert wrong != source, source
+    found = difference(
+        while_true_with_break.__code__, _function_code(wrong, "while_true_with_break")
+    )
+    assert found is not None and "operation" in found
+
+
 @pytest.mark.skipif(
     not (3, 11) <= sys.version_info < (3, 14),
     reason="try statements are structured from 3.11's exception table up to 3.13's handlers",
@@ -309,7 +358,11 @@ def test_a_wrong_handler_is_caught_by_raising_inside_the_try(change, difference_
     reason="functions made at run time are written as defs from 3.11's code objects up to 3.13's",
 )
 def test_a_function_made_as_the_code_runs_is_a_def_with_its_defaults_closure_and_names() -> None:
-    translation = checked(makes_functions.__code__)  # the inner codes proved too
+    with pytest.raises(Untranslatable, match="makes a function at run time"):
+        translate(
+            makes_functions.__code__
+        )  # Dynamo's transformed code: its guards compare code objects
+    translation = checked(makes_functions.__code__, functions=True)  # the inner codes proved too
     source = translation.source
     assert ".__defaults__ = (callback,)" in source
     assert ".__kwdefaults__ = {'b': shapes}" in source

@@ -122,11 +122,12 @@ def _link_resumes(program: ProgramFacts, frames: dict[types.CodeType, FramePlan]
             plan.fallback_name = (
                 f"uncompiled{index}_{plan.name}"  # the name last, where the snapshot masks its line
             )
-            plan.fallback = _translated(
+            plan.fallback = _translated(  # Python's own code, run as Python: it may make functions
                 plan.original,
                 plan.fallback_name,
                 f"resume function {plan.name}",
                 f"__const_{plan.fallback_name}_",
+                functions=True,
             )
 
 
@@ -243,10 +244,12 @@ def _class_method_source(method: types.MethodType) -> str | None:
     return f"getattr({source}, {name!r})" if source is not None else None
 
 
-def _translated(code: types.CodeType, name: str, where: str, prefix: str) -> Translation:
+def _translated(
+    code: types.CodeType, name: str, where: str, prefix: str, functions: bool = False
+) -> Translation:
     """The code as Python, proved to do what the bytecode does; refused otherwise."""
     try:
-        return checked(code, name, prefix)
+        return checked(code, name, prefix, functions)
     except NotEquivalent as exc:
         raise ProgramRefused(
             where, f"its code written as Python does not do what the bytecode does ({exc})"

@@ -11,10 +11,10 @@ module aliases) and side-effect-free attribute and subscript chains are
 folded into the statement that uses them when that keeps the order of
 evaluation. Structured control flow is rebuilt where it nests: forward
 conditional jumps as `if`/`else`, `for` loops, `try`/`except` from the
-exception table (`handlers.py`), and a function made as the code runs as
-a `def` (`nested.py`); anything else (`finally` and `with` blocks, `while`
-loops, unknown instructions) raises `Untranslatable` naming the
-instruction, never a guess.
+exception table (`handlers.py`), `while` loops (`whiles.py`), and a
+function made as the code runs as a `def` (`nested.py`); anything else
+(`finally` and `with` blocks, `continue`, unknown instructions) raises
+`Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
 names `__const_<i>` whose values the caller binds. Each Python from 3.10 to
@@ -34,6 +34,7 @@ from .handlers import Handlers, exception_table
 from .instructions import Instructions
 from .nested import NestedFunctions
 from .symbolic import NULL, Translation, Untranslatable, Val
+from .whiles import WhileLoops
 
 __all__ = ["NULL", "Translation", "Untranslatable", "literal", "translate"]
 
@@ -60,13 +61,20 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
 def translate(
-    code: types.CodeType, name: str | None = None, const_prefix: str = "__const_"
+    code: types.CodeType,
+    name: str | None = None,
+    const_prefix: str = "__const_",
+    functions: bool = False,
 ) -> Translation:
     """`def <name>(<the code's parameters>): ...` with the code's behaviour, or Untranslatable.
 
-    Non-literal constants are named `<const_prefix><index in co_consts>`.
+    Non-literal constants are named `<const_prefix><index in co_consts>`. `functions`: a
+    function the code makes is written as a `def` of its code translated in turn, for code that
+    runs as plain Python (a library's, a resume function Dynamo skipped); Dynamo's transformed
+    code makes resume functions and the user's closures, whose code objects later guards compare,
+    so there it is refused.
     """
-    translator = _Translator(code, const_prefix)
+    translator = _Translator(code, const_prefix, functions)
     try:
         translator.run()
     except (
@@ -80,12 +88,13 @@ def translate(
     )
 
 
-class _Translator(Handlers, NestedFunctions, Instructions):
-    """Structured control flow over the instructions: blocks, `if`/`else`, `for`, `try`; a
-    function made as the code runs (`nested.py`)."""
+class _Translator(Handlers, WhileLoops, NestedFunctions, Instructions):
+    """Structured control flow over the instructions: blocks, `if`/`else`, `for`, `while`
+    (`whiles.py`), `try` (`handlers.py`); a function made as the code runs (`nested.py`)."""
 
-    def __init__(self, code: types.CodeType, const_prefix: str) -> None:
+    def __init__(self, code: types.CodeType, const_prefix: str, functions: bool = False) -> None:
         super().__init__(code, const_prefix)
+        self.functions = functions
         self.table = exception_table(code, self.at)
         self.handler_code = self._handler_code()
         self.loops: list[
@@ -93,6 +102,10 @@ class _Translator(Handlers, NestedFunctions, Instructions):
         ] = []  # the enclosing loops: (FOR_ITER's offset, its jump back)
         self.entered: set[object] = set()  # the try statements begun (their bodies start alike)
         self.function_attributes: set[int] = set()  # 3.13's SET_FUNCTION_ATTRIBUTE, taken
+        self.whiles_at = self.while_heads()
+        self.whiles: list[
+            tuple[int, int, int]
+        ] = []  # the enclosing while loops: (start, exit, depth)
 
     def _handler_code(self) -> set[int]:
         """The instructions of every handler, from PUSH_EXC_INFO to its cleanup's RERAISE."""
@@ -100,6 +113,11 @@ class _Translator(Handlers, NestedFunctions, Instructions):
         for entry in self.table:
             if entry.lasti:
                 continue
+            if self.ins[entry.target].opname != "PUSH_EXC_INFO":
+                raise Untranslatable(
+                    "a list, set or dict comprehension inlined in the function (3.12 and later "
+                    f"restore its variable in a handler, offset {self.ins[entry.target].offset})"
+                )
             cleanup = next(
                 (e.target for e in self.table if e.lasti and e.start == entry.target), None
             )
@@ -134,8 +152,15 @@ class _Translator(Handlers, NestedFunctions, Instructions):
         while i < stop:
             ins = self.ins[i]
             op = ins.opname
+            if i in self.whiles_at and not (self.whiles and self.whiles[-1][0] == ins.offset):
+                return self._while(i, stop, stack)
             if self.table and self.try_at(i) is not None:
                 return self._try(i, stop, stack)
+            if self.breaks(ins):
+                if not self._break(ins, stack):
+                    return None
+                i += 1
+                continue
             if op in _COND_JUMPS:
                 return self._conditional(i, stop, stack)
             if op in _OR_POP:
@@ -202,7 +227,12 @@ class _Translator(Handlers, NestedFunctions, Instructions):
             )
         last = self.ins[target - 1] if target - 1 > i else None
         merge, then_stop = target, target
-        if last is not None and last.opname in _FORWARD_JUMPS and last.argval > last.offset:
+        if (
+            last is not None
+            and last.opname in _FORWARD_JUMPS
+            and last.argval > last.offset
+            and not self.breaks(last)  # a `break` ends the branch; it skips no else
+        ):
             merge, then_stop = self._target(last), target - 1
             if merge > stop:
                 raise Untranslatable(
@@ -268,9 +298,10 @@ class _Translator(Handlers, NestedFunctions, Instructions):
         back = exit_index - 1
         while back > i and back in self.handler_code:  # 3.11 puts a try's handler inside the loop
             back -= 1
+        head = self.loop_head(i)
         if (
             self.ins[back].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
-            or self.ins[back].argval != ins.offset
+            or self.ins[back].argval != head
         ):
             raise Untranslatable(
                 f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})"
@@ -283,7 +314,7 @@ class _Translator(Handlers, NestedFunctions, Instructions):
         item = self.temp()
         self.emit(f"for {item} in {iterator.expr}:")
         before = [v.expr for v in stack]
-        self.loops.append((ins.offset, back))
+        self.loops.append((head, back))
         out, lines = self._branch(i + 1, back, [*stack, Val(item, "pure")])
         self.loops.pop()
         if out is not None and [v.expr for v in out] != before:
@@ -291,6 +322,13 @@ class _Translator(Handlers, NestedFunctions, Instructions):
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
         stack.pop()  # the iterator, gone after the loop
         return self._loop_end(exit_index)
+
+    def loop_head(self, i: int) -> int:
+        """The offset a jump back to the FOR_ITER at `i` goes to: its EXTENDED_ARG prefix, where a
+        long loop's FOR_ITER has one."""
+        while i > 0 and self.ins[i - 1].opname == "EXTENDED_ARG":
+            i -= 1
+        return self.ins[i].offset
 
     def _loop_end(self, index: int) -> int:
         """The index after a loop's own ending: 3.12's END_FOR, 3.13's END_FOR and POP_TOP, 3.14's

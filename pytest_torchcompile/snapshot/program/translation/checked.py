@@ -23,33 +23,40 @@ class NotEquivalent(Untranslatable):
     """The translation was written but does not do what the bytecode does; the message says where."""
 
 
-#: code -> (name, prefix) -> its translation, or the refusal (its type and message)
+#: code -> (name, prefix, functions) -> its translation, or the refusal (its type and message)
 _PROVED: weakref.WeakKeyDictionary[
-    types.CodeType, dict[tuple[str, str], Translation | tuple[type[Untranslatable], str]]
+    types.CodeType, dict[tuple[str, str, bool], Translation | tuple[type[Untranslatable], str]]
 ] = weakref.WeakKeyDictionary()
 
 
-def checked(code: types.CodeType, name: str | None = None, prefix: str = "__const_") -> Translation:
-    """The code as Python (`def <name>`), proved to do what the bytecode does; Untranslatable otherwise."""
+def checked(
+    code: types.CodeType,
+    name: str | None = None,
+    prefix: str = "__const_",
+    functions: bool = False,
+) -> Translation:
+    """The code as Python (`def <name>`), proved to do what the bytecode does; Untranslatable
+    otherwise. `functions`: as `translate`'s (code that runs as plain Python)."""
     name = name or code.co_name
     try:
         answers = _PROVED.setdefault(code, {})
     except TypeError:  # a code object hashes its constants: a slice Dynamo wrote there cannot be
         answers = {}
-    if (name, prefix) not in answers:
+    key = (name, prefix, functions)
+    if key not in answers:
         try:
-            answers[name, prefix] = _proved(code, name, prefix)
+            answers[key] = _proved(code, name, prefix, functions)
         except Untranslatable as exc:
-            answers[name, prefix] = (type(exc), str(exc))
-    answer = answers[name, prefix]
+            answers[key] = (type(exc), str(exc))
+    answer = answers[key]
     if isinstance(answer, tuple):
         refusal, why = answer
         raise refusal(why)
     return answer
 
 
-def _proved(code: types.CodeType, name: str, prefix: str) -> Translation:
-    translation = translate(code, name, prefix)
+def _proved(code: types.CodeType, name: str, prefix: str, functions: bool) -> Translation:
+    translation = translate(code, name, prefix, functions)
     compiled = compile(with_closure(translation.source, code, name), f"<{name}>", "exec")
     why = difference(code, _find_code(compiled, name), translation.constants)
     if why is not None:

@@ -35,6 +35,14 @@ class _Injected(Exception):
     """The exception no clause names: raised to see that it goes on through every handler."""
 
 
+class _Endless(BaseException):
+    """A run past `_OPERATIONS` operations (a loop the script never ends): both runs stop alike."""
+
+
+#: the truth tests answered True past a script, in a code with `while` loops; the most operations a run does
+_LOOP_TURNS, _OPERATIONS = 3, 20_000
+
+
 @dataclass
 class _Run:
     """One execution: the operations logged, the truth-test script and the answers given; where
@@ -52,11 +60,14 @@ class _Run:
     covered: tuple[tuple[int, int], ...] = ()
     protected: list[int] = field(default_factory=list)
     operations: int = 0
+    loops: bool = False
 
     def event(self, entry: tuple[object, ...]) -> None:
         """Log one operation; inside a `try` block, note it, and raise there when it is the one."""
         self.log.append(entry)
         self.operations += 1
+        if self.operations > _OPERATIONS:
+            raise _Endless("a run of the proof that does not end")
         if not self.covered or not self._inside_try():
             return
         self.protected.append(self.operations)
@@ -109,7 +120,10 @@ class _Run:
         return result
 
     def truth(self, value: object) -> bool:
-        answer = self.script[self.asked] if self.asked < len(self.script) else True
+        """The script's answer; past it True, but in a code with `while` loops only a few times
+        more (then False: each loop ends, and the paths that end it sooner are explored too)."""
+        beyond = self.asked - len(self.script)
+        answer = self.script[self.asked] if beyond < 0 else (not self.loops or beyond < _LOOP_TURNS)
         self.asked += 1
         self.event(("bool", self.label(value), answer))
         return answer
@@ -253,7 +267,7 @@ def _run(
     `constants` are globals bound to their values (a translation's named constants); the builtin
     exception classes it names are themselves (its `except` clauses test them); `inject`: the
     operation made to raise."""
-    run = _Run(script, inject=inject, code=code, covered=_covered(code))
+    run = _Run(script, inject=inject, code=code, covered=_covered(code), loops=_has_while(code))
     names = set(code.co_names) | {
         "iter",
         "type",
@@ -296,9 +310,25 @@ def _run(
     try:
         result = function(*positional, **keywords)
         run.log.append(("return", run.label(result)))
-    except Exception as exc:  # the same exception at the same point is the same behaviour
+    except (
+        Exception,
+        _Endless,
+    ) as exc:  # the same exception at the same point is the same behaviour
         run.log.append(("raise", type(exc).__name__))
     return run
+
+
+def _has_while(code: types.CodeType) -> bool:
+    """Whether the code jumps back to anything but a `for` loop's FOR_ITER (a `while` loop)."""
+    instructions = list(dis.get_instructions(code))
+    starts = {ins.offset: ins.opname for ins in instructions}
+    return any(
+        "JUMP" in ins.opname
+        and isinstance(ins.argval, int)
+        and ins.argval < ins.offset
+        and starts.get(ins.argval) != "FOR_ITER"
+        for ins in instructions
+    )
 
 
 def _covered(code: types.CodeType) -> tuple[tuple[int, int], ...]:

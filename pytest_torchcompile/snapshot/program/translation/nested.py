@@ -5,7 +5,8 @@ keyword defaults and the closure below it (3.13 moves the flags to
 SET_FUNCTION_ATTRIBUTE instructions after it). The translation writes the
 inner code, itself translated and proved (`checked`), as a `def` on a
 temporary name where the function is made, then sets what MAKE_FUNCTION
-sets: its defaults, its keyword defaults, its name and qualified name. Its
+sets: its defaults, its keyword defaults, its name and qualified name
+(only where the caller asks: code that runs as plain Python). Its
 free variables are the outer function's variables of the same names, as
 CPython's compiler closed over them (the closure tuple is checked to hold
 exactly those cells, in order). Annotations are refused by name.
@@ -27,6 +28,8 @@ class NestedFunctions:
     """`op_MAKE_FUNCTION` and 3.13's `op_SET_FUNCTION_ATTRIBUTE` for the translator."""
 
     def op_MAKE_FUNCTION(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        if not self.functions:  # type: ignore[attr-defined]
+            raise Untranslatable(f"it makes a function at run time (offset {ins.offset})")
         (code_val,) = self.take(stack, 1)  # type: ignore[attr-defined]
         code = self._code_constant(code_val, ins)
         self.constants.pop(code_val.expr, None)  # type: ignore[attr-defined]  # written as a def, not bound
@@ -92,7 +95,7 @@ class NestedFunctions:
 
         name = self.temp()  # type: ignore[attr-defined]
         prefix = f"{self.const_prefix}f{ins.offset}_"  # type: ignore[attr-defined]
-        inner = checked(code, name, prefix)
+        inner = checked(code, name, prefix, functions=True)
         self.constants.update(inner.constants)  # type: ignore[attr-defined]
         self.globals_read.update(inner.globals_read)  # type: ignore[attr-defined]
         for line in inner.source.rstrip("\n").splitlines():
