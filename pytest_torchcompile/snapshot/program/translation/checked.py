@@ -57,7 +57,10 @@ def checked(
 
 def _proved(code: types.CodeType, name: str, prefix: str, functions: bool) -> Translation:
     translation = translate(code, name, prefix, functions)
-    compiled = compile(with_closure(translation.source, code, name), f"<{name}>", "exec")
+    try:
+        compiled = compile(with_closure(translation.source, code, name), f"<{name}>", "exec")
+    except SyntaxError as exc:  # a name the bytecode may hold and a def may not (`.0`)
+        raise Untranslatable(f"its translation is not valid Python ({exc.msg})") from None
     why = difference(code, _find_code(compiled, name), translation.constants)
     if why is not None:
         raise NotEquivalent(why)

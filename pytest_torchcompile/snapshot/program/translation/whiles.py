@@ -49,9 +49,10 @@ class WhileLoops:
     """`_while` at a loop's start, `_break` at a jump out of it, for the translator."""
 
     def while_heads(self) -> dict[int, int]:
-        """Each `while` loop's first instruction -> its jump back (the last one to it); none before 3.11."""
+        """Each `while` loop's first instruction -> its jump back (the last one to it); none outside
+        3.11 to 3.13 (a `while` is refused there, at its jump back)."""
         heads: dict[int, int] = {}
-        if sys.version_info < (3, 11):
+        if not (3, 11) <= sys.version_info < (3, 14):  # 3.10's and 3.14's jumps: not checked yet
             return heads
         for index, ins in enumerate(self.ins):  # type: ignore[attr-defined]
             if ins.opname not in _BACK or index in self.handler_code:  # type: ignore[attr-defined]
