@@ -172,7 +172,7 @@ def with_finally(x):
         x.close()
 
 
-def with_with(x):
+def with_a_return_inside(x):
     with x:
         return x.a
 
@@ -190,7 +190,7 @@ def with_continue(x):
     ("function", "reason"),
     [
         (with_finally, "finally block|exception table"),
-        (with_with, "BEFORE_WITH|LOAD_SPECIAL|with block|exception table"),
+        (with_a_return_inside, "with block|LOAD_SPECIAL|exception table"),
         (with_continue, "jump"),
     ],
 )
@@ -270,6 +270,46 @@ def makes_functions(options, shapes, is_tuple, callback):
 
 
 TRIES = [try_else, try_in_a_loop, try_mid_loop, clauses_named_and_bare, returns_in_try]
+
+
+def with_blocks(x, m):
+    with m.ctx() as c:
+        y = c.f(x)
+    for a in x:
+        with m:
+            a.go()
+    return y
+
+
+def with_in_a_try(m, k):
+    try:
+        with m:
+            v = m.read()
+    except KeyError:
+        v = k
+    return v
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="with blocks are structured from 3.11's BEFORE_WITH up to 3.13's",
+)
+@pytest.mark.parametrize("function", [with_blocks, with_in_a_try], ids=lambda f: f.__name__)
+def test_a_with_block_is_written_as_with_and_proved_on_its_exit_paths(function) -> None:
+    translation = checked(function.__code__)
+    assert "    with " in translation.source
+    assert same_behaviour(function.__code__) is None
+
+
+def test_a_body_moved_out_of_its_with_block_is_caught() -> None:
+    source = translate(with_blocks.__code__).source
+    wrong = source.replace(
+        "    with _s0 as c:\n        _s1 = c.f(x)\n        y = _s1\n",
+        "    c = _s0\n    _s1 = c.f(x)\n    y = _s1\n",
+    )
+    assert wrong != source, source
+    found = difference(with_blocks.__code__, _function_code(wrong, "with_blocks"))
+    assert found is not None and "operation" in found
 
 
 def while_in_a_for(t, t1, j, interp, solution):

@@ -10,10 +10,10 @@ on fresh temporaries (`_s<N>`). Pure values (locals, constants, Dynamo's
 module aliases) and side-effect-free attribute and subscript chains are
 folded into the statement that uses them when that keeps the order of
 evaluation. Structured control flow is rebuilt where it nests: forward
-conditional jumps as `if`/`else`, `for` loops, `try`/`except` from the
-exception table (`handlers.py`), `while` loops (`whiles.py`), and a
+conditional jumps as `if`/`else`, `for` loops, `try`/`except` and `with`
+from the exception table (`handlers.py`), `while` loops (`whiles.py`), and a
 function made as the code runs as a `def` (`nested.py`); anything else
-(`finally` and `with` blocks, `continue`, unknown instructions) raises
+(`finally` blocks, `continue`, unknown instructions) raises
 `Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
@@ -30,7 +30,7 @@ import sys
 import types
 
 from ...emit.values import literal
-from .handlers import Handlers, exception_table
+from .handlers import Handlers, WithBlocks, exception_table
 from .instructions import Instructions
 from .nested import NestedFunctions
 from .symbolic import NULL, Translation, Untranslatable, Val
@@ -88,7 +88,7 @@ def translate(
     )
 
 
-class _Translator(Handlers, WhileLoops, NestedFunctions, Instructions):
+class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instructions):
     """Structured control flow over the instructions: blocks, `if`/`else`, `for`, `while`
     (`whiles.py`), `try` (`handlers.py`); a function made as the code runs (`nested.py`)."""
 
@@ -96,7 +96,8 @@ class _Translator(Handlers, WhileLoops, NestedFunctions, Instructions):
         super().__init__(code, const_prefix)
         self.functions = functions
         self.table = exception_table(code, self.at)
-        self.handler_code = self._handler_code()
+        self.tries = self.try_statements()
+        self.handler_code = self._handler_code() | self.with_handler_code()
         self.loops: list[
             tuple[int, int]
         ] = []  # the enclosing loops: (FOR_ITER's offset, its jump back)
@@ -154,8 +155,10 @@ class _Translator(Handlers, WhileLoops, NestedFunctions, Instructions):
             op = ins.opname
             if i in self.whiles_at and not (self.whiles and self.whiles[-1][0] == ins.offset):
                 return self._while(i, stop, stack)
-            if self.table and self.try_at(i) is not None:
+            if self.tries and self.try_at(i) is not None:
                 return self._try(i, stop, stack)
+            if op == "BEFORE_WITH" and self.table:
+                return self._with(i, stop, stack)
             if self.breaks(ins):
                 if not self._break(ins, stack):
                     return None

@@ -196,6 +196,14 @@ class _Recorder:
     def __len__(self) -> int:
         return _ITEMS
 
+    def __enter__(self) -> _Recorder:
+        return object.__getattribute__(self, "_run").new("enter", self)
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> _Recorder:
+        """Its result's truth (from the script) says whether the exception is suppressed."""
+        name = None if kind is None else getattr(kind, "__name__", "?")
+        return object.__getattribute__(self, "_run").new("exit", self, name)
+
     def __format__(self, spec: str) -> str:  # an f-string's `{x}`, `format(x, spec)`
         return object.__getattribute__(self, "_run").text("format", self, spec)
 
@@ -332,12 +340,14 @@ def _has_while(code: types.CodeType) -> bool:
 
 
 def _covered(code: types.CodeType) -> tuple[tuple[int, int], ...]:
-    """The offsets `try` blocks cover in the code (the exception table's rows that are no
-    handler's own cleanup), empty before 3.11."""
+    """The offsets `try` and `with` blocks cover in the code (the exception table's rows that are
+    no handler's own cleanup), empty before 3.11."""
     if not getattr(code, "co_exceptiontable", b""):
         return ()
     rows = dis._parse_exception_table(code)  # type: ignore[attr-defined]
-    return tuple((r.start, r.end) for r in rows if not r.lasti)
+    handlers = {ins.offset for ins in dis.get_instructions(code) if ins.opname == "PUSH_EXC_INFO"}
+    # a try body's rows, and a with block's body's (its row sends it to PUSH_EXC_INFO, as a try's)
+    return tuple((r.start, r.end) for r in rows if not r.lasti or r.target in handlers)
 
 
 def _exception_names(code: types.CodeType) -> list[str]:

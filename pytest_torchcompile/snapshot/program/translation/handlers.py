@@ -1,4 +1,4 @@
-"""`try`/`except` statements from the exception table (CPython 3.11 to 3.13).
+"""`try`/`except` statements and `with` blocks from the exception table (CPython 3.11 to 3.13).
 
 From 3.11 on a `try` leaves no instruction of its own: the exception table
 says which instructions a handler covers. A `try` body is a range the table
@@ -15,9 +15,13 @@ run only when the body raised nothing: the statement's `else`.
 
 What is structured: `except <names>[ as name]:` clauses over builtin
 exception classes (the equivalence proof raises them, `equivalence.py`) and
-bare `except:`, each clause body left by one POP_EXCEPT. Anything else with a
-handler (`finally`, `with`, `except*`, a `try` inside a `try` or inside a
-clause, an exception class of a module) raises `Untranslatable` naming it.
+bare `except:`, each clause body left by one POP_EXCEPT; and `with` blocks
+(BEFORE_WITH leaves `__exit__` under the value of `__enter__`; the body ends
+by calling `__exit__(None, None, None)`; the handler, WITH_EXCEPT_START,
+asks `__exit__` whether to suppress), whose body ends where it began.
+Anything else with a handler (`finally`, `except*`, a `try` inside a `try`
+or inside a clause, an exception class of a module, a `return` out of a
+`with`) raises `Untranslatable` naming it.
 """
 
 from __future__ import annotations
@@ -88,10 +92,47 @@ def builtin_exception(name: str) -> bool:
 class Handlers:
     """`try` statements for the translator (`bytecode._Translator`): `_try` at a body's start."""
 
+    def try_statements(self) -> list[Entry]:
+        """Each `try` as one row: its body from its first row's start to its last row's end (a
+        `with` block inside the body splits the body's rows around its own handler)."""
+        bodies: dict[int, list[Entry]] = {}
+        for entry in self.table:  # type: ignore[attr-defined]
+            if not entry.lasti:
+                bodies.setdefault(entry.target, []).append(entry)
+        tries = []
+        for target, rows in bodies.items():
+            rows.sort(key=lambda e: e.start)
+            body = rows[0]
+            for after in rows[1:]:
+                gap = range(body.end, after.start)
+                if after.depth == body.depth and all(self._row_at(j) is not None for j in gap):
+                    body = Entry(body.start, after.end, target, body.depth, False)
+                elif not self._in_with_handler(after.start, body):
+                    raise Untranslatable(
+                        f"a try body in pieces (offset {self.ins[body.end].offset})"  # type: ignore[attr-defined]
+                    )
+            tries.append(body)
+        return tries
+
+    def _in_with_handler(self, index: int, body: Entry) -> bool:
+        """Whether `index` lies past the handler of a `with` block in `body` (3.12 and later put
+        that handler after the code; the try covers it, since the handler itself may raise)."""
+        handlers = [
+            e.target
+            for e in self.table  # type: ignore[attr-defined]
+            if e.lasti
+            and body.start <= e.start < body.end
+            and self.ins[e.target].opname == "PUSH_EXC_INFO"  # type: ignore[attr-defined]
+        ]
+        return any(index >= h for h in handlers)
+
+    def _row_at(self, index: int) -> Entry | None:
+        return next((e for e in self.table if e.start <= index < e.end), None)  # type: ignore[attr-defined]
+
     def try_at(self, index: int) -> Entry | None:
         """The `try` whose body starts at `index`, where one does."""
-        for entry in self.table:  # type: ignore[attr-defined]
-            if entry.start == index and not entry.lasti and entry not in self.entered:
+        for entry in self.tries:  # type: ignore[attr-defined]
+            if entry.start == index and entry not in self.entered:
                 return entry
         return None
 
@@ -104,8 +145,8 @@ class Handlers:
             )
         others = [
             e
-            for e in self.table
-            if e is not entry and not e.lasti and entry.start <= e.start < entry.end
+            for e in self.tries  # type: ignore[attr-defined]
+            if e is not entry and entry.start <= e.start < entry.end
         ]
         if others:
             raise Untranslatable(f"a try inside a try (offset {self.ins[i].offset})")
@@ -341,6 +382,88 @@ class Handlers:
             return "loop"
         if jump.opname in ("RETURN_VALUE", "RETURN_CONST"):
             return "return"
-        raise Untranslatable(
-            f"a try body that does not jump over its handler (offset {jump.offset})"
+        return None  # other handlers' code ends there (3.12 and later): the handler is elsewhere
+
+
+#: the `__exit__` BEFORE_WITH leaves under a `with` block's body, as the body's stack holds it
+WITH_EXIT = Val("<the with block's __exit__>", "pure")
+#: what a `with` block does when its body ends: `__exit__(None, None, None)`, its result dropped
+_NORMAL_EXIT = ("LOAD_CONST", "LOAD_CONST", "LOAD_CONST", "CALL", "POP_TOP")
+
+
+class WithBlocks:
+    """`with <context>[ as <name>]:` from BEFORE_WITH and its handler (3.11 to 3.13)."""
+
+    def _with(self, i: int, stop: int, stack: list[Val]) -> list[Val] | None:
+        where = self.ins[i].offset  # type: ignore[attr-defined]
+        entry = next(
+            (e for e in self.table if e.lasti and e.start == i + 1),  # type: ignore[attr-defined]
+            None,
         )
+        handler = entry.target if entry is not None else None
+        if (
+            entry is None
+            or [ins.opname for ins in self.ins[handler : handler + 2]]  # type: ignore[attr-defined]
+            != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]
+        ):
+            raise Untranslatable(f"a with block without its handler (offset {where})")
+        (context,) = self.take(stack, 1)  # type: ignore[attr-defined]
+        self.flush(stack)  # type: ignore[attr-defined]
+        target = self.ins[i + 1]  # type: ignore[attr-defined]
+        if target.opname == "STORE_FAST":
+            head = f"with {context.expr} as {target.argval}:"
+        elif target.opname == "POP_TOP":
+            head = f"with {context.expr}:"
+        else:
+            raise Untranslatable(
+                f"a with block's target stored by {target.opname} (offset {where})"
+            )
+        if entry.depth != len(stack) + 1:
+            raise Untranslatable(f"a with block entered with values on the stack (offset {where})")
+        self.emit(head)  # type: ignore[attr-defined]
+        body = [*stack, WITH_EXIT]
+        out, lines = self._branch(i + 2, entry.end, body)  # type: ignore[attr-defined]
+        if out is None or [v.expr for v in out] != [v.expr for v in body]:
+            raise Untranslatable(
+                f"a with block whose body returns, raises or jumps out (offset {where})"
+            )
+        self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])  # type: ignore[attr-defined]
+        after = self._normal_exit(entry.end)
+        return self._block(after, stop, stack)  # type: ignore[attr-defined]
+
+    def with_handler_code(self) -> set[int]:
+        """The instructions of every `with` block's handler: PUSH_EXC_INFO, WITH_EXCEPT_START and
+        the test of its result, the path that suppresses the exception (and its jump on, where
+        3.12 and later put the handler after the code), the cleanup."""
+        code: set[int] = set()
+        for entry in self.table:  # type: ignore[attr-defined]
+            handler = entry.target
+            if not entry.lasti or self.ins[handler + 1].opname != "WITH_EXCEPT_START":  # type: ignore[attr-defined]
+                continue
+            jump = next(
+                j
+                for j in range(handler, len(self.ins))  # type: ignore[attr-defined]
+                if self.ins[j].opname.startswith("POP_JUMP")  # type: ignore[attr-defined]
+            )
+            suppress = self.at[self.ins[jump].argval]  # type: ignore[attr-defined]
+            end = suppress + 4  # POP_TOP, POP_EXCEPT, POP_TOP, POP_TOP
+            if sys.version_info >= (3, 12) and "JUMP" in self.ins[end].opname:  # type: ignore[attr-defined]
+                end += 1  # 3.11 falls through into the code after the block instead
+            code.update(range(handler, end))
+            cleanup = next(
+                (e.target for e in self.table if e.lasti and e.start == handler),  # type: ignore[attr-defined]
+                None,
+            )
+            if cleanup is not None:
+                code.update(range(cleanup, cleanup + 3))
+        return code
+
+    def _normal_exit(self, index: int) -> int:
+        """The index after the body's own `__exit__(None, None, None)` (3.11's PRECALL skipped)."""
+        names = [ins.opname for ins in self.ins[index : index + 6] if ins.opname != "PRECALL"]  # type: ignore[attr-defined]
+        if tuple(names[:5]) != _NORMAL_EXIT:
+            raise Untranslatable(
+                f"a with block that does not end by calling __exit__ (offset {self.ins[index].offset})"  # type: ignore[attr-defined]
+            )
+        count = 6 if self.ins[index + 3].opname == "PRECALL" else 5  # type: ignore[attr-defined]
+        return index + count
