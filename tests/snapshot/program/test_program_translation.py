@@ -312,6 +312,44 @@ def test_a_body_moved_out_of_its_with_block_is_caught() -> None:
     assert found is not None and "operation" in found
 
 
+def comprehensions(xs, k, f):
+    shapes = [x.shape for x in xs]
+    by_name = {x: k for x in xs}
+    x = k  # the comprehensions' variable is their own: this one stays
+    made = f([x.g(y) for y in xs])
+    return shapes, by_name, x, made
+
+
+@pytest.mark.skipif(
+    not (3, 12) <= sys.version_info < (3, 14),
+    reason="comprehensions are inlined (and written as loops) from 3.12 on; 3.11's are refused",
+)
+def test_an_inlined_comprehension_is_a_loop_over_a_variable_of_its_own() -> None:
+    translation = checked(comprehensions.__code__)
+    assert ".append(" in translation.source and "x = k" in translation.source
+    assert same_behaviour(comprehensions.__code__) is None
+    namespace: dict = {}
+    exec(compile(translation.source, "<translated>", "exec"), namespace)
+    xs, k = [_Item(1), _Item(2)], _Item(7)
+    assert namespace["comprehensions"](xs, k, sum) == comprehensions(xs, k, sum)
+
+
+class _Item:
+    """A value with a shape and a method, for running a translated comprehension for real."""
+
+    def __init__(self, v: int) -> None:
+        self.shape, self.v = (v,), v
+
+    def g(self, other: _Item) -> int:
+        return self.v * 10 + other.v
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="3.11 makes a comprehension a function")
+def test_a_comprehension_of_python_3_11_is_refused_naming_it() -> None:
+    with pytest.raises(Untranslatable, match="a comprehension, which Python 3.11 makes a function"):
+        checked(comprehensions.__code__, functions=True)
+
+
 def while_in_a_for(t, t1, j, interp, solution):
     for a in t:
         while j < len(t) and t1 >= t[j]:

@@ -108,6 +108,16 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
             tuple[int, int, int]
         ] = []  # the enclosing while loops: (start, exit, depth)
 
+    def _restore_handler(self, start: int) -> range:
+        """3.12+: the handler of an inlined comprehension (it puts the variable's outer value back
+        and raises on), which the translation needs none of: the variable has a name of its own."""
+        names = [ins.opname for ins in self.ins[start : start + 5]]
+        if names != ["SWAP", "POP_TOP", "SWAP", "STORE_FAST", "RERAISE"]:
+            raise Untranslatable(
+                f"a handler this translator does not know (offset {self.ins[start].offset})"
+            )
+        return range(start, start + 5)
+
     def _handler_code(self) -> set[int]:
         """The instructions of every handler, from PUSH_EXC_INFO to its cleanup's RERAISE."""
         code: set[int] = set()
@@ -115,10 +125,8 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
             if entry.lasti:
                 continue
             if self.ins[entry.target].opname != "PUSH_EXC_INFO":
-                raise Untranslatable(
-                    "a list, set or dict comprehension inlined in the function (3.12 and later "
-                    f"restore its variable in a handler, offset {self.ins[entry.target].offset})"
-                )
+                code.update(self._restore_handler(entry.target))
+                continue
             cleanup = next(
                 (e.target for e in self.table if e.lasti and e.start == entry.target), None
             )
@@ -314,6 +322,7 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
             raise Untranslatable(
                 f"a FOR_ITER over a value GET_ITER did not make (offset {ins.offset})"
             )
+        self.flush(stack)  # a comprehension's list below the iterator: one list, filled by the body
         item = self.temp()
         self.emit(f"for {item} in {iterator.expr}:")
         before = [v.expr for v in stack]

@@ -346,8 +346,9 @@ def _covered(code: types.CodeType) -> tuple[tuple[int, int], ...]:
         return ()
     rows = dis._parse_exception_table(code)  # type: ignore[attr-defined]
     handlers = {ins.offset for ins in dis.get_instructions(code) if ins.opname == "PUSH_EXC_INFO"}
-    # a try body's rows, and a with block's body's (its row sends it to PUSH_EXC_INFO, as a try's)
-    return tuple((r.start, r.end) for r in rows if not r.lasti or r.target in handlers)
+    # a try body's rows and a with block's body's send it to PUSH_EXC_INFO (3.12's inlined
+    # comprehensions have rows of their own, which only put their variable back)
+    return tuple((r.start, r.end) for r in rows if r.target in handlers)
 
 
 def _exception_names(code: types.CodeType) -> list[str]:

@@ -97,8 +97,8 @@ class Handlers:
         `with` block inside the body splits the body's rows around its own handler)."""
         bodies: dict[int, list[Entry]] = {}
         for entry in self.table:  # type: ignore[attr-defined]
-            if not entry.lasti:
-                bodies.setdefault(entry.target, []).append(entry)
+            if not entry.lasti and self.ins[entry.target].opname == "PUSH_EXC_INFO":  # type: ignore[attr-defined]
+                bodies.setdefault(entry.target, []).append(entry)  # (else a comprehension's)
         tries = []
         for target, rows in bodies.items():
             rows.sort(key=lambda e: e.start)
@@ -276,6 +276,8 @@ class Handlers:
     def _leaves(self, index: int) -> tuple[str, int]:
         """Where a clause goes after POP_EXCEPT: on to the statement's end (a jump there, forward, or
         back where 3.12 and later put the handler after it), back to its loop, or a return."""
+        while self.ins[index].opname == "EXTENDED_ARG":  # a long jump's prefix
+            index += 1
         ins = self.ins[index]
         loop = self.loops[-1] if self.loops else None  # type: ignore[attr-defined]
         if ins.opname in _BACKWARD and loop is not None and ins.argval == loop[0]:

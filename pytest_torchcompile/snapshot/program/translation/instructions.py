@@ -185,7 +185,7 @@ class Instructions(Operations):
         """3.13+: STORE_FAST then LOAD_FAST, one instruction."""
         stored, loaded = ins.argval
         self.store(stack, stored)
-        stack.append(Val(loaded, "local", local=loaded))
+        self.load_fast(loaded, ins, stack)
 
     def op_TO_BOOL(self, ins: dis.Instruction, stack: list[Val]) -> None:
         """3.13+: the truth value, before a conditional jump or `not` (which test the value itself)."""

@@ -19,6 +19,11 @@ from .symbolic import NULL, STABLE_GLOBALS, SymbolicStack, Untranslatable, Val
 _NULL_BELOW = sys.version_info < (3, 13)
 
 
+def saved_marker(name: str) -> str:
+    """What LOAD_FAST_AND_CLEAR leaves on the stack for `name`: restored into it, nothing is written."""
+    return f"<the value {name} had before the comprehension>"
+
+
 class LoadsAndStores(SymbolicStack):
     """Handlers that read or write a name, an attribute or a subscript."""
 
@@ -88,6 +93,7 @@ class LoadsAndStores(SymbolicStack):
         if sys.version_info >= (3, 11) and name in self.cells:
             self.op_LOAD_CLOSURE(ins._replace(argval=name), stack)
         else:
+            name = self.renames.get(name, name)  # an inlined comprehension's variable: its own
             stack.append(Val(name, "local", local=name))
 
     def op_LOAD_DEREF(self, ins: dis.Instruction, stack: list[Val]) -> None:
@@ -107,14 +113,31 @@ class LoadsAndStores(SymbolicStack):
 
     def store(self, stack: list[Val], name: str) -> None:
         (value,) = self.take(stack, 1)
+        if value.expr == saved_marker(name):  # an inlined comprehension ends: its variable is gone
+            del self.renames[name]
+            return
+        name = self.renames.get(name, name)
         self.invalidate(stack, name)
         self.flush(stack)
         self.emit(f"{name} = {value.expr}")
 
     def op_DELETE_FAST(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        self.invalidate(stack, ins.argval)
+        name = self.renames.get(ins.argval, ins.argval)
+        self.invalidate(stack, name)
         self.flush(stack)
-        self.emit(f"del {ins.argval}")
+        self.emit(f"del {name}")
+
+    def op_LOAD_FAST_AND_CLEAR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """3.12+: an inlined comprehension saves its variable's outer value (restored by the
+        STORE_FAST after the loop); the translation gives the variable a name of its own instead,
+        so the outer one is never touched."""
+        name = ins.argval
+        if name in self.cells or name in self.renames:
+            raise Untranslatable(
+                f"a comprehension over a variable a closure or another comprehension holds (offset {ins.offset})"
+            )
+        self.renames[name] = self.temp()
+        stack.append(Val(saved_marker(name), "pure"))
 
     def op_LOAD_GLOBAL(self, ins: dis.Instruction, stack: list[Val]) -> None:
         """3.11+: the low bit of the argument pushes a NULL for the call that follows (3.10: never)."""

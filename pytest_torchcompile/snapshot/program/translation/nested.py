@@ -62,6 +62,15 @@ class NestedFunctions:
         code = before.argval if before.opname == "LOAD_CONST" else None
         if not isinstance(code, types.CodeType) or sys.version_info < (3, 11):
             raise Untranslatable(f"it makes a function at run time (offset {ins.offset})")
+        if code.co_name == "<genexpr>":
+            raise Untranslatable(
+                f"a generator expression, a function over an iterator (offset {ins.offset})"
+            )
+        if code.co_name in ("<listcomp>", "<setcomp>", "<dictcomp>"):
+            raise Untranslatable(
+                f"a comprehension, which Python 3.11 makes a function over an iterator (offset "
+                f"{ins.offset}; 3.12 and later inline it, and the translator writes it as a loop)"
+            )
         return code
 
     def _set_attributes(self, ins: dis.Instruction, stack: list[Val]) -> tuple[int, dict[int, Val]]:

@@ -151,6 +151,12 @@ class Operations(LoadsAndStores):
     def op_SET_ADD(self, ins: dis.Instruction, stack: list[Val]) -> None:
         self.mutate(stack, ins.arg, "{}.add({})")
 
+    def op_MAP_ADD(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """A dict comprehension's item: the key, then the value, on top of the stack."""
+        key, value = self.take(stack, 2)
+        target = self.container(stack, ins.arg or 0)
+        self.statement(stack, f"{target}[{key.expr}] = {value.expr}", push=False)
+
     def op_DICT_UPDATE(self, ins: dis.Instruction, stack: list[Val]) -> None:
         self.mutate(stack, ins.arg, "{}.update({})")
 

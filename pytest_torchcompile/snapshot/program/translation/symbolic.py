@@ -75,6 +75,7 @@ class SymbolicStack:
         self.nonlocals: set[str] = set()
         self.closed: set[str] = set()  # the variables whose cells the code loads (LOAD_CLOSURE)
         self.kw_names: tuple[str, ...] = ()
+        self.renames: dict[str, str] = {}  # inlined comprehensions' variables -> their own names
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
