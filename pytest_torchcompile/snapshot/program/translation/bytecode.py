@@ -85,6 +85,7 @@ def translate(
         translator.source(name or code.co_name),
         dict(translator.constants),
         tuple(sorted(translator.globals_read)),
+        tuple(translator.inner),
     )
 
 
@@ -117,6 +118,11 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
                 f"a handler this translator does not know (offset {self.ins[start].offset})"
             )
         return range(start, start + 5)
+
+    def inner_translation(self, code: types.CodeType, name: str, prefix: str) -> Translation:
+        """A function the code makes, as a def (`nested.py`); `checked` proves it with the code."""
+        self.inner.append((code, name, prefix))
+        return translate(code, name, prefix, functions=True)
 
     def _handler_code(self) -> set[int]:
         """The instructions of every handler, from PUSH_EXC_INFO to its cleanup's RERAISE."""

@@ -64,6 +64,8 @@ def _proved(code: types.CodeType, name: str, prefix: str, functions: bool) -> Tr
     why = difference(code, _find_code(compiled, name), translation.constants)
     if why is not None:
         raise NotEquivalent(why)
+    for inner, inner_name, inner_prefix in translation.inner:  # the defs it writes, each on its own
+        checked(inner, inner_name, inner_prefix, functions=True)
     return translation
 
 

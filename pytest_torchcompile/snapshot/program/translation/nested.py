@@ -3,7 +3,7 @@
 MAKE_FUNCTION takes a code constant and, by its flags, the defaults, the
 keyword defaults and the closure below it (3.13 moves the flags to
 SET_FUNCTION_ATTRIBUTE instructions after it). The translation writes the
-inner code, itself translated and proved (`checked`), as a `def` on a
+inner code, itself translated (and proved by `checked` with the outer code), as a `def` on a
 temporary name where the function is made, then sets what MAKE_FUNCTION
 sets: its defaults, its keyword defaults, its name and qualified name
 (only where the caller asks: code that runs as plain Python). Its
@@ -100,11 +100,9 @@ class NestedFunctions:
 
     def _write_def(self, code: types.CodeType, ins: dis.Instruction) -> str:
         """The inner code as a proved `def` on a temporary name, named as MAKE_FUNCTION names it."""
-        from .checked import checked  # late: checked imports this translator
-
         name = self.temp()  # type: ignore[attr-defined]
         prefix = f"{self.const_prefix}f{ins.offset}_"  # type: ignore[attr-defined]
-        inner = checked(code, name, prefix, functions=True)
+        inner = self.inner_translation(code, name, prefix)  # type: ignore[attr-defined]
         self.constants.update(inner.constants)  # type: ignore[attr-defined]
         self.globals_read.update(inner.globals_read)  # type: ignore[attr-defined]
         for line in inner.source.rstrip("\n").splitlines():

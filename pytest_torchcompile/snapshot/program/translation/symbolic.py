@@ -52,6 +52,9 @@ class Translation:
     source: str
     constants: dict[str, object] = field(default_factory=dict)
     globals_read: tuple[str, ...] = ()
+    #: the functions the code makes, written inside it as defs: (code, name, constants' prefix),
+    #: each proved on its own (`checked`)
+    inner: tuple[tuple[types.CodeType, str, str], ...] = ()
 
 
 class SymbolicStack:
@@ -76,6 +79,7 @@ class SymbolicStack:
         self.closed: set[str] = set()  # the variables whose cells the code loads (LOAD_CLOSURE)
         self.kw_names: tuple[str, ...] = ()
         self.renames: dict[str, str] = {}  # inlined comprehensions' variables -> their own names
+        self.inner: list[tuple[types.CodeType, str, str]] = []  # the defs written (`nested.py`)
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
