@@ -215,3 +215,32 @@ def test_the_script_rebuilds_a_network_held_as_an_attribute_and_tensors_held_twi
         in text
     )
     assert "'ops': collections.deque([], 4)}, None, shared=0, setstate=True)" in text
+
+
+class _Refuses:
+    """An attribute that refuses to be pickled, as many handles do."""
+
+    def __getstate__(self):
+        raise TypeError("cannot pickle a _Refuses")
+
+
+class _Stated:
+    """An attribute that pickles through its own state methods."""
+
+    def __init__(self, value: int) -> None:
+        self.value, self.cache = value, object()
+
+    def __getstate__(self):
+        return {"value": self.value}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, cache=None)
+
+
+def test_an_attribute_is_written_as_pickle_rebuilds_it_or_left_out_where_it_refuses() -> None:
+    from pytest_torchcompile.snapshot.program.facts.module_tree import attribute_source
+
+    assert attribute_source(_Refuses()) is None  # left out (a guard reading it names it), no error
+    assert attribute_source(_Stated(3)) == (
+        f"new_object('{__name__}:_Stated', {{'value': 3}}, None, shared=0, setstate=True)"
+    )

@@ -273,8 +273,8 @@ def _object(value: object, written: Written, depth: int) -> str | None:
         return f"shared_object({written.objects[id(value)]})"
     cls = type(value)
     class_path = import_path(cls)
-    state = _pickled_state(value)
-    if class_path is None or state is None:
+    state = _pickled_state(value) if class_path is not None else None
+    if state is None:
         return None
     attributes = _items(state, written, depth)
     items = _items(dict(value), written, depth) if isinstance(value, dict) else "None"
@@ -301,5 +301,8 @@ def _pickled_state(value: object) -> dict[str, object] | None:
     own_getstate = getattr(cls, "__getstate__", None) is not getattr(base, "__getstate__", None)
     if not own_getstate and hasattr(cls, "__setstate__"):
         return None  # a setstate that expects what it alone knows
-    state = value.__getstate__() if own_getstate else getattr(value, "__dict__", None)  # type: ignore[attr-defined]
+    try:
+        state = value.__getstate__() if own_getstate else getattr(value, "__dict__", None)  # type: ignore[attr-defined]
+    except Exception:  # an object that refuses to be pickled (its getstate raises) has no source
+        return None
     return state if isinstance(state, dict) and all(type(k) is str for k in state) else None

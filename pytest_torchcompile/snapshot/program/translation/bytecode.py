@@ -77,9 +77,8 @@ def translate(
     translator = _Translator(code, const_prefix, functions)
     try:
         translator.run()
-    except (
-        IndexError
-    ) as exc:  # the stack, as the translator models it, ran out: a shape it does not know
+    except IndexError as exc:
+        # the stack, as the translator models it, ran out: a shape it does not know
         raise Untranslatable(f"a stack shape this translator does not follow ({exc})") from None
     return Translation(
         translator.source(name or code.co_name),
@@ -90,8 +89,9 @@ def translate(
 
 
 class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instructions):
-    """Structured control flow over the instructions: blocks, `if`/`else`, `for`, `while`
-    (`whiles.py`), `try` (`handlers.py`); a function made as the code runs (`nested.py`)."""
+    """Structured control flow over the instructions: blocks, `if`/`else`, `for` (3.12's inlined
+    comprehensions too), `while` (`whiles.py`), `try` and `with` (`handlers.py`); a function
+    made as the code runs (`nested.py`)."""
 
     def __init__(self, code: types.CodeType, const_prefix: str, functions: bool = False) -> None:
         super().__init__(code, const_prefix)
@@ -99,15 +99,13 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         self.table = exception_table(code, self.at)
         self.tries = self.try_statements()
         self.handler_code = self._handler_code() | self.with_handler_code()
-        self.loops: list[
-            tuple[int, int]
-        ] = []  # the enclosing loops: (FOR_ITER's offset, its jump back)
+        # the enclosing for loops: (the offset their jump back goes to, the jump's index)
+        self.loops: list[tuple[int, int]] = []
         self.entered: set[object] = set()  # the try statements begun (their bodies start alike)
         self.function_attributes: set[int] = set()  # 3.13's SET_FUNCTION_ATTRIBUTE, taken
         self.whiles_at = self.while_heads()
-        self.whiles: list[
-            tuple[int, int, int]
-        ] = []  # the enclosing while loops: (start, exit, depth)
+        # the enclosing while loops: (their first offset, the index after them, the stack's depth)
+        self.whiles: list[tuple[int, int, int]] = []
 
     def _restore_handler(self, start: int) -> range:
         """3.12+: the handler of an inlined comprehension (it puts the variable's outer value back
@@ -125,7 +123,8 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         return translate(code, name, prefix, functions=True)
 
     def _handler_code(self) -> set[int]:
-        """The instructions of every handler, from PUSH_EXC_INFO to its cleanup's RERAISE."""
+        """The instructions of every handler, from PUSH_EXC_INFO to its cleanup's RERAISE, and of
+        every inlined comprehension's restoring handler."""
         code: set[int] = set()
         for entry in self.table:
             if entry.lasti:
