@@ -18,6 +18,9 @@ from tests.conftest import DATA
 
 #: a training model whose output comes from an FX-traced submodule, captured on torch 2.13
 FX_TRACE_RECORD = DATA / "aot_metadata_fx_stack_trace_2.13.txt"
+#: LoRA adapters over two frozen torchao NF4 weights, training, captured on torch 2.13: each
+#: weight's `SubclassCreationMeta` holds the subclass's own repr, two lines of prose
+NF4_RECORD = DATA / "aot_metadata_nf4_training_2.13.txt"
 
 FX_SUBMODULE = """
 import pytest, torch, torch.fx
@@ -55,6 +58,23 @@ def test_a_stack_trace_through_an_fx_graph_module_is_read_as_the_string_it_is() 
     )
     assert len(meta.inputs) == 3 and [o.output_type for o in meta.outputs] == ["non_alias"]
     assert meta.tangent_returns() == [0]
+
+
+def test_a_subclass_whose_repr_is_prose_is_read_with_its_inner_tensors() -> None:
+    meta = parse_meta(NF4_RECORD.read_text())
+    assert "Quantized Data:" in NF4_RECORD.read_text()
+    assert meta.subclass_inputs == (0, 4)
+    assert not any(meta.inputs[i].requires_grad for i in meta.subclass_inputs)
+    weight = meta.raw["subclass_inp_meta"][0]
+    assert weight["original_subclass"] is None
+    assert sorted(weight["attrs"]) == [
+        "nf4",
+        "quantization_factor",
+        "quantized_data",
+        "quantized_scalers",
+        "scaler_mean",
+    ]
+    assert not meta.subclass_outputs and not meta.subclass_symints
 
 
 def test_reprs_that_are_not_python_become_strings_and_strings_stay_as_written() -> None:

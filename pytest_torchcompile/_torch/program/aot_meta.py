@@ -27,6 +27,10 @@ _TOKEN = re.compile(
     r"|<class '(?P<cls>[^']*)'>"
     r"|(?P<other><(?:[^<>]|<[^<>]*>)*>)"  # one level nested: `<function f.<locals>.<lambda> at 0x..>`
 )
+#: a subclass's own repr, which may be any text (torchao's NF4 weight prints lines of prose): it
+#: stands before `original_subclass_type=` in `SubclassCreationMeta` on torch 2.11 to 2.15, and is
+#: read as None, as the runtime metadata has it (`make_runtime_safe`)
+_ORIGINAL_SUBCLASS = re.compile(r"original_subclass=.*?,(\s*original_subclass_type=)", re.DOTALL)
 #: how much of an unexpected expression the error message quotes, and a file path in it
 _QUOTED = 80
 _PATH = re.compile(r"(?:[\w.~-]*/)+[\w.<>-]+")
@@ -58,6 +62,7 @@ class MetaFormatError(ValueError):
 
 def parse_repr(text: str) -> Any:
     """The repr as plain values: calls become `Node`s, unknown `<...>` reprs strings."""
+    text = _ORIGINAL_SUBCLASS.sub(r"original_subclass=None,\1", text)
     text = _TOKEN.sub(_python_token, text)
     try:
         tree = ast.parse(text.strip(), mode="eval")

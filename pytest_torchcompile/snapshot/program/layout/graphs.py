@@ -238,12 +238,15 @@ def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
 
 def _check_subclasses(meta: AotMeta, training: bool, where: str) -> None:
     """Refuse the tensor subclasses the wrapper does not unwrap and wrap as AOTAutograd does: the
-    file unwraps subclass inputs (a quantized weight) of an inference graph, nothing more."""
+    file unwraps subclass inputs that take no gradient (a quantized weight, frozen under a LoRA
+    adapter in training), nothing more. Their backward returns one None for each such input, as
+    for a plain one; a subclass that takes a gradient gets it wrapped again from metadata
+    AOTAutograd does not log (its `grad_input_metas`)."""
     if not (meta.subclass_inputs or meta.subclass_outputs):
         return
     reason = ""
-    if training:
-        reason = "a training graph whose inputs or outputs are tensor subclasses (AOTAutograd wraps their gradients again)"
+    if training and any(meta.inputs[i].requires_grad for i in meta.subclass_inputs):
+        reason = "a training graph whose tensor subclass input takes a gradient (AOTAutograd wraps the gradient again)"
     elif meta.subclass_outputs:
         reason = "an output is a tensor subclass, which AOTAutograd wraps again from the graph's plain outputs"
     elif meta.subclass_symints:
@@ -398,7 +401,11 @@ def _training(meta: AotMeta, label: str, kernels: list[Kernel]) -> str:
         "    class CompiledFunction(torch.autograd.Function):",
         "        @staticmethod",
         "        def forward(ctx, *args):",
-        "            outs = list(forward(list(args)))",
+        (
+            "            outs = list(forward(flatten_subclasses(args)))  # the plain tensors inside each tensor subclass"
+            if meta.subclass_inputs
+            else "            outs = list(forward(list(args)))"
+        ),
         f"            saved = outs[{returns}:]  # the activations the backward reads",
         "            ctx.save_for_backward(*(t.detach() if t._base is not None else t for t in saved))",
         *_forward_returns(meta, returns, "            "),
