@@ -396,6 +396,94 @@ def test_a_wrong_while_loop_is_caught() -> None:
     assert found is not None and "operation" in found
 
 
+def continue_and_break(xs, ys):
+    total = 0
+    for x in xs:
+        if x.skip:
+            continue
+        for y in ys:
+            if y.stop:
+                break
+            total = total + y.v
+        if x.last:
+            break
+        x.done()
+    return total
+
+
+def returns_from_a_loop(xs):
+    for x in xs:
+        if x.a:
+            return x.b
+    return None
+
+
+def continue_in_a_try(xs):
+    for x in xs:
+        try:
+            if x.a:
+                continue
+            x.b()
+        except ValueError:
+            x.c()
+    return xs
+
+
+def continue_in_a_with(xs, m):
+    for x in xs:
+        with m:
+            if x.a:
+                continue
+            x.b()
+    return xs
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="a for loop left early is structured from 3.11's jumps up to 3.13's",
+)
+@pytest.mark.parametrize(
+    "function",
+    [continue_and_break, returns_from_a_loop, continue_in_a_try],
+    ids=lambda f: f.__name__,
+)
+def test_a_for_loop_left_early_is_written_with_continue_break_or_return_and_proved(
+    function,
+) -> None:
+    """3.12 and later put the `return` after the loop's jump back (the body then ends with a
+    `continue`) and copy a short ending after a `break` into the loop; 3.11 leaves a `continue`'s
+    jump out of the try's rows."""
+    translation = checked(function.__code__)
+    assert "for " in translation.source
+    assert same_behaviour(function.__code__) is None
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="a for loop left early is structured from 3.11's jumps up to 3.13's",
+)
+@pytest.mark.parametrize(
+    ("change", "difference_found"),
+    [
+        (("            continue\n", "            pass\n"), "operation"),
+        (("                break\n", "                continue\n"), "operation"),
+    ],
+    ids=["a continue dropped", "a break that continues"],
+)
+def test_a_wrong_continue_or_break_is_caught(change, difference_found) -> None:
+    source = translate(continue_and_break.__code__).source
+    wrong = source.replace(*change, 1)
+    assert wrong != source, source
+    found = difference(continue_and_break.__code__, _function_code(wrong, "continue_and_break"))
+    assert found is not None and difference_found in found, found
+
+
+def test_a_continue_out_of_a_with_block_is_refused() -> None:
+    """CPython calls `__exit__` before the jump; a written `with` would call it again."""
+    with pytest.raises(Untranslatable, match="with block|jump out of its block|exception table"):
+        checked(continue_in_a_with.__code__)
+
+
 @pytest.mark.skipif(
     not (3, 11) <= sys.version_info < (3, 14),
     reason="try statements are structured from 3.11's exception table up to 3.13's handlers",

@@ -13,7 +13,7 @@ evaluation. Structured control flow is rebuilt where it nests: forward
 conditional jumps as `if`/`else`, `for` loops, `try`/`except` and `with`
 from the exception table (`handlers.py`), `while` loops (`whiles.py`), and a
 function made as the code runs as a `def` (`nested.py`); anything else
-(`finally` blocks, `continue`, unknown instructions) raises
+(`finally` blocks, a `continue` in a `while` loop, unknown instructions) raises
 `Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
@@ -53,6 +53,16 @@ _COND_JUMPS = {
 
 #: jumps that go forward (3.10 writes JUMP_ABSOLUTE either way; dis gives its target as an offset).
 _FORWARD_JUMPS = ("JUMP_FORWARD", "JUMP", "JUMP_ABSOLUTE")
+
+#: jumps back, to a `for` loop's FOR_ITER from inside its body a `continue`
+_BACKWARD_JUMPS = ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE")
+#: 3.11's conditional jumps back, by the condition under which they jump (`if <it>: continue`)
+_CONTINUE_IF = {
+    "POP_JUMP_BACKWARD_IF_TRUE": "{}",
+    "POP_JUMP_BACKWARD_IF_FALSE": "not ({})",
+    "POP_JUMP_BACKWARD_IF_NONE": "({}) is None",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "({}) is not None",
+}
 
 #: up to 3.11, `a and b` / `a or b` as a value: jump keeping the value, or drop it and go on.
 _OR_POP = {"JUMP_IF_FALSE_OR_POP": "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP": "POP_JUMP_IF_TRUE"}
@@ -99,8 +109,11 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         self.table = exception_table(code, self.at)
         self.tries = self.try_statements()
         self.handler_code = self._handler_code() | self.with_handler_code()
-        # the enclosing for loops: (the offset their jump back goes to, the jump's index)
-        self.loops: list[tuple[int, int]] = []
+        # the enclosing for loops, innermost last: the offset their jump back goes to, the jump's
+        # index, the index after the loop, the stack's depth in the body (the iterator on top)
+        # and how many with blocks were open when it began
+        self.loops: list[tuple[int, int, int, int, int]] = []
+        self.with_depth = 0  # the with blocks open where the translation is
         self.entered: set[object] = set()  # the try statements begun (their bodies start alike)
         self.function_attributes: set[int] = set()  # 3.13's SET_FUNCTION_ATTRIBUTE, taken
         self.whiles_at = self.while_heads()
@@ -177,6 +190,15 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
                     return None
                 i += 1
                 continue
+            if self._leaves_for(i, stack):
+                if not self._continue_or_break(i, stack):
+                    return None
+                i += 2 if op == "POP_TOP" else 1
+                continue
+            if op == "POP_TOP" and stack and stack[-1].kind == "iter":
+                stack.pop()  # a loop's iterator dropped on the way out: a `return` inside the loop
+                i += 1
+                continue
             if op in _COND_JUMPS:
                 return self._conditional(i, stop, stack)
             if op in _OR_POP:
@@ -248,6 +270,9 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
             and last.opname in _FORWARD_JUMPS
             and last.argval > last.offset
             and not self.breaks(last)  # a `break` ends the branch; it skips no else
+            and not (
+                self.ins[target - 2].opname == "POP_TOP" and self._leaves_for(target - 2, None)
+            )
         ):
             merge, then_stop = self._target(last), target - 1
             if merge > stop:
@@ -315,13 +340,19 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         while back > i and back in self.handler_code:  # 3.11 puts a try's handler inside the loop
             back -= 1
         head = self.loop_head(i)
-        if (
-            self.ins[back].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
-            or self.ins[back].argval != head
-        ):
-            raise Untranslatable(
-                f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})"
+        stop = back
+        if not self._jumps_to(back, head):
+            # 3.12 and later put a block that leaves the loop (a `return`) after the jump back: the
+            # body runs on to the loop's end, and the jump back inside it is a `continue`
+            back = next(
+                (j for j in range(back - 1, i, -1) if self._jumps_to(j, head)),
+                None,
             )
+            if back is None or sys.version_info < (3, 12):
+                raise Untranslatable(
+                    f"a loop that does not end by jumping back to its FOR_ITER (offset {ins.offset})"
+                )
+            stop += 1
         iterator = stack[-1]
         if iterator.kind != "iter":
             raise Untranslatable(
@@ -331,14 +362,68 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         item = self.temp()
         self.emit(f"for {item} in {iterator.expr}:")
         before = [v.expr for v in stack]
-        self.loops.append((head, back))
-        out, lines = self._branch(i + 1, back, [*stack, Val(item, "pure")])
+        after = self._loop_end(exit_index)
+        self.loops.append((head, back, after, len(stack), self.with_depth))
+        out, lines = self._branch(i + 1, stop, [*stack, Val(item, "pure")])
         self.loops.pop()
         if out is not None and [v.expr for v in out] != before:
             raise Untranslatable(f"a loop body that changes the stack (offset {ins.offset})")
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
         stack.pop()  # the iterator, gone after the loop
-        return self._loop_end(exit_index)
+        return after
+
+    def _leaves_for(self, i: int, stack: list[Val] | None) -> bool:
+        """Whether the instruction at `i` continues or breaks the innermost loop, a `for` loop: a
+        jump back to its FOR_ITER, or the iterator dropped (POP_TOP) before a jump past its end.
+        Where the stack is known (`stack`), the iterator dropped must be the loop's."""
+        if not self.loops:
+            return False
+        head, _, after, depth, _ = self.loops[-1]
+        if self.whiles and self.whiles[-1][0] > head:  # a while loop inside it is the innermost
+            return False
+        ins = self.ins[i]
+        if ins.opname in _BACKWARD_JUMPS or ins.opname in _CONTINUE_IF:
+            return ins.argval == head
+        if ins.opname == "POP_TOP" and i + 1 < len(self.ins):
+            jump = self.ins[i + 1]
+            known = stack is None or (len(stack) == depth and stack[-1].kind == "iter")
+            return (
+                known
+                and jump.opname in _FORWARD_JUMPS
+                and jump.argval > jump.offset
+                and self.at.get(jump.argval) == after
+            )
+        return False
+
+    def _continue_or_break(self, i: int, stack: list[Val]) -> bool:
+        """`continue`, `if <test>: continue` or `break` for the innermost `for` loop; whether the
+        block goes on after it. Out of a with block opened inside the loop it is refused: CPython
+        calls `__exit__` before the jump, which a written `with` would call again."""
+        ins = self.ins[i]
+        _, _, _, depth, withs = self.loops[-1]
+        kind = "break" if ins.opname == "POP_TOP" else "continue"
+        if self.with_depth != withs:
+            raise Untranslatable(f"a {kind} out of a with block (offset {ins.offset})")
+        if ins.opname in _CONTINUE_IF:
+            (cond,) = self.take(stack, 1)
+        if len(stack) != depth:
+            raise Untranslatable(f"a {kind} that leaves values on the stack (offset {ins.offset})")
+        self.flush(stack)
+        if ins.opname in _CONTINUE_IF:
+            self.emit(f"if {_CONTINUE_IF[ins.opname].format(cond.expr)}:")
+            self.emit("    continue")
+            return True
+        self.emit(kind)
+        return False
+
+    def _jumps_to(self, index: int, head: int) -> bool:
+        """Whether the instruction at `index` jumps back to `head` unconditionally, outside handlers."""
+        ins = self.ins[index]
+        return (
+            ins.opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+            and ins.argval == head
+            and index not in self.handler_code
+        )
 
     def loop_head(self, i: int) -> int:
         """The offset a jump back to the FOR_ITER at `i` goes to: its EXTENDED_ARG prefix, where a

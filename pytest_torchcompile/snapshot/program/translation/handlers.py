@@ -89,12 +89,26 @@ def builtin_exception(name: str) -> bool:
     return isinstance(value, type) and issubclass(value, BaseException)
 
 
+#: what CPython leaves out of a try body's rows, since it cannot raise: a `continue`'s or a
+#: `break`'s jump, and the iterator a `break` drops
+_CANNOT_RAISE = (
+    "JUMP_BACKWARD",
+    "JUMP_FORWARD",
+    "JUMP",
+    "JUMP_NO_INTERRUPT",
+    "EXTENDED_ARG",
+    "POP_TOP",
+    "NOP",
+)
+
+
 class Handlers:
     """`try` statements for the translator (`bytecode._Translator`): `_try` at a body's start."""
 
     def try_statements(self) -> list[Entry]:
         """Each `try` as one row: its body from its first row's start to its last row's end (a
-        `with` block inside the body splits the body's rows around its own handler)."""
+        `with` block inside the body splits the body's rows around its own handler, and a
+        `continue` or `break` around its jump, which cannot raise)."""
         bodies: dict[int, list[Entry]] = {}
         for entry in self.table:  # type: ignore[attr-defined]
             if not entry.lasti and self.ins[entry.target].opname == "PUSH_EXC_INFO":  # type: ignore[attr-defined]
@@ -105,7 +119,10 @@ class Handlers:
             body = rows[0]
             for after in rows[1:]:
                 gap = range(body.end, after.start)
-                if after.depth == body.depth and all(self._row_at(j) is not None for j in gap):
+                if after.depth == body.depth and all(
+                    self._row_at(j) is not None or self.ins[j].opname in _CANNOT_RAISE  # type: ignore[attr-defined]
+                    for j in gap
+                ):
                     body = Entry(body.start, after.end, target, body.depth, False)
                 elif not self._in_with_handler(after.start, body):
                     raise Untranslatable(
@@ -424,7 +441,9 @@ class WithBlocks:
             raise Untranslatable(f"a with block entered with values on the stack (offset {where})")
         self.emit(head)  # type: ignore[attr-defined]
         body = [*stack, WITH_EXIT]
+        self.with_depth += 1  # type: ignore[attr-defined]
         out, lines = self._branch(i + 2, entry.end, body)  # type: ignore[attr-defined]
+        self.with_depth -= 1  # type: ignore[attr-defined]
         if out is None or [v.expr for v in out] != [v.expr for v in body]:
             raise Untranslatable(
                 f"a with block whose body returns, raises or jumps out (offset {where})"
