@@ -38,7 +38,8 @@ NO_MODULE, SAME_MODULE = "<None>", "<same as>"
 ATTRIBUTE_MODULE = "attribute"
 
 
-#: the objects `new_object` made, by the number the file gave them (an object at two places is one)
+#: the objects `new_object` and `shared_value` made, by the number the file gave them (an object at
+#: two places is one)
 SHARED_OBJECTS: dict = {}
 #: the tensors `rebuild_module` bound so far, by path (an attribute that holds them names them)
 TREE_TENSORS: dict = {}
@@ -47,6 +48,13 @@ TREE_TENSORS: dict = {}
 def shared_object(number: int):
     """The object `new_object` made with `shared=number`, earlier in the module's layout."""
     return SHARED_OBJECTS[number]
+
+
+def shared_value(number: int, value):
+    """A list, dict, set or deque that two attributes of the tree hold (peft's adapter layers share
+    one list of active adapters, and Dynamo guards `a is b`), kept for `shared_object(number)`."""
+    SHARED_OBJECTS[number] = value
+    return value
 
 
 def tree_tensor(path: str):

@@ -16,6 +16,8 @@ file refuses each case, naming what it cannot write.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 CASES = """
@@ -128,3 +130,33 @@ def test_frames_with_closures_run_bitwise(pytester: pytest.Pytester) -> None:
             "*RAN*'frame 0 compile 0 (forward)', 'frame 1 compile 0 (torch_dynamo_resume_in_forward*",
         ]
     )
+
+
+def _cached(method):
+    """A decorator as linear_operator's `cached`: one wrapper code for every method it wraps."""
+
+    @functools.wraps(method)
+    def wrapped(self, x):
+        return method(self, x)
+
+    return wrapped
+
+
+class _Operator:
+    @_cached
+    def evaluate(self, x):
+        return x
+
+    @_cached
+    def diagonal(self, x):
+        return x
+
+
+def test_a_decorators_wrapper_called_as_a_frame_is_refused_naming_it_a_closure() -> None:
+    """The wrapper's code belongs to as many functions as the decorator wrapped (gpytorch's
+    operators), none of them by the code's own name: the refusal says so."""
+    from pytest_torchcompile.snapshot.program.facts.homes import frame_home
+
+    home = frame_home(_Operator.evaluate.__code__)
+    assert home.function is None
+    assert home.why.startswith("_cached.<locals>.wrapped is made at run time (a closure")

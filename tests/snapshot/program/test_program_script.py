@@ -217,6 +217,58 @@ def test_the_script_rebuilds_a_network_held_as_an_attribute_and_tensors_held_twi
     assert "'ops': collections.deque([], 4)}, None, shared=0, setstate=True)" in text
 
 
+SHARED_LIST = """
+import pytest
+import torch
+from torch import nn
+
+
+class Adapter(nn.Module):
+    # as peft's LoRA layers: every layer holds the one list of active adapters
+    def __init__(self, active):
+        super().__init__()
+        self.lin, self.extra = nn.Linear(4, 4), nn.Linear(4, 4)
+        self._active = active
+
+    def forward(self, x):
+        for name in self._active:
+            x = self.lin(x) + (self.extra(x) if name == "default" else 0)
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        active = ["default"]
+        self.first, self.second = Adapter(active), Adapter(active)
+        self.settings = {"active": active, "names": ["x y"]}
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=(), run_program=True)
+def test_shared(compile_model, tmp_path_factory):
+    torch.manual_seed(0)
+    result = compile_model(Model(), torch.randn(2, 4))
+    print("SCRIPT", result.write_program(tmp_path_factory.mktemp("files") / "shared.py"))
+"""
+
+
+def test_the_script_makes_a_list_two_modules_hold_once(pytester: pytest.Pytester, tmp_path) -> None:
+    """Dynamo guards that the two layers hold the same list (`a is b`): the layout makes it once
+    and names it where it is met again, and leaves a list held once as it was."""
+    pytester.makepyfile(test_shared_list=SHARED_LIST)
+    ran = pytester.runpytest("-s", "-p", "no:cacheprovider")
+    ran.assert_outcomes(passed=1)
+    script = next(line.split("SCRIPT ", 1)[1] for line in ran.outlines if "SCRIPT " in line)
+    done = subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = open(script).read()
+    assert "('settings', \"{'active': shared_value(0, ['default']), 'names': ['x y']}\")" in text
+    assert text.count("('_active', 'shared_object(0)')") == 2
+
+
 class _Refuses:
     """An attribute that refuses to be pickled, as many handles do."""
 

@@ -39,7 +39,14 @@ def frame_home(code: types.CodeType) -> Home:
         scope = _factory_globals(code)
         if scope is not None:  # a resume function with free variables: made per call
             return Home(scope, _module_name(scope), None, "")
-        return Home(None, None, None, "no function of that code is found in its module by name")
+        qualname = getattr(code, "co_qualname", code.co_name)
+        why = (
+            f"{qualname} is made at run time (a closure, such as a decorator's wrapper, which may "
+            "wrap many functions), so no name imports it"
+            if "<locals>" in qualname
+            else "no function of that code is found in its module by name"
+        )
+        return Home(None, None, None, why)
     scope = functions[0].__globals__
     name = scope.get("__name__")
     module_name = _module_name(scope)

@@ -79,10 +79,12 @@ def with_values(spec: TensorSpec, t: torch.Tensor) -> TensorSpec:
 @dataclass
 class Written:
     """What the layout has written so far, which a later attribute refers to rather than copies:
-    objects made by `new_object`, numbered (`shared_object(n)`), and the tree's tensors by path."""
+    objects made by `new_object`, numbered (`shared_object(n)`), and the tree's tensors by path;
+    and the containers the tree's attributes hold at more than one place (`shared_value`)."""
 
     objects: dict[int, int] = field(default_factory=dict)
     tensors: dict[int, str] = field(default_factory=dict)
+    repeated: frozenset[int] = frozenset()
 
 
 def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
@@ -91,7 +93,7 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
     (`attribute`), so that the rebuilt tree has as many, at the same places."""
     layouts: list[SubmoduleLayout] = []
     modules: dict[int, str] = {}
-    written = Written()
+    written = Written(repeated=_repeated_containers(model))
 
     def visit(path: str, module: torch.nn.Module, attribute: bool = False) -> None:
         if id(module) in modules:
@@ -121,6 +123,38 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
 
     visit("", model)
     return tuple(layouts)
+
+
+#: the containers that are the same object wherever they are held, not equal copies
+_MUTABLE = (list, dict, collections.OrderedDict, set, collections.deque)
+
+
+def _repeated_containers(model: torch.nn.Module) -> frozenset[int]:
+    """The ids of the lists, dicts, sets and deques that the tree's attributes hold at two or more
+    places (inside each other, or in objects' `__dict__`s), which the file must make once."""
+    counts: collections.Counter[int] = collections.Counter()
+    seen: set[int] = set()
+
+    def count(value: object, depth: int) -> None:
+        if depth > _DEPTH or isinstance(value, (torch.Tensor, torch.nn.Module)):
+            return
+        if type(value) in _MUTABLE:
+            counts[id(value)] += 1
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if type(value) in (*_MUTABLE, tuple, frozenset):
+            items = list(value.values()) if isinstance(value, dict) else list(value)  # type: ignore[attr-defined]
+        else:
+            items = list(getattr(value, "__dict__", {}).values())
+        for item in items[:_ITEMS]:
+            count(item, depth + 1)
+
+    for module in model.modules():
+        for name, value in vars(module).items():
+            if name not in _MODULE_INTERNALS:
+                count(value, 0)
+    return frozenset(i for i, n in counts.items() if n > 1)
 
 
 def _class_path(module: torch.nn.Module) -> str | None:
@@ -205,7 +239,20 @@ def attribute_source(value: object, written: Written | None = None, depth: int =
 
 
 def _container(value: object, written: Written, depth: int) -> str | None:
-    """A container's source (its items each with one), or an object's (`_object`)."""
+    """A container's source (its items each with one), or an object's (`_object`); one held at two
+    places is made once (`shared_value`) and named where it is met again (`shared_object`)."""
+    if id(value) not in written.repeated or type(value) not in _MUTABLE:
+        return _unshared(value, written, depth)
+    if id(value) in written.objects:
+        return f"shared_object({written.objects[id(value)]})"
+    number = written.objects[id(value)] = len(written.objects)
+    text = _unshared(value, written, depth)
+    if text is None or f"shared_object({number})" in text:  # a container inside itself: no source
+        return None
+    return f"shared_value({number}, {text})"
+
+
+def _unshared(value: object, written: Written, depth: int) -> str | None:
     if type(value) in (list, tuple):
         return _sequence(value, written, depth)  # type: ignore[arg-type]
     if type(value) in (set, frozenset):
