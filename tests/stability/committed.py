@@ -139,7 +139,7 @@ SUITES = {
     # models of one library whose guards (wraps, dedented docstrings, einops' comprehensions),
     # graph (a comprehension's frame) and break reasons (`CALL_KW`) differ there
     "other_libraries": per_python(
-        Suite("test_other_libraries.py", 18, "einops_mixer"), "vq_codebook or vq_residual_fsq", 2
+        Suite("test_other_libraries.py", 19, "einops_mixer"), "vq_codebook or vq_residual_fsq", 2
     ),
     # the zoo's small models: its programs' runs cost each re-run a few seconds
     "zoo": Suite(

@@ -116,14 +116,16 @@ def _entry(
         return (), function, False
     if module is not None and state_dict is not None:
         raise TypeError("load(module) or load(state_dict=...), not both")
-    if ENTRY.get("wrapped"):
-        if module is None:
-            raise TypeError(
-                f"load(module): Dynamo compiled a call of the {ENTRY['path']} (not its forward), which "
-                "only the module itself can make; a module rebuilt from a state_dict cannot"
-            )
+    if ENTRY.get("wrapped"):  # Dynamo compiled its wrap of the module's call, not its forward
+        rebuilt = module is None
+        if rebuilt:
+            if state_dict is None:
+                raise TypeError(
+                    f"load(module) or load(state_dict=...): this file runs a call of a {ENTRY['path']}"
+                )
+            module = rebuild_module(MODULE_LAYOUT, state_dict)
         _check_code(type(module).forward)
-        return (), module_call(module), False
+        return (), module_call(module), rebuilt
     if module is None:
         if state_dict is None:
             raise TypeError(
@@ -285,10 +287,6 @@ def _tensors(value: object) -> list[torch.Tensor]:
 def main() -> None:
     """Run the file on random inputs of the recorded shapes and say what ran."""
     torch.manual_seed(0)
-    if ENTRY.get("wrapped"):
-        raise SystemExit(
-            f"this file runs a call of a {ENTRY['path']}: call load(module) from Python with the module"
-        )
     if ENTRY["method"]:
         state = {
             (f"{path}." if path else "") + spec[0]: random_tensor(spec, path)

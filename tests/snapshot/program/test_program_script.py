@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 MODEL = """
 import dataclasses
@@ -296,3 +297,22 @@ def test_an_attribute_is_written_as_pickle_rebuilds_it_or_left_out_where_it_refu
     assert attribute_source(_Stated(3)) == (
         f"new_object('{__name__}:_Stated', {{'value': 3}}, None, shared=0, setstate=True)"
     )
+
+
+def test_a_small_tensor_outside_the_tree_is_written_with_its_values() -> None:
+    """kornia's jitter samples from `torch.distributions.Uniform`s whose bounds are tensors of their
+    own; a large one, a non-finite one or an expanded one (whose elements share memory) has no
+    source, and a guard that reads it then names it."""
+    from pytest_torchcompile._torch.program.runtime_module import random_tensor
+    from pytest_torchcompile.snapshot.program.facts.module_tree import attribute_source
+
+    bounds = torch.tensor([[0.5, -1.25]], dtype=torch.float64).t()
+    text = attribute_source(bounds)
+    assert (
+        text == "random_tensor(['', [2, 1], [1, 2], 'torch.float64', 'cpu', False, [0.5, -1.25]])"
+    )
+    made = eval(text, {"random_tensor": random_tensor})
+    assert torch.equal(made, bounds) and made.stride() == bounds.stride()
+    assert attribute_source(torch.zeros(4097)) is None
+    assert attribute_source(torch.tensor([1.0, float("nan")])) is None
+    assert attribute_source(torch.zeros(1).expand(3)) is None

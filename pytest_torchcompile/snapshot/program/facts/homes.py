@@ -95,6 +95,25 @@ def _functions(code: types.CodeType) -> list[types.FunctionType]:
             for f in candidates
             if isinstance(f, types.FunctionType) and f.__code__ is code and f not in found
         ]
+    return found or _elsewhere(code, qualname)
+
+
+def _elsewhere(code: types.CodeType, qualname: str) -> list[types.FunctionType]:
+    """The function of `code` where its qualified name holds it in a module of another file: a
+    library that copies an inherited method into each subclass under the subclass's name (kornia's
+    augmentations each get a `forward` of their own, so that Dynamo caches them apart) makes code
+    of one file whose functions live in the subclasses' modules. Read from each module's own
+    globals, so that no module's lazy `__getattr__` imports anything."""
+    first, *rest = qualname.split(".")
+    if "<" in qualname:
+        return []
+    found: list[types.FunctionType] = []
+    for module in list(sys.modules.values()):
+        value = getattr(module, "__dict__", {}).get(first)
+        for part in rest:
+            value = getattr(value, part, None)
+        if isinstance(value, types.FunctionType) and value.__code__ is code and value not in found:
+            found.append(value)
     return found
 
 

@@ -229,13 +229,31 @@ def attribute_source(value: object, written: Written | None = None, depth: int =
         return text
     if isinstance(value, torch.Tensor):
         path = written.tensors.get(id(value))
-        return None if path is None else f"tree_tensor({path!r})"
+        return _by_value(value) if path is None else f"tree_tensor({path!r})"
     if isinstance(value, torch.nn.Module):
         return None
     path = import_path(value)
     if path is not None:
         return f"import_object({path!r})"
     return _container(value, written, depth)
+
+
+def _by_value(t: torch.Tensor) -> str | None:
+    """A small tensor outside the tree (the bounds of a `torch.distributions.Uniform` that kornia's
+    augmentations sample from) with its values and layout, or None: a large one, a subclass, one
+    whose elements share memory (an expanded tensor), or a float one that is not finite."""
+    if (
+        is_tensor_subclass(t)
+        or t.numel() > _VALUES
+        or t.layout != torch.strided
+        or t.is_quantized
+        or any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
+        or ((t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()))
+    ):
+        return None
+    values = t.detach().cpu().reshape(-1).tolist()
+    layout = ["", list(t.shape), list(t.stride()), str(t.dtype), str(t.device), t.requires_grad]
+    return f"random_tensor({[*layout, values]!r})"  # random_tensor makes it with these values
 
 
 def _container(value: object, written: Written, depth: int) -> str | None:

@@ -120,7 +120,9 @@ def _link_resumes(program: ProgramFacts, frames: dict[types.CodeType, FramePlan]
     for index, plan in enumerate(frames.values()):
         if plan.role == "resume" and not plan.compiles:
             plan.fallback_name = (
-                f"uncompiled{index}_{plan.name}"  # the name last, where the snapshot masks its line
+                # the name last, where the snapshot masks its line; a def's name (kornia names the
+                # code it copies into each subclass `Class.forward`, and its resume functions so)
+                f"uncompiled{index}_{python_name(plan.name)}"
             )
             plan.fallback = _translated(  # Python's own code, run as Python: it may make functions
                 plan.original,

@@ -114,6 +114,9 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         # and how many with blocks were open when it began
         self.loops: list[tuple[int, int, int, int, int]] = []
         self.with_depth = 0  # the with blocks open where the translation is
+        # the instructions a jump skipped that nothing else reaches (the original code before a
+        # resume function's resume point, then a branch only that code jumped to)
+        self.dead: set[int] = set()
         self.entered: set[object] = set()  # the try statements begun (their bodies start alike)
         self.function_attributes: set[int] = set()  # 3.13's SET_FUNCTION_ATTRIBUTE, taken
         self.whiles_at = self.while_heads()
@@ -236,10 +239,12 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         for other, jump in enumerate(self.ins):
             if (
                 other not in skipped
+                and other not in self.dead  # a jump nothing reaches (in code skipped before)
                 and jump.opcode in dis.hasjrel + dis.hasjabs
                 and self.at.get(jump.argval, -1) in skipped
             ):
                 raise Untranslatable(f"a jump into code another jump skips (offset {jump.offset})")
+        self.dead.update(skipped)
         return target
 
     def _target(self, ins: dis.Instruction) -> int:

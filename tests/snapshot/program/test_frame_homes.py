@@ -1,0 +1,54 @@
+"""Where the file finds a frame's function to route calls to it (`snapshot/program/facts/homes.py`).
+
+A library may copy a method into each subclass under the subclass's name:
+kornia gives every augmentation class a `forward` of its own (the base
+class's code, renamed `Class.forward`), so that Dynamo caches each apart. Its
+code belongs to the base class's file, and its function to the subclass's
+module; the file routes it by the subclass's name.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from pytest_torchcompile.snapshot.program.facts.homes import frame_home
+
+
+class Base:
+    """As kornia's `_BasicAugmentationBase`: each subclass gets a copy of `forward`, named for it."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        code = Base.forward.__code__.replace(
+            co_name=f"{cls.__name__}.forward", co_qualname=f"{cls.__qualname__}.forward"
+        )
+        clone = types.FunctionType(code, Base.forward.__globals__, "forward")
+        clone.__qualname__, clone.__module__ = f"{cls.__qualname__}.forward", cls.__module__
+        cls.forward = clone
+
+    def forward(self, x):
+        return x
+
+
+@pytest.fixture
+def subclass_module():
+    """A module of its own (another file, as kornia's `horizontal_flip.py`) holding a subclass."""
+    module = types.ModuleType("ptc_test_flip")
+    exec(
+        "from tests.snapshot.program.test_frame_homes import Base\nclass Flip(Base): pass",
+        vars(module),
+    )
+    sys.modules[module.__name__] = module
+    yield module
+    del sys.modules[module.__name__]
+
+
+def test_a_method_copied_into_a_subclass_is_routed_by_the_subclass_name(subclass_module) -> None:
+    code = subclass_module.Flip.forward.__code__
+    assert code.co_filename == __file__
+    home = frame_home(code)
+    assert home.function == "ptc_test_flip:Flip.forward", home
+    assert home.why == ""
