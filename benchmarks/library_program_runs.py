@@ -18,6 +18,13 @@ Inductor's cache) and call, from `CompileResult.program_report`.
     python benchmarks/library_program_runs.py --real         # and the transformers models
     python benchmarks/library_program_runs.py vq_codebook    # named models
     python benchmarks/library_program_runs.py --backend aot_eager
+    python benchmarks/library_program_runs.py --unseen       # libraries no suite covers
+
+`--unseen` runs the models of `benchmarks/data/unseen_library_models.py`
+instead: libraries the suites do not cover (peft, MONAI, pyro, gpytorch) and
+models of covered libraries the suites do not build (training where the
+suite runs inference), as a new user would compile them; a model whose
+library is not installed is left out, named.
 
 The Dynamo-style corpus and PyTorch's own Dynamo tests are
 `benchmarks/dynamo_corpus_runs.py`'s (docs/program.md says how to run them).
@@ -42,6 +49,7 @@ from benchmarks.dynamo_corpus_runs import ORDER, classify, reason_kind  # noqa: 
 
 TEST_FILE = """
 import json, pytest, torch
+from benchmarks.data import unseen_library_models
 from fixtures import other_libraries, real_models
 from fixtures.scripts import assert_runs_as_script
 
@@ -50,7 +58,7 @@ OUT = {out!r}
 
 
 def build(name):
-    for source in (other_libraries, real_models):
+    for source in (other_libraries, real_models, unseen_library_models):
         if hasattr(source, name):
             return getattr(source, name)()
 
@@ -76,13 +84,27 @@ def test_model(compile_model, name, tmp_path):
 """
 
 
-def names(real: bool) -> list[str]:
+def names(real: bool, unseen: bool = False) -> list[str]:
     from fixtures import other_libraries, real_models
 
+    if unseen:
+        return _unseen()
     found = [n for n in dir(other_libraries) if _is_builder(other_libraries, n)]
     if real:
         found += [n for n in dir(real_models) if _is_builder(real_models, n)]
     return found
+
+
+def _unseen() -> list[str]:
+    """The unseen models whose library is installed here; the others named on stderr."""
+    import importlib.util
+
+    from benchmarks.data.unseen_library_models import LIBRARIES
+
+    missing = {n: lib for n, lib in LIBRARIES.items() if importlib.util.find_spec(lib) is None}
+    for name, library in missing.items():
+        print(f"left out {name}: {library} is not installed", file=sys.stderr)
+    return [n for n in LIBRARIES if n not in missing]
 
 
 def _is_builder(module: object, name: str) -> bool:
@@ -134,9 +156,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="models to run (default: the whole suite)")
     parser.add_argument("--real", action="store_true", help="the transformers models too")
+    parser.add_argument(
+        "--unseen", action="store_true", help="models of libraries no suite covers, instead"
+    )
     parser.add_argument("--backend", default="inductor", choices=["aot_eager", "inductor", "eager"])
     args = parser.parse_args()
-    chosen = args.names or names(args.real)
+    chosen = args.names or names(args.real, args.unseen)
     outcomes, seen = run(chosen, args.backend)
     report(args.backend, chosen, outcomes, seen)
 

@@ -1,0 +1,245 @@
+"""Models from libraries the project's suites do not cover, as a new user would compile them.
+
+`python benchmarks/library_program_runs.py --unseen` runs them as it runs the
+other-library suite: compiled under `run_program=True`, sorted (bitwise,
+refused with the reason, failed, different values, other), and each file
+that was written run as a script. They are here to find what the program
+file cannot do yet on code nobody tuned it for, not to be kept passing:
+nothing in CI runs them, and their libraries are not in any extra. Install
+what you want measured (a builder whose library is missing is left out, and
+the harness says so):
+
+    pip install peft monai pyro-ppl gpytorch
+
+The models are small (tiny configs, nothing downloaded) and seeded. A name
+with `training` runs with grad on (a backward), the others under `no_grad`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fixtures.zoo import Case, seeded
+
+#: each builder's library, by its import name (the harness leaves out a builder whose library is
+#: not installed)
+LIBRARIES = {
+    "peft_lora_llama_training": "peft",
+    "monai_unet": "monai",
+    "monai_unetr": "monai",
+    "monai_segresnet_training": "monai",
+    "monai_basic_unet_training": "monai",
+    "monai_dice_ce_training": "monai",
+    "pyro_bayesian_linear_training": "pyro",
+    "gpytorch_exact_gp_training": "gpytorch",
+    "torchrl_ppo_loss_training": "torchrl",
+    "pyg_gat_training": "torch_geometric",
+    "x_transformers_decoder_training": "x_transformers",
+    "diffusers_vae_training": "diffusers",
+}
+
+
+def peft_lora_llama_training() -> Case:
+    """peft: LoRA adapters on a one-layer Llama's q and v projections, a causal-LM loss."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    generator = seeded()
+    config = LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
+    )  # fmt: skip
+    lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+    model = get_peft_model(LlamaForCausalLM(config), lora)
+    ids = torch.randint(0, 64, (2, 8), generator=generator)
+    return Case(model, (), {"input_ids": ids, "labels": ids})
+
+
+def monai_unet() -> Case:
+    """MONAI: a 2-D residual UNet for segmentation, inference."""
+    from monai.networks.nets import UNet
+
+    seeded()
+    model = UNet(
+        spatial_dims=2, in_channels=1, out_channels=2, channels=(4, 8, 16), strides=(2, 2),
+        num_res_units=1,
+    )  # fmt: skip
+    return Case(model.eval(), (torch.randn(1, 1, 32, 32),), {})
+
+
+def monai_unetr() -> Case:
+    """MONAI: a 2-D UNETR (a ViT encoder under a convolutional decoder), inference."""
+    from monai.networks.nets import UNETR
+
+    seeded()
+    model = UNETR(
+        in_channels=1, out_channels=2, img_size=(16, 16), feature_size=4, hidden_size=32,
+        mlp_dim=64, num_heads=2, spatial_dims=2,
+    )  # fmt: skip
+    return Case(model.eval(), (torch.randn(1, 1, 16, 16),), {})
+
+
+def monai_segresnet_training() -> Case:
+    """MONAI: SegResNet with group norms, a training step."""
+    from monai.networks.nets import SegResNet
+
+    seeded()
+    model = SegResNet(
+        spatial_dims=2, init_filters=8, in_channels=1, out_channels=2, blocks_down=(1, 1),
+        blocks_up=(1,), norm=("GROUP", {"num_groups": 4}),
+    )  # fmt: skip
+    return Case(model, (torch.randn(1, 1, 16, 16),), {})
+
+
+def monai_basic_unet_training() -> Case:
+    """MONAI: BasicUNet (replication-padded convolutions), a training step."""
+    from monai.networks.nets import BasicUNet
+
+    seeded()
+    model = BasicUNet(spatial_dims=2, in_channels=1, out_channels=2, features=(4, 4, 8, 8, 16, 4))
+    return Case(model, (torch.randn(1, 1, 32, 32),), {})
+
+
+def monai_dice_ce_training() -> Case:
+    """MONAI: the Dice + cross-entropy loss over logits and an integer label map."""
+    from monai.losses import DiceCELoss
+
+    generator = seeded()
+    logits = torch.randn(2, 3, 16, 16, generator=generator).requires_grad_()
+    target = torch.randint(0, 3, (2, 1, 16, 16), generator=generator)
+    return Case(DiceCELoss(to_onehot_y=True, softmax=True), (logits, target), {})
+
+
+class BayesianLinear(nn.Module):
+    """A mean-field Gaussian weight (pyro's distributions): a sample's likelihood minus the KL."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loc = nn.Parameter(torch.randn(8, 4) * 0.1)
+        self.log_scale = nn.Parameter(torch.full((8, 4), -2.0))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        import pyro.distributions as dist
+
+        posterior = dist.Normal(self.loc, self.log_scale.exp())
+        weight = posterior.rsample()
+        prior = dist.Normal(torch.zeros_like(self.loc), torch.ones_like(self.loc))
+        kl = torch.distributions.kl_divergence(posterior, prior).sum()
+        return kl - dist.Normal(x @ weight, 1.0).log_prob(y).sum()
+
+
+def pyro_bayesian_linear_training() -> Case:
+    """pyro: a Bayesian linear layer's negative ELBO, a training step."""
+    generator = seeded()
+    inputs = (torch.randn(5, 8, generator=generator), torch.randn(5, 4, generator=generator))
+    return Case(BayesianLinear(), inputs, {})
+
+
+class NegativeMarginalLikelihood(nn.Module):
+    """An exact GP's negative marginal log likelihood (gpytorch's training objective)."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        import gpytorch
+
+        super().__init__()
+        likelihood = gpytorch.likelihoods.GaussianLikelihood()
+        from benchmarks.data.unseen_gp import ExactGP  # imports gpytorch, where it is measured
+
+        self.gp = ExactGP(x, y, likelihood)
+        self.mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, self.gp)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return -self.mll(self.gp(x), y)
+
+
+def gpytorch_exact_gp_training() -> Case:
+    """gpytorch: an RBF-kernel exact GP's loss on 20 points, a training step."""
+    generator = seeded()
+    x = torch.linspace(0, 1, 20)
+    y = torch.sin(x * 6.28) + 0.1 * torch.randn(20, generator=generator)
+    return Case(NegativeMarginalLikelihood(x, y), (x, y), {})
+
+
+class PPOTotal(nn.Module):
+    """torchrl's clipped PPO loss, its three terms summed (what an optimizer steps on)."""
+
+    def __init__(self) -> None:
+        from tensordict.nn import NormalParamExtractor, TensorDictModule
+        from torchrl.modules import ProbabilisticActor, TanhNormal, ValueOperator
+        from torchrl.objectives import ClipPPOLoss
+
+        super().__init__()
+        net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 4), NormalParamExtractor())
+        actor = ProbabilisticActor(
+            TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"]),
+            in_keys=["loc", "scale"], distribution_class=TanhNormal, return_log_prob=True,
+        )  # fmt: skip
+        value = ValueOperator(nn.Linear(4, 1), in_keys=["observation"])
+        self.loss = ClipPPOLoss(actor, value)
+
+    def forward(self, batch):
+        out = self.loss(batch)
+        return out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
+
+
+def torchrl_ppo_loss_training() -> Case:
+    """torchrl: a clipped PPO loss over a TensorDict batch of six steps, a training step."""
+    from tensordict import TensorDict
+
+    generator = seeded()
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=generator)
+
+    batch = TensorDict(
+        {
+            "observation": randn(6, 4), "action": torch.rand(6, 2, generator=generator) * 1.8 - 0.9,
+            "action_log_prob": randn(6), "advantage": randn(6, 1), "value_target": randn(6, 1),
+        },
+        batch_size=[6],
+    )  # fmt: skip
+    return Case(PPOTotal(), (batch,), {})
+
+
+class GAT(nn.Module):
+    """Two graph-attention layers (torch_geometric's GATConv), the first with two heads."""
+
+    def __init__(self) -> None:
+        from torch_geometric.nn import GATConv
+
+        super().__init__()
+        self.first, self.second = GATConv(8, 8, heads=2), GATConv(16, 4, heads=1)
+
+    def forward(self, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+        return self.second(torch.relu(self.first(x, edges)), edges)
+
+
+def pyg_gat_training() -> Case:
+    """torch_geometric: a two-layer GAT on a random graph of 10 nodes, a training step."""
+    generator = seeded()
+    x = torch.randn(10, 8, generator=generator)
+    return Case(GAT(), (x, torch.randint(0, 10, (2, 30), generator=generator)), {})
+
+
+def x_transformers_decoder_training() -> Case:
+    """x-transformers: a one-layer decoder LM with rotary positions, a training step."""
+    from x_transformers import Decoder, TransformerWrapper
+
+    generator = seeded()
+    decoder = Decoder(dim=32, depth=1, heads=2, rotary_pos_emb=True)
+    model = TransformerWrapper(num_tokens=64, max_seq_len=16, attn_layers=decoder)
+    return Case(model, (torch.randint(0, 64, (2, 8), generator=generator),), {})
+
+
+def diffusers_vae_training() -> Case:
+    """diffusers: a one-block AutoencoderKL's reconstruction, a training step."""
+    from diffusers import AutoencoderKL
+
+    seeded()
+    model = AutoencoderKL(
+        in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",),
+        up_block_types=("UpDecoderBlock2D",), block_out_channels=(8,), latent_channels=2,
+        norm_num_groups=4, layers_per_block=1,
+    )  # fmt: skip
+    return Case(model, (torch.randn(1, 3, 16, 16),), {})
