@@ -316,3 +316,38 @@ def test_a_small_tensor_outside_the_tree_is_written_with_its_values() -> None:
     assert attribute_source(torch.zeros(4097)) is None
     assert attribute_source(torch.tensor([1.0, float("nan")])) is None
     assert attribute_source(torch.zeros(1).expand(3)) is None
+
+
+class _Settings:
+    """A plain object an attribute holds, written as pickle rebuilds it."""
+
+    def __init__(self, active: list) -> None:
+        self.active = active
+
+
+class _Opaque:
+    """An object that will not show its attributes."""
+
+    @property
+    def __dict__(self):
+        raise RuntimeError("no attributes to show")
+
+
+def test_a_list_held_in_two_modules_and_an_object_is_made_once() -> None:
+    """Counted through the objects the layout writes (not through a module such as `numpy` an
+    attribute holds), and past an object that refuses to show its attributes."""
+    import types
+
+    from pytest_torchcompile.snapshot.program.facts.module_tree import module_layout
+
+    active = ["default"]
+    root = torch.nn.Module()
+    root.first, root.second = torch.nn.Module(), torch.nn.Module()
+    root.first.active, root.second.settings = active, _Settings(active)
+    root.second.library, root.second.opaque = types, _Opaque()
+    settings = {row.path: dict(row.settings) for row in module_layout(root)}
+    assert settings["first"]["active"] == "shared_value(0, ['default'])"
+    assert settings["second"]["settings"] == (
+        f"new_object('{__name__}:_Settings', {{'active': shared_object(0)}}, None, shared=1)"
+    )
+    assert settings["second"]["library"] == "import_object('types:')"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import types
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -127,6 +128,17 @@ def module_layout(model: torch.nn.Module) -> tuple[SubmoduleLayout, ...]:
 
 #: the containers that are the same object wherever they are held, not equal copies
 _MUTABLE = (list, dict, collections.OrderedDict, set, collections.deque)
+#: what the count of shared containers does not look inside: what the layout holds by path or
+#: writes by name (a module attribute such as `self.np = numpy`, a class, a function)
+_NOT_ENTERED = (
+    torch.Tensor,
+    torch.nn.Module,
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+)
 
 
 def _repeated_containers(model: torch.nn.Module) -> frozenset[int]:
@@ -136,17 +148,20 @@ def _repeated_containers(model: torch.nn.Module) -> frozenset[int]:
     seen: set[int] = set()
 
     def count(value: object, depth: int) -> None:
-        if depth > _DEPTH or isinstance(value, (torch.Tensor, torch.nn.Module)):
+        if depth > _DEPTH or isinstance(value, _NOT_ENTERED):
             return
         if type(value) in _MUTABLE:
             counts[id(value)] += 1
         if id(value) in seen:
             return
         seen.add(id(value))
-        if type(value) in (*_MUTABLE, tuple, frozenset):
-            items = list(value.values()) if isinstance(value, dict) else list(value)  # type: ignore[attr-defined]
-        else:
-            items = list(getattr(value, "__dict__", {}).values())
+        try:
+            if type(value) in (*_MUTABLE, tuple, frozenset):
+                items = list(value.values()) if isinstance(value, dict) else list(value)  # type: ignore[attr-defined]
+            else:
+                items = list(getattr(value, "__dict__", {}).values())
+        except Exception:  # an object that will not show its attributes: nothing of it is written
+            return
         for item in items[:_ITEMS]:
             count(item, depth + 1)
 
