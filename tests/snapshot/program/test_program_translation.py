@@ -177,21 +177,11 @@ def with_a_return_inside(x):
         return x.a
 
 
-def with_continue(x):
-    while x:
-        x = x.next
-        if x.skip:
-            continue
-        x.visit()
-    return x
-
-
 @pytest.mark.parametrize(
     ("function", "reason"),
     [
         (with_finally, "finally block|exception table"),
         (with_a_return_inside, "with block|LOAD_SPECIAL|exception table"),
-        (with_continue, "jump"),
     ],
 )
 def test_what_cannot_be_structured_is_refused_naming_it(function, reason: str) -> None:
@@ -362,6 +352,27 @@ def while_in_a_for(t, t1, j, interp, solution):
     return solution
 
 
+def while_with_continue(x):
+    while x.more():
+        x = x.next
+        if x.skip:
+            continue
+        x.visit()
+    return x
+
+
+def while_true_with_continue(x):
+    n = 0
+    while True:
+        n = n + x.step()
+        if n < 3:
+            continue
+        if n > 10:
+            break
+        x.log(n)
+    return n
+
+
 def while_true_with_break(x):
     n = 0
     while True:
@@ -378,12 +389,38 @@ def while_true_with_break(x):
     reason="while loops are structured from 3.11's jumps up to 3.13's",
 )
 @pytest.mark.parametrize(
-    "function", [while_in_a_for, while_true_with_break], ids=lambda f: f.__name__
+    "function",
+    [while_in_a_for, while_true_with_break, while_with_continue, while_true_with_continue],
+    ids=lambda f: f.__name__,
 )
 def test_a_while_loop_is_written_as_while_true_with_breaks_and_proved(function) -> None:
+    """3.12 and later copy a short ending into the loop where a `break` would go to it."""
     translation = checked(function.__code__)
-    assert "while True:" in translation.source and "break" in translation.source
+    assert "while True:" in translation.source
+    assert "break" in translation.source or "continue" in translation.source
     assert same_behaviour(function.__code__) is None
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="while loops are structured from 3.11's jumps up to 3.13's",
+)
+def test_a_continue_to_a_while_loops_test_writes_the_test_again_and_a_skipped_test_is_caught() -> (
+    None
+):
+    """`continue` in `while <test>:` jumps to the test, which a written `continue` (to the top of
+    `while True:`) would skip: the test is written again before it."""
+    source = translate(while_with_continue.__code__).source
+    repeated = (
+        "                _s1 = x.more()\n"
+        "                if not (_s1):\n"
+        "                    break\n"
+        "                continue\n"
+    )
+    assert repeated in source, source
+    wrong = source.replace(repeated, "                continue\n")
+    found = difference(while_with_continue.__code__, _function_code(wrong, "while_with_continue"))
+    assert found is not None and "operation" in found, found
 
 
 def test_a_wrong_while_loop_is_caught() -> None:

@@ -13,7 +13,7 @@ evaluation. Structured control flow is rebuilt where it nests: forward
 conditional jumps as `if`/`else`, `for` loops, `try`/`except` and `with`
 from the exception table (`handlers.py`), `while` loops (`whiles.py`), and a
 function made as the code runs as a `def` (`nested.py`); anything else
-(`finally` blocks, a `continue` in a `while` loop, unknown instructions) raises
+(`finally` blocks, unknown instructions) raises
 `Untranslatable` naming the instruction, never a guess.
 
 Constants without a literal form (a `torch.device` in `co_consts`) become
@@ -120,8 +120,9 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         self.entered: set[object] = set()  # the try statements begun (their bodies start alike)
         self.function_attributes: set[int] = set()  # 3.13's SET_FUNCTION_ATTRIBUTE, taken
         self.whiles_at = self.while_heads()
-        # the enclosing while loops: (their first offset, the index after them, the stack's depth)
-        self.whiles: list[tuple[int, int, int]] = []
+        # the enclosing while loops: their first offset, the index after them, the stack's depth,
+        # and how many with blocks were open when it began
+        self.whiles: list[tuple[int, int, int, int]] = []
 
     def _restore_handler(self, start: int) -> range:
         """3.12+: the handler of an inlined comprehension (it puts the variable's outer value back
@@ -198,6 +199,9 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
                     return None
                 i += 2 if op == "POP_TOP" else 1
                 continue
+            if self.continues_while(i):
+                self.continue_while(i, stack)
+                return None
             if op == "POP_TOP" and stack and stack[-1].kind == "iter":
                 stack.pop()  # a loop's iterator dropped on the way out: a `return` inside the loop
                 i += 1
