@@ -142,10 +142,10 @@ class NegativeMarginalLikelihood(nn.Module):
     def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
         import gpytorch
 
+        from benchmarks.data.unseen_gp import ExactGP
+
         super().__init__()
         likelihood = gpytorch.likelihoods.GaussianLikelihood()
-        from benchmarks.data.unseen_gp import ExactGP  # imports gpytorch, where it is measured
-
         self.gp = ExactGP(x, y, likelihood)
         self.mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, self.gp)
 

@@ -52,3 +52,22 @@ def test_a_method_copied_into_a_subclass_is_routed_by_the_subclass_name(subclass
     home = frame_home(code)
     assert home.function == "ptc_test_flip:Flip.forward", home
     assert home.why == ""
+
+
+class _Raises:
+    """A global named like the subclass whose attribute raises when read (a lazy object)."""
+
+    @property
+    def forward(self):
+        raise ImportError("a lazy object that imports on first use")
+
+
+def test_an_object_of_the_same_name_that_raises_is_passed_over(subclass_module) -> None:
+    other = types.ModuleType("ptc_test_lazy")
+    other.Flip = _Raises()
+    sys.modules[other.__name__] = other
+    try:
+        home = frame_home(subclass_module.Flip.forward.__code__)
+    finally:
+        del sys.modules[other.__name__]
+    assert home.function == "ptc_test_flip:Flip.forward", home

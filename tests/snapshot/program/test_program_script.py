@@ -316,6 +316,7 @@ def test_a_small_tensor_outside_the_tree_is_written_with_its_values() -> None:
     assert attribute_source(torch.zeros(4097)) is None
     assert attribute_source(torch.tensor([1.0, float("nan")])) is None
     assert attribute_source(torch.zeros(1).expand(3)) is None
+    assert attribute_source(torch.empty(2, device="meta")) is None
 
 
 class _Settings:

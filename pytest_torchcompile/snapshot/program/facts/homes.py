@@ -109,9 +109,12 @@ def _elsewhere(code: types.CodeType, qualname: str) -> list[types.FunctionType]:
         return []
     found: list[types.FunctionType] = []
     for module in list(sys.modules.values()):
-        value = getattr(module, "__dict__", {}).get(first)
-        for part in rest:
-            value = getattr(value, part, None)
+        try:
+            value = getattr(module, "__dict__", {}).get(first)
+            for part in rest:
+                value = getattr(value, part, None)
+        except Exception:  # an object of that name that raises when read: not the function
+            continue
         if isinstance(value, types.FunctionType) and value.__code__ is code and value not in found:
             found.append(value)
     return found

@@ -256,9 +256,11 @@ def attribute_source(value: object, written: Written | None = None, depth: int =
 def _by_value(t: torch.Tensor) -> str | None:
     """A small tensor outside the tree (the bounds of a `torch.distributions.Uniform` that kornia's
     augmentations sample from) with its values and layout, or None: a large one, a subclass, one
-    whose elements share memory (an expanded tensor), or a float one that is not finite."""
+    whose elements share memory (an expanded tensor), one without data (`meta`), or a float one
+    that is not finite."""
     if (
         is_tensor_subclass(t)
+        or t.is_meta
         or t.numel() > _VALUES
         or t.layout != torch.strided
         or t.is_quantized
