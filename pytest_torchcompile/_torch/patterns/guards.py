@@ -60,7 +60,7 @@ GLOBAL_DICT_KEY_ID = re.compile(
 #: `G['m'].Tensor is list(dict.keys(G[...]))[13]` (either way round): that key is the object another
 #: source reads (Dynamo's guard that two sources hold one object, one of them a key by position)
 GLOBAL_DICT_KEY_ALIAS = re.compile(
-    r"(?<![\w.\]])([LG]\[[^\s#]*?) is list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\](?![\w.\[])"
+    r"(?<![\w.\]])([LG]\[[^\s#()]*?) is list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\](?![\w.\[])"
     r"|(?<![\w.\]])list\(dict\.keys\((G\[[^()\n]*?)\)\)\[(\d+)\] is ([LG]\[[^\s#,)]*)"
 )
 #: `| | +- KeyValueManager pair at index=13`: a dict's key and value guards, by the key's position

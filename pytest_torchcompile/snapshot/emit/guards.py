@@ -177,7 +177,9 @@ def row_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:
 def held_keys(check: str, keys: dict[tuple[str, str], KeyName], table: str) -> str:
     """The check with each key of a global dict read by what it holds, never by its position
     (`emit/unordered.py`): a fresh process's registry holds its keys in another order, or fewer
-    of them; and a list built from a set compared sorted. A position nothing names stays."""
+    of them; and a list built from a set compared sorted. A position nothing names stays, and so
+    does a check the names would not leave as Python (Dynamo's own form is still a check)."""
+    original = check
     for (d, index), name in keys.items():
         key = position(d, index)
         if key not in check:
@@ -190,7 +192,8 @@ def held_keys(check: str, keys: dict[tuple[str, str], KeyName], table: str) -> s
         else:
             held = f"___dict_key_with_id({d}, {label})"
         check = check.replace(label, "\0").replace(key, held).replace("\0", label)
-    return unordered_check(check)
+    check = unordered_check(check)
+    return check if _parses(check) else original
 
 
 def _id_lookup(what: str, source: str, value: int, table: str, ids: dict[str, int]) -> str:

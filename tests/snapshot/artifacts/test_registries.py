@@ -24,7 +24,7 @@ from pytest_torchcompile.snapshot.artifacts.registries import (
     stable_global_dict_keys,
 )
 from pytest_torchcompile.snapshot.compare.behaviour import BEHAVIOUR, compare_case
-from pytest_torchcompile.snapshot.emit.guards import guard_function
+from pytest_torchcompile.snapshot.emit.guards import guard_function, guard_source
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.torch_independent
@@ -247,3 +247,26 @@ def test_another_class_in_a_type_check_is_a_behaviour_change_that_names_both() -
     )
     moved = old.replace("# base.py", "# other.py")
     assert compare_case({"guards": old}, {"guards": moved}).verdict != BEHAVIOUR
+
+
+def test_a_key_that_is_another_dicts_key_stays_a_check_by_position() -> None:
+    """torchao's tables of dtypes share their keys, and Dynamo guards one key by the other's
+    position; nothing names either key, so both stay read by position (it used to be written
+    half replaced, a file Python could not read)."""
+    bounds, widths = "G['m']._DTYPE_TO_QVALUE_BOUNDS", "G['m']._DTYPE_TO_BIT_WIDTH"
+    code = f"list(dict.keys({bounds}))[1] is list(dict.keys({widths}))[0]"
+    source, name, _ = guard_source(
+        FrameKey(0, 0), "forward", (GuardRow("EPILOGUE", "", code, "", 0),)
+    )
+    from pytest_torchcompile._torch.program import runtime
+
+    scope: dict = {"first_failing": runtime.first_failing}
+    exec(PRELUDE + "\n\n" + source, scope)
+    shared = object()
+
+    def module(first: dict, second: dict) -> dict:
+        names = {"_DTYPE_TO_QVALUE_BOUNDS": first, "_DTYPE_TO_BIT_WIDTH": second}
+        return {"m": type("M", (), names)}
+
+    assert scope[name]({}, module({"a": 0, shared: 1}, {shared: 2}), {}) is None
+    assert scope[name]({}, module({"a": 0, shared: 1}, {"b": 2}), {}) is not None
