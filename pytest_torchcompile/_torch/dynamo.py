@@ -1,9 +1,11 @@
-"""Dynamo's process state: reset, the backend registry, the bytecode hook.
+"""Dynamo's process state: reset, the backend registry, the bytecode and decline hooks.
 
 `reset` forgets earlier compiles so frame ids do not depend on test order.
 The bytecode hook sees each frame's code before and after Dynamo rewrote it
 (the transformed code is not in the trace), together with the compile id
-of the frame compile that produced it.
+of the frame compile that produced it. The decline hook sees each frame
+Dynamo chose not to compile, and whether it will run that code as Python
+from then on.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import contextlib
 import inspect
 import types
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
+from torch._dynamo import convert_frame
 from torch._dynamo.backends.registry import list_backends, lookup_backend
 from torch._dynamo.convert_frame import register_bytecode_hook
 from torch._guards import CompileContext
@@ -69,6 +73,47 @@ def bytecode_hook(callback: BytecodeCallback) -> Iterator[None]:
         yield
     finally:
         handle.remove()
+
+
+#: receives (code, for_good) of each frame Dynamo declined to compile: `for_good` when it runs that
+#: code as Python from then on, cache or not (its frame action SKIP, applied to the code), else
+#: for this call only (RUN_ONLY: later calls still try the compiles it has)
+DeclineCallback = Callable[[types.CodeType, bool], None]
+
+
+@contextlib.contextmanager
+def decline_hook(callback: DeclineCallback) -> Iterator[None]:
+    """Call `callback` for every frame Dynamo's frame hook returns to run uncompiled while inside.
+
+    Dynamo declines a frame whose compiles all refuse its inputs when the new
+    compile fails and the error is suppressed, or finds nothing to compile (a
+    frame without tensors): its `ConvertFrameReturn` then holds no code, and
+    with `apply_to_code` and the action SKIP the code runs as Python ever
+    after, even where an old compile's guards would pass. The hook wraps the
+    callback `torch.compile` installs (`CatchErrorsWrapper`, the same on every
+    torch this project supports; nothing public reports this) and is removed
+    afterwards, even on error. Frames Dynamo never compiles (its skip lists)
+    pass through here too: the caller keeps those it compiled.
+    """
+    wrapper = convert_frame.CatchErrorsWrapper
+    original = wrapper.__call__
+
+    def observed(self: object, frame: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, frame, *args, **kwargs)  # type: ignore[arg-type]
+        if getattr(result, "guarded_code", True) is None:
+            strategy = result.frame_exec_strategy
+            skip = strategy.cur_action == _FRAME_ACTION.SKIP
+            callback(frame.f_code, skip and bool(result.apply_to_code))
+        return result
+
+    wrapper.__call__ = observed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        wrapper.__call__ = original  # type: ignore[method-assign]
+
+
+_FRAME_ACTION = torch._C._dynamo.eval_frame._FrameAction
 
 
 def module_call_frame(model: object, code: types.CodeType) -> types.FunctionType | None:

@@ -5,7 +5,8 @@ of each compiled call and receives the artifact records the plugin keeps:
 FX graphs, output code, guards, runtime wrappers, graph-break and recompile
 reasons (torch builds no other record meanwhile, unless `TORCH_TRACE` writes
 them to files). A
-bytecode hook sees Dynamo's transformed code. Both are removed afterwards,
+bytecode hook sees Dynamo's transformed code, a decline hook the compiled
+frames it ran as Python after all. All are removed afterwards,
 even when the compile raises. Records are keyed by (frame, compile, name,
 occurrence), never by arrival order, which differs between cold and warm
 caches. What the records are called and hold is `_torch`'s business
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from .._torch import config, dynamo
 from .._torch.formats import EMITTED_TWICE_ON_CACHE_HIT, TRACE_RECORDS
 from .._torch.trace import decode, trace_only_to
-from .capture_log import BytecodeRecord, CaptureLog, FrameKey, TraceRecord
+from .capture_log import BytecodeRecord, CaptureLog, Declined, FrameKey, TraceRecord
 
 __all__ = ["BytecodeRecord", "CaptureLog", "FrameKey", "TraceRecord", "capturing", "reset_dynamo"]
 
@@ -67,7 +68,12 @@ def capturing(log: CaptureLog, pin_host: bool = True) -> Iterator[CaptureLog]:
     def on_bytecode(original: types.CodeType, transformed: types.CodeType) -> None:
         log.bytecode.append(BytecodeRecord(_current_frame_key(), original, transformed))
 
-    with dynamo.bytecode_hook(on_bytecode):
+    def on_decline(code: types.CodeType, for_good: bool) -> None:
+        if any(b.original is code for b in log.bytecode):  # not a frame it never compiles
+            log.declined.append(Declined(code, for_good, log.calls))
+
+    log.calls += 1
+    with dynamo.bytecode_hook(on_bytecode), dynamo.decline_hook(on_decline):
         with (
             trace_only_to(_TraceHandler(log), TRACE_RECORDS),
             config.patched(config.HOST_PINNED_CONFIG if pin_host else None),

@@ -42,6 +42,17 @@ class BytecodeRecord:
     transformed: types.CodeType
 
 
+@dataclass(frozen=True)
+class Declined:
+    """A frame Dynamo had compiled before and declined to compile again: that call ran its code as
+    Python (every compile refused the inputs, and the new compile failed or found nothing)."""
+
+    code: types.CodeType
+    #: the code runs as Python from then on, even where an old compile's guards would pass
+    for_good: bool
+    call: int  # the case's call it happened in, from 1
+
+
 @dataclass
 class CaptureLog:
     """Everything captured for one case, across all of its calls."""
@@ -50,6 +61,8 @@ class CaptureLog:
     bytecode: list[BytecodeRecord] = field(default_factory=list)
     #: guard rows per frame compile, read from Dynamo's cache right after the compile
     guards: dict[FrameKey, tuple[GuardRow, ...]] = field(default_factory=dict)
+    declined: list[Declined] = field(default_factory=list)
+    calls: int = 0  # compiled calls captured so far
 
     def frames(self) -> list[FrameKey]:
         """Frame compiles in (frame, compile) order."""
@@ -78,7 +91,13 @@ class CaptureLog:
 
     def frozen(self) -> CaptureLog:
         """A copy as of now: later calls of the case add to this log, not to the copy."""
-        return CaptureLog(list(self.records), list(self.bytecode), dict(self.guards))
+        return CaptureLog(
+            list(self.records),
+            list(self.bytecode),
+            dict(self.guards),
+            list(self.declined),
+            self.calls,
+        )
 
 
 def signature(code: types.CodeType) -> str:

@@ -199,7 +199,9 @@ def _trampoline(code):
 class Frame:
     """One Python frame Dynamo compiled: calling it runs the newest compile whose guards pass."""
 
-    def __init__(self, name: str, signature, compiles: list, fallback=None, cells=()) -> None:
+    def __init__(
+        self, name: str, signature, compiles: list, fallback=None, cells=(), declined: str = ""
+    ) -> None:
         self.name, self.signature, self.compiles, self.fallback = (
             name,
             signature,
@@ -209,8 +211,15 @@ class Frame:
         #: (name, cell) of each free variable of a frame made over a closure (`closed_over`): all of
         #: them are its locals for the guards, those its code never reads too
         self.cells = cells
+        #: what Dynamo did once every compile refused the inputs: "" compiled again (the file cannot:
+        #: it raises), "once" ran the code as Python that time, "from_then" ever after, "before" it
+        #: had done so in an earlier call of the case, so every call runs the code as Python; shared
+        #: with the frames `closed_over` makes of it per call, as Dynamo's state is its code's
+        self.state = {"declined": declined}
 
     def __call__(self, *args, **kwargs):
+        if self.state["declined"] == "before":
+            return self._own("Dynamo had declined to compile it again", args, kwargs)
         bound = frame_locals(self.signature, args, kwargs)
         for name, cell in self.cells:
             try:
@@ -225,10 +234,20 @@ class Frame:
                 RAN.append(compile_.label)
                 return compile_.code(*args, **kwargs)
             failed.append((compile_.label, guard))
+        declined = self.state["declined"]
+        if declined:
+            self.state["declined"] = "before" if declined == "from_then" else declined
+            return self._own("Dynamo declined to compile it again", args, kwargs)
         if self.fallback is not None:
-            RAN.append(f"{self.name} (no compile was captured for it: its own code ran, as Python)")
-            return self.fallback(*args, **kwargs)
+            return self._own("no compile was captured for it", args, kwargs)
         raise GuardFailure(self.name, failed)
+
+    def _own(self, why: str, args: tuple, kwargs: dict):
+        """The frame's own code, run as Python (a resume function's translated, a function's as is:
+        the copy a routed function's frame binds by keeps its code while the function is routed)."""
+        RAN.append(f"{self.name} ({why}: its own code ran, as Python)")
+        own = self.fallback if self.fallback is not None else self.signature
+        return own(*args, **kwargs)
 
     def closed_over(self, names: tuple, closure: tuple) -> Frame:
         """This frame over a closure's cells (`names` in the closure's order): its code, guards and
@@ -250,9 +269,11 @@ class Frame:
         compiles = [
             Compile(c.label, c.guards, c.ids, close(c.code), c.globals) for c in self.compiles
         ]
-        return Frame(
+        closed = Frame(
             self.name, close(self.signature), compiles, close(self.fallback), tuple(cells.items())
         )
+        closed.state = self.state
+        return closed
 
 
 def resume_factory(frame: Frame, names: tuple):
@@ -392,6 +413,24 @@ def import_object(path: str):
     return found
 
 
+def closure_cells(function) -> dict:
+    """A closure's free variables by name (an empty cell left out)."""
+    cells = {}
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        try:
+            cells[name] = cell.cell_contents
+        except ValueError:
+            continue
+    return cells
+
+
+def _id_in(source: str, L: dict, G: dict):
+    try:
+        return id(eval(source, {"L": L, "G": G, "___dict_contains": ___dict_contains}))
+    except ACCESS_ERRORS:
+        return None  # the object is gone here: the guard fails, as it would in Dynamo
+
+
 def bind_ids(finders: list, L: dict, G: dict, skip_self: bool, skipped: list) -> dict:
     """The ids the guards compare, found again in this process by name or by their source."""
     ids = {}
@@ -403,13 +442,8 @@ def bind_ids(finders: list, L: dict, G: dict, skip_self: bool, skipped: list) ->
             )
         elif how == "import":
             ids[source] = id(import_object(target))
+        elif how == "cell":  # a free variable of the closure the compile was made for
+            ids[source] = _id_in(source, closure_cells(import_object(target)), G)
         else:
-            try:
-                ids[source] = id(
-                    eval(source, {"L": L, "G": G, "___dict_contains": ___dict_contains})
-                )
-            except ACCESS_ERRORS:
-                ids[source] = (
-                    None  # the object is gone here: the guard fails, as it would in Dynamo
-                )
+            ids[source] = _id_in(source, L, G)
     return ids

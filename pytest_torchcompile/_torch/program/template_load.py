@@ -191,6 +191,9 @@ def load(module: Any = None, *, state_dict: dict[str, torch.Tensor] | None = Non
     entry, routes, homes = None, [], {}
     for spec in FRAMES:
         home = _home(spec, G, homes)
+        if "closures" in spec:
+            routes += _closure_routes(spec, home, self_args, rebuilt, skipped)
+            continue
         target = _routed(spec)
         frame = _frame(spec, home, target or function, self_args, rebuilt, skipped)
         made = resume_factory(frame, spec["freevars"]) if "freevars" in spec else frame
@@ -216,13 +219,35 @@ def _routed(spec: dict[str, Any]) -> types.FunctionType | None:
     code that was compiled: another version of the library is refused, not run."""
     if "function" not in spec:
         return None
-    function = import_object(spec["function"])
-    if code_digest(function.__code__) != spec["code"]:
+    return original_function(_compiled_function(spec["function"], spec["code"]))
+
+
+def _compiled_function(path: str, digest: str) -> types.FunctionType:
+    function = import_object(path)
+    if code_digest(function.__code__) != digest:
         raise RuntimeError(
-            f"{spec['function']} is not the code Dynamo compiled when this file was written (another "
+            f"{path} is not the code Dynamo compiled when this file was written (another "
             "version of its library?): write the file again"
         )
-    return original_function(function)
+    return function
+
+
+def _closure_routes(
+    spec: dict[str, Any],
+    G: FrameGlobals,
+    self_args: tuple[torch.nn.Module, ...],
+    rebuilt: bool,
+    skipped: list[str],
+) -> list[Route]:
+    """A decorator's wrappers that share the frame's code, each routed to a frame over its own cells;
+    one state for all, as Dynamo's cache and its decision to stop compiling are the code's."""
+    routes = []
+    for path in spec["closures"]:
+        function = _compiled_function(path, spec["code"])
+        frame = _frame(spec, G, original_function(function), self_args, rebuilt, skipped)
+        frame.state = routes[0].frame.state if routes else frame.state
+        routes.append(Route(function, frame))
+    return routes
 
 
 def _frame(
@@ -233,7 +258,7 @@ def _frame(
     rebuilt: bool,
     skipped: list[str],
 ) -> Frame:
-    is_entry, routed = spec["role"] == "entry", "function" in spec
+    is_entry, routed = spec["role"] == "entry", "function" in spec or "closures" in spec
     cells = zip(function.__code__.co_freevars, function.__closure__ or ())
     L = (
         ({"self": self_args[0]} if self_args else {k: c.cell_contents for k, c in cells})
@@ -251,7 +276,7 @@ def _frame(
     fallback = spec["fallback"]
     fallback = rebind(fallback, G, _cells_later(spec, fallback)) if fallback is not None else None
     signature = function if is_entry or routed else (compiles[0].code if compiles else fallback)
-    return Frame(spec["name"], signature, compiles, fallback)
+    return Frame(spec["name"], signature, compiles, fallback, declined=spec.get("declined", ""))
 
 
 def _cells_later(spec: dict[str, Any], template: Any) -> Any:

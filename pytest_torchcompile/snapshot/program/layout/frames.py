@@ -65,6 +65,11 @@ class FramePlan:
     module: str | None = None
     #: a function called from compiled code: its module:qualname, which `load` routes to this frame
     function: str | None = None
+    #: what Dynamo did when it declined to compile the frame again (`declined`): "" never
+    declined: str = ""
+    #: closures that share its code (a decorator's wrappers), each routed to a frame of its own
+    #: over its cells: those its compiles were made for, by the names that import them
+    closures: list[str] = field(default_factory=list)
 
 
 def plan_frames(
@@ -81,7 +86,7 @@ def plan_frames(
                 where,
                 "its facts were not read right after the compile (write_program needs the case run by compile_model)",
             )
-        if facts.role == "nested" and facts.function is None:
+        if facts.role == "nested" and facts.function is None and not facts.closures:
             raise ProgramRefused(
                 where,
                 "a function called from compiled code that Dynamo compiled as a frame of its own; the file "
@@ -104,8 +109,23 @@ def plan_frames(
             ),
         )
         plan.compiles.insert(0, compile_plan(log, record, facts, backend, where))
+        plan.closures += [c for c in facts.closures if c not in plan.closures]
+    for plan in frames.values():
+        plan.declined = declined(log, plan.original)
     _link_resumes(program, frames)
     return list(frames.values()), list(installed.values())
+
+
+def declined(log: CaptureLog, code: types.CodeType) -> str:
+    """How the file runs a frame once every compile refuses its inputs, as Dynamo ran it in the
+    call the file is written after (the log's last): "" raise (Dynamo compiled again, or never
+    declined), "once" its own code this time, "from_then" its own code from then on, "before" its own
+    code on every call (Dynamo declined in an earlier call of the case)."""
+    seen = [d for d in log.declined if d.code is code]
+    for_good = [d for d in seen if d.for_good]
+    if for_good:
+        return "before" if for_good[0].call < log.calls else "from_then"
+    return "once" if seen else ""
 
 
 def _link_resumes(program: ProgramFacts, frames: dict[types.CodeType, FramePlan]) -> None:
@@ -118,7 +138,7 @@ def _link_resumes(program: ProgramFacts, frames: dict[types.CodeType, FramePlan]
             if name not in plan.installed_as:
                 plan.installed_as.append(name)
     for index, plan in enumerate(frames.values()):
-        if plan.role == "resume" and not plan.compiles:
+        if plan.role == "resume" and (not plan.compiles or plan.declined):
             plan.fallback_name = (
                 # the name last, where the snapshot masks its line; a def's name (kornia names the
                 # code it copies into each subclass `Class.forward`, and its resume functions so)

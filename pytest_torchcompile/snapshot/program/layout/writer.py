@@ -294,9 +294,12 @@ def _frame_section(frame: FramePlan) -> str:
             )
             parts.append(plan.graph.source)
     if frame.fallback is not None:
-        parts.append(
-            f"# ----- {frame.name}: never compiled during the capture; its own code, run as plain Python"
+        when = (
+            "what runs once Dynamo declined to compile it again"
+            if frame.compiles
+            else "never compiled during the capture"
         )
+        parts.append(f"# ----- {frame.name}: {when}; its own code, run as plain Python")
         for name, value in frame.fallback.constants.items():
             source = constant_source(value) or object_source(value)
             if source is None:
@@ -391,6 +394,11 @@ def _home(frame: FramePlan) -> str:
     if frame.function:
         digest = program_runtime.code_digest(frame.original)
         text += f", 'function': {frame.function!r}, 'code': {digest!r}"
+    if frame.closures:  # a decorator's wrappers sharing the code: each routed over its own cells
+        digest = program_runtime.code_digest(frame.original)
+        text += f", 'closures': {frame.closures!r}, 'code': {digest!r}"
+    if frame.declined:  # how Dynamo ran it once every compile refused (`Frame.state`)
+        text += f", 'declined': {frame.declined!r}"
     return text
 
 
