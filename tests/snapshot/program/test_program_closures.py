@@ -152,11 +152,72 @@ class _Operator:
         return x
 
 
-def test_a_decorators_wrapper_called_as_a_frame_is_refused_naming_it_a_closure() -> None:
+def test_a_decorators_wrappers_are_found_by_what_refers_to_their_code() -> None:
     """The wrapper's code belongs to as many functions as the decorator wrapped (gpytorch's
-    operators), none of them by the code's own name: the refusal says so."""
-    from pytest_torchcompile.snapshot.program.facts.homes import frame_home
+    operators), none of them by the code's own name: each is found, by the name `functools.wraps`
+    gave it; a function made per call (a lambda) has no name, and the refusal says so."""
+    from pytest_torchcompile.snapshot.program.facts.homes import closure_path, frame_home
 
     home = frame_home(_Operator.evaluate.__code__)
-    assert home.function is None
-    assert home.why.startswith("_cached.<locals>.wrapped is made at run time (a closure")
+    assert home.function is None and home.why == ""
+    assert sorted(closure_path(f) for f in home.closures) == [
+        f"{__name__}:_Operator.diagonal",
+        f"{__name__}:_Operator.evaluate",
+    ]
+    made = (lambda: lambda y: y)()
+    assert frame_home(made.__code__).why.endswith(
+        "(a closure made per call, such as a lambda), so no name imports it"
+    )
+
+
+DECORATED = """
+import functools
+import pytest, torch
+
+
+def announced(method):
+    @functools.wraps(method)
+    def wrapped(self, x):
+        print("calling")  # a graph break in the wrapper: Dynamo compiles it as a frame of its own
+        return method(self, x)
+
+    return wrapped
+
+
+class Block(torch.nn.Module):
+    @announced
+    def scale(self, x):
+        return x * 2
+
+    @announced
+    def shift(self, x):
+        return x + 1
+
+    def forward(self, x):
+        return self.shift(self.scale(torch.sin(x)))
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_block(compile_model):
+    result = compile_model(Block(), torch.randn(2, 4))
+    print("RAN", result.program_report.ran[-1])
+"""
+
+
+def test_a_decorators_wrappers_compiled_as_frames_run_bitwise(pytester: pytest.Pytester) -> None:
+    """Both wrappers share one code, so Dynamo's compiles of its resume function are told apart
+    only by the guard that the wrapped method is the one inlined: the file routes each wrapper to a
+    frame over its own cells and reads that guard's id from the wrapper the compile was made for, so
+    `scale`'s call runs `x * 2`'s compile, not the newer `x + 1`'s (which the same shapes pass)."""
+    pytester.makepyfile(test_decorated=DECORATED)
+    result = pytester.runpytest("--update-snapshots", "-s")
+    if _torch_before_2_13():  # the wrapper's resume function reads `method`: see above
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*its code cannot be written as Python: it makes a function*"])
+        return
+    result.assert_outcomes(passed=1)
+    ran = next(line for line in result.stdout.lines if "RAN [" in line)
+    # the wrapper's one compile reads no cell before its graph break: it runs for both wrappers
+    assert ran.count("'frame 1 compile 0 (wrapped)'") == 2
+    resumes = [part for part in ran.split("', '") if "resume_in_wrapped" in part]
+    assert [r.split(" (")[0].split("frame ")[-1] for r in resumes] == ["2 compile 0", "2 compile 1"]

@@ -32,7 +32,9 @@ class IdFinder:
     """How the file finds again the object whose id a guard compares (ids differ in every process)."""
 
     source: str  # the guarded expression, `G['F']`, `type(L['self'])`
-    how: str  # "import" (target is module:qualname), "source" (evaluate at load), "skip" (target says why)
+    #: "import" (target is module:qualname), "source" (evaluate at load), "cell" (evaluate at load
+    #: over the cells of the closure target imports), "skip" (target says why)
+    how: str
     target: str
 
 
@@ -56,6 +58,9 @@ class FrameFacts:
     module: str | None = None
     #: a frame of a function called from compiled code: that function's module:qualname (routed)
     function: str | None = None
+    #: the same, where closures share the frame's code: those this compile runs for (the one it was
+    #: made for, or all where its guards read none of their cells)
+    closures: tuple[str, ...] = ()
     #: why the frame cannot be placed: its globals or its function not found by name ("" when it can)
     home_problem: str = ""
 

@@ -14,6 +14,7 @@ qualified name in the modules of its file (the code object knows no function).
 
 from __future__ import annotations
 
+import gc
 import sys
 import types
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ class Home:
     module: str | None  # the name of the module whose globals those are, None when none imports
     function: str | None  # module:qualname of the function, where one imports back to it
     why: str  # why no function can be routed ("" when one can)
+    #: the functions that share the code, where it is a closure made at run time (a decorator's
+    #: wrapper, one code for every method it wraps): the compile a guard ties to one of them routes it
+    closures: tuple[types.FunctionType, ...] = ()
 
 
 def frame_home(code: types.CodeType) -> Home:
@@ -40,9 +44,13 @@ def frame_home(code: types.CodeType) -> Home:
         if scope is not None:  # a resume function with free variables: made per call
             return Home(scope, _module_name(scope), None, "")
         qualname = getattr(code, "co_qualname", code.co_name)
+        closures = _sharing(code) if "<locals>" in qualname else []
+        if closures:  # a decorator's wrappers: each compile is routed to the one it was made for
+            scope = closures[0].__globals__
+            return Home(scope, _module_name(scope), None, "", tuple(closures))
         why = (
-            f"{qualname} is made at run time (a closure, such as a decorator's wrapper, which may "
-            "wrap many functions), so no name imports it"
+            f"{qualname} is made at run time (a closure made per call, such as a lambda), so no "
+            "name imports it"
             if "<locals>" in qualname
             else "no function of that code is found in its module by name"
         )
@@ -118,6 +126,23 @@ def _elsewhere(code: types.CodeType, qualname: str) -> list[types.FunctionType]:
         if isinstance(value, types.FunctionType) and value.__code__ is code and value not in found:
             found.append(value)
     return found
+
+
+def _sharing(code: types.CodeType) -> list[types.FunctionType]:
+    """The functions whose code is `code` that a name imports (a decorator's wrapper of each method
+    it decorates, named after the method by `functools.wraps`), found by what refers to the code: a
+    search of the heap, run only for code made inside a function that no other lookup finds."""
+    found = [
+        f
+        for f in gc.get_referrers(code)
+        if isinstance(f, types.FunctionType) and f.__code__ is code
+    ]
+    return [f for f in found if f.__closure__ and _path(f) is not None]
+
+
+def closure_path(function: types.FunctionType) -> str:
+    """The name that imports a closure `_sharing` found (it has one)."""
+    return _path(function) or ""
 
 
 def _unwrapped(value: object) -> list[object]:

@@ -32,7 +32,7 @@ from ...._torch.formats import (
 )
 from ...._torch.guard_tree import GuardRow
 from ...._torch.program import constants
-from ....common.capture_log import CaptureLog, FrameKey
+from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
 from ...emit.values import import_path, literal
 from .data import (
@@ -45,7 +45,7 @@ from .data import (
     ProgramFacts,
     SubmoduleLayout,
 )
-from .homes import Home, frame_home
+from .homes import Home, closure_path, frame_home
 from .module_tree import module_layout, tensor_spec
 from .structures import structure_spec
 
@@ -105,6 +105,9 @@ def collect(
         scope = local_scope if role == "entry" else None
         home = frame_home(record.original) if role != "entry" else None
         own = home is not None and home.globals is not None
+        routed, closure = _closures_of(
+            log.guards.get(record.key, ()), _sharing_home(record, role, home, program, log)
+        )
         facts = frame_facts(
             log,
             record.key,
@@ -113,14 +116,17 @@ def collect(
             record.transformed,
             home.globals if own else function.__globals__,  # type: ignore[union-attr,arg-type]
             scope,
+            closure,
         )
         if home is not None:
-            facts = _placed(facts, home, function.__globals__)
+            facts = _placed(facts, home, function.__globals__, routed)
         program.frames[record.key] = facts
         resumes = program.resumes()
 
 
-def _placed(facts: FrameFacts, home: Home, entry_globals: dict[str, object]) -> FrameFacts:
+def _placed(
+    facts: FrameFacts, home: Home, entry_globals: dict[str, object], closures: tuple[str, ...]
+) -> FrameFacts:
     """A non-entry frame's home: its module where its globals are not the entry's, and for a frame
     of a function called from compiled code, the function the file routes (or why none)."""
     module = home.module if home.globals is not entry_globals else None
@@ -128,7 +134,93 @@ def _placed(facts: FrameFacts, home: Home, entry_globals: dict[str, object]) -> 
         return replace(facts, home_problem="its globals are not a module's the file can import")
     if facts.role != "nested":
         return replace(facts, module=module)
+    if home.closures:
+        why = "" if closures else _unnamed(home)
+        return replace(facts, module=module, closures=closures, home_problem=why)
     return replace(facts, module=module, function=home.function, home_problem=home.why)
+
+
+#: a closure a compile was made for: the name that imports it, and its cells by free variable
+Closure = tuple[str, dict[str, object]]
+
+
+#: the most closures sharing a code the file routes for a compile whose guards read none of their
+#: cells (it runs for any of them): each is imported when the file loads
+MAX_SHARED = 64
+
+
+def _closures_of(
+    rows: Iterable[GuardRow], home: Home | None
+) -> tuple[tuple[str, ...], Closure | None]:
+    """For a frame whose code closures share: the names of those the compile runs for, and the one
+    it was made for, whose cells the compile's identity guards on free variables read
+    (`L['method']`, Dynamo's guard that the wrapped method is the one it inlined). A compile whose
+    guards read no cell runs for every one of them, as in Dynamo; () where the guards name none of
+    them or several, or too many share it."""
+    if home is None or not home.closures:
+        return (), None
+    checks = [
+        (source, int(value))
+        for row in rows
+        for what, source, value in ID_CHECK.findall(row.code)
+        if what == "obj" and _free_root(source, home.closures[0].__code__.co_freevars)
+    ]
+    if not checks:
+        every = tuple(sorted(closure_path(f) for f in home.closures))
+        return (every if len(every) <= MAX_SHARED else ()), None
+    found = [f for f in home.closures if all(_holds_id(f, s, v) for s, v in checks)]
+    if len(found) != 1:
+        return (), None
+    return (closure_path(found[0]),), (closure_path(found[0]), _cells(found[0]))
+
+
+def _sharing_home(
+    record: BytecodeRecord, role: str, home: Home | None, program: ProgramFacts, log: CaptureLog
+) -> Home | None:
+    """The home whose closures share the code of the frame `record` compiled, or of the frame its
+    resume function came from (a decorator wrapper's resume function reads the wrapper's cells)."""
+    if role == "nested" or role == "entry":
+        return home
+    code, seen = record.original, set()
+    while code not in seen:  # up from a resume function to the frame it resumes
+        seen.add(code)
+        parents = [
+            b.original
+            for b in log.bytecode
+            if b.key in program.frames and code in dict(program.frames[b.key].resumes).values()
+        ]
+        if not parents:
+            break
+        code = parents[0]
+    if code is record.original:
+        return None
+    parent = frame_home(code)
+    return parent if parent.closures else None
+
+
+def _free_root(source: str, freevars: tuple[str, ...]) -> bool:
+    return any(source.startswith(f"L[{name!r}]") for name in freevars)
+
+
+def _cells(function: types.FunctionType) -> dict[str, object]:
+    cells = zip(function.__code__.co_freevars, function.__closure__ or ())
+    return {name: cell.cell_contents for name, cell in cells}
+
+
+def _holds_id(function: types.FunctionType, source: str, value: int) -> bool:
+    try:
+        return id(eval(_compiled(source), {**_GUARD_SCOPE, "L": _cells(function)})) == value  # noqa: S307 - Dynamo's own guard source
+    except Exception:  # the source does not read from this closure's cells
+        return False
+
+
+def _unnamed(home: Home) -> str:
+    code = home.closures[0].__code__
+    return (
+        f"{getattr(code, 'co_qualname', code.co_name)} is a closure {len(home.closures)} functions "
+        "share (a decorator's wrapper), and the compile's guards do not say which of them it was "
+        f"made for (or, where they read none of their cells, more than {MAX_SHARED} share it)"
+    )
 
 
 def frame_facts(
@@ -139,8 +231,10 @@ def frame_facts(
     transformed: types.CodeType,
     scope: dict[str, object],
     local_scope: dict[str, object] | None,
+    closure: Closure | None = None,
 ) -> FrameFacts:
-    """The facts of one frame compile, read from the module globals its code runs in."""
+    """The facts of one frame compile, read from the module globals its code runs in (`closure`:
+    the closure it was made for, where closures share its code: guards on its cells read them)."""
     rows = log.guards.get(key, ())
     names = set(_global_reads(transformed)) | {
         n for row in rows for n in GUARD_GLOBAL.findall(row.source + " " + row.code)
@@ -153,7 +247,7 @@ def frame_facts(
     resumes = tuple(
         (i.name, dynamo.resume_code(scope[i.name])) for i in installed if i.kind == "resume"
     )
-    ids = tuple(id_finders(rows, scope, local_scope))
+    ids = tuple(id_finders(rows, scope, local_scope, closure))
     graphs = [scope.get(i.name) for i in installed if i.kind == "compiled_fn"]
     values, problem = graph_constants(log, key, graphs)
     return FrameFacts(key, name, role, installed, ids, resumes, values, problem)
@@ -285,14 +379,22 @@ def _namespace_value(item: object) -> str | None:
 
 
 def id_finders(
-    rows: Iterable[GuardRow], scope: dict[str, object], local_scope: dict[str, object] | None
+    rows: Iterable[GuardRow],
+    scope: dict[str, object],
+    local_scope: dict[str, object] | None,
+    closure: Closure | None = None,
 ) -> list[IdFinder]:
-    """For every id a guard compares: import the object by name, evaluate its source at load, or skip it."""
+    """For every id a guard compares: import the object by name, evaluate its source at load, or skip
+    it; one read from a free variable of `closure` is read from that closure's cells at load."""
     finders: dict[str, IdFinder] = {}
     for row in rows:
         for match in ID_CHECK.finditer(row.code):
             source = match.group(2) if match.group(1) == "obj" else f"type({match.group(2)})"
-            if source not in finders:
+            if source in finders:
+                continue
+            if closure is not None and _free_root(source.removeprefix("type("), tuple(closure[1])):
+                finders[source] = IdFinder(source, "cell", closure[0])
+            else:
                 finders[source] = id_finder(source, scope, local_scope)
     return list(finders.values())
 
