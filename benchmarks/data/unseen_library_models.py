@@ -40,9 +40,9 @@ LIBRARIES = {
 }
 
 
-def peft_lora_llama_training() -> Case:
-    """peft: LoRA adapters on a one-layer Llama's q and v projections, a causal-LM loss."""
-    from peft import LoraConfig, get_peft_model
+def _adapted_llama(adapter) -> Case:
+    """peft's `adapter` on a one-layer Llama (vocabulary 64, width 32), a causal-LM loss over 2x8."""
+    from peft import get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
     generator = seeded()
@@ -50,10 +50,16 @@ def peft_lora_llama_training() -> Case:
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
     )  # fmt: skip
-    lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
-    model = get_peft_model(LlamaForCausalLM(config), lora)
+    model = get_peft_model(LlamaForCausalLM(config), adapter)
     ids = torch.randint(0, 64, (2, 8), generator=generator)
     return Case(model, (), {"input_ids": ids, "labels": ids})
+
+
+def peft_lora_llama_training() -> Case:
+    """peft: LoRA adapters on a one-layer Llama's q and v projections, a causal-LM loss."""
+    from peft import LoraConfig
+
+    return _adapted_llama(LoraConfig(r=4, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
 
 
 def monai_unet() -> Case:
@@ -161,22 +167,37 @@ def gpytorch_exact_gp_training() -> Case:
     return Case(NegativeMarginalLikelihood(x, y), (x, y), {})
 
 
+def _tanh_normal_actor() -> nn.Module:
+    """torchrl's stochastic policy over 4 observations: a Tanh-squashed Normal over 2 actions."""
+    from tensordict.nn import NormalParamExtractor, TensorDictModule
+    from torchrl.modules import ProbabilisticActor, TanhNormal
+
+    net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 4), NormalParamExtractor())
+    return ProbabilisticActor(
+        TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"], distribution_class=TanhNormal, return_log_prob=True,
+    )  # fmt: skip
+
+
+def _steps(generator: torch.Generator, **more: object):
+    """A TensorDict batch of six steps of 4 observations and 2 actions in (-0.9, 0.9), and `more`."""
+    from tensordict import TensorDict
+
+    observation = torch.randn(6, 4, generator=generator)
+    action = torch.rand(6, 2, generator=generator) * 1.8 - 0.9
+    return TensorDict({"observation": observation, "action": action, **more}, batch_size=[6])
+
+
 class PPOTotal(nn.Module):
     """torchrl's clipped PPO loss, its three terms summed (what an optimizer steps on)."""
 
     def __init__(self) -> None:
-        from tensordict.nn import NormalParamExtractor, TensorDictModule
-        from torchrl.modules import ProbabilisticActor, TanhNormal, ValueOperator
+        from torchrl.modules import ValueOperator
         from torchrl.objectives import ClipPPOLoss
 
         super().__init__()
-        net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 4), NormalParamExtractor())
-        actor = ProbabilisticActor(
-            TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"]),
-            in_keys=["loc", "scale"], distribution_class=TanhNormal, return_log_prob=True,
-        )  # fmt: skip
         value = ValueOperator(nn.Linear(4, 1), in_keys=["observation"])
-        self.loss = ClipPPOLoss(actor, value)
+        self.loss = ClipPPOLoss(_tanh_normal_actor(), value)
 
     def forward(self, batch):
         out = self.loss(batch)
@@ -185,20 +206,11 @@ class PPOTotal(nn.Module):
 
 def torchrl_ppo_loss_training() -> Case:
     """torchrl: a clipped PPO loss over a TensorDict batch of six steps, a training step."""
-    from tensordict import TensorDict
-
     generator = seeded()
-
-    def randn(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=generator)
-
-    batch = TensorDict(
-        {
-            "observation": randn(6, 4), "action": torch.rand(6, 2, generator=generator) * 1.8 - 0.9,
-            "action_log_prob": randn(6), "advantage": randn(6, 1), "value_target": randn(6, 1),
-        },
-        batch_size=[6],
-    )  # fmt: skip
+    log_prob, advantage, target = (
+        torch.randn(*s, generator=generator) for s in ((6,), (6, 1), (6, 1))
+    )
+    batch = _steps(generator, action_log_prob=log_prob, advantage=advantage, value_target=target)
     return Case(PPOTotal(), (batch,), {})
 
 
@@ -243,3 +255,165 @@ def diffusers_vae_training() -> Case:
         norm_num_groups=4, layers_per_block=1,
     )  # fmt: skip
     return Case(model, (torch.randn(1, 3, 16, 16),), {})
+
+
+def monai_dynunet_training() -> Case:
+    """MONAI: nnU-Net's DynUNet (instance norms, deep supervision off), a training step."""
+    from monai.networks.nets import DynUNet
+
+    seeded()
+    model = DynUNet(
+        spatial_dims=2, in_channels=1, out_channels=2, kernel_size=(3, 3, 3),
+        strides=(1, 2, 2), upsample_kernel_size=(2, 2), filters=(4, 8, 16),
+    )  # fmt: skip
+    return Case(model, (torch.randn(1, 1, 16, 16),), {})
+
+
+def monai_attention_unet() -> Case:
+    """MONAI: an attention-gated UNet, inference."""
+    from monai.networks.nets import AttentionUnet
+
+    seeded()
+    model = AttentionUnet(
+        spatial_dims=2, in_channels=1, out_channels=2, channels=(4, 8, 16), strides=(2, 2)
+    )
+    return Case(model.eval(), (torch.randn(1, 1, 16, 16),), {})
+
+
+def monai_densenet_training() -> Case:
+    """MONAI: a small DenseNet classifier over 2-D images, a training step."""
+    from monai.networks.nets import DenseNet
+
+    seeded()
+    model = DenseNet(
+        spatial_dims=2, in_channels=1, out_channels=3, init_features=8, growth_rate=4,
+        block_config=(2, 2),
+    )  # fmt: skip
+    return Case(model, (torch.randn(2, 1, 16, 16),), {})
+
+
+def monai_swin_unetr() -> Case:
+    """MONAI: SwinUNETR (shifted-window attention, relative position bias), 2-D, inference."""
+    from monai.networks.nets import SwinUNETR
+
+    seeded()
+    model = SwinUNETR(
+        in_channels=1, out_channels=2, feature_size=12, depths=(1, 1, 1, 1),
+        num_heads=(1, 1, 1, 1), spatial_dims=2,
+    )  # fmt: skip
+    return Case(model.eval(), (torch.randn(1, 1, 64, 64),), {})
+
+
+def peft_ia3_bert_training() -> Case:
+    """peft: IA3 scaling vectors on a one-layer BERT's key, value and output layers."""
+    from peft import IA3Config, get_peft_model
+    from transformers import BertConfig, BertForSequenceClassification
+
+    generator = seeded()
+    config = BertConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=2, max_position_embeddings=32, num_labels=2,
+    )  # fmt: skip
+    adapter = IA3Config(
+        target_modules=["key", "value", "output.dense"], feedforward_modules=["output.dense"]
+    )
+    model = get_peft_model(BertForSequenceClassification(config), adapter)
+    ids = torch.randint(0, 64, (2, 8), generator=generator)
+    return Case(model, (), {"input_ids": ids, "labels": torch.tensor([0, 1])})
+
+
+def peft_dora_llama_training() -> Case:
+    """peft: DoRA (weight-decomposed LoRA) on a one-layer Llama's projections, a causal-LM loss."""
+    from peft import LoraConfig
+
+    return _adapted_llama(LoraConfig(r=4, target_modules=["q_proj", "o_proj"], use_dora=True))
+
+
+def torchao_qat_training() -> Case:
+    """torchao: quantization-aware training (int8 activations, int4 weights faked), a step."""
+    from torchao.quantization import quantize_
+    from torchao.quantization.qat import FakeQuantizeConfig, IntXQuantizationAwareTrainingConfig
+
+    seeded()
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32))
+    activations = FakeQuantizeConfig(torch.int8, "per_token", is_symmetric=False)
+    weights = FakeQuantizeConfig(torch.int4, group_size=32)
+    quantize_(model, IntXQuantizationAwareTrainingConfig(activations, weights))
+    return Case(model, (torch.randn(4, 64),), {})
+
+
+class Mixture(nn.Module):
+    """A Gaussian mixture's negative log-likelihood (torch.distributions' MixtureSameFamily)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logits = nn.Parameter(torch.zeros(3))
+        self.loc = nn.Parameter(torch.randn(3, 2))
+        self.log_scale = nn.Parameter(torch.zeros(3, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import pyro.distributions as dist
+
+        mix = dist.Categorical(logits=self.logits)
+        parts = dist.Independent(dist.Normal(self.loc, self.log_scale.exp()), 1)
+        return -dist.MixtureSameFamily(mix, parts).log_prob(x).mean()
+
+
+def pyro_mixture_training() -> Case:
+    """pyro: a three-part Gaussian mixture's negative log-likelihood, a training step."""
+    generator = seeded()
+    return Case(Mixture(), (torch.randn(16, 2, generator=generator),), {})
+
+
+class SACTotal(nn.Module):
+    """torchrl's SAC loss, its actor, Q-value and temperature terms summed."""
+
+    def __init__(self) -> None:
+        from torchrl.modules import MLP, ValueOperator
+        from torchrl.objectives import SACLoss
+
+        super().__init__()
+        qvalue = ValueOperator(MLP(in_features=6, out_features=1, num_cells=[8]),
+                               in_keys=["observation", "action"])  # fmt: skip
+        self.loss = SACLoss(_tanh_normal_actor(), qvalue, target_entropy=-2.0)
+
+    def forward(self, batch):
+        out = self.loss(batch)
+        return out["loss_actor"] + out["loss_qvalue"] + out["loss_alpha"]
+
+
+def torchrl_sac_loss_training() -> Case:
+    """torchrl: SAC's loss over a TensorDict batch of six transitions, a training step."""
+    generator = seeded()
+    stop = torch.zeros(6, 1, dtype=torch.bool)
+    following = {
+        "observation": torch.randn(6, 4, generator=generator),
+        "reward": torch.randn(6, 1, generator=generator),
+        "done": stop, "terminated": stop.clone(),
+    }  # fmt: skip
+    return Case(SACTotal(), (_steps(generator, next=following),), {})
+
+
+def transformers_vit_training() -> Case:
+    """transformers: a one-layer ViT image classifier, a training step with labels."""
+    from transformers import ViTConfig, ViTForImageClassification
+
+    generator = seeded()
+    config = ViTConfig(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, num_labels=3,
+    )  # fmt: skip
+    pixels = torch.randn(2, 3, 16, 16, generator=generator)
+    return Case(
+        ViTForImageClassification(config),
+        (),
+        {"pixel_values": pixels, "labels": torch.tensor([0, 2])},
+    )
+
+
+LIBRARIES.update(
+    monai_dynunet_training="monai", monai_attention_unet="monai", monai_densenet_training="monai",
+    monai_swin_unetr="monai", peft_ia3_bert_training="peft", peft_dora_llama_training="peft",
+    torchao_qat_training="torchao", pyro_mixture_training="pyro",
+    torchrl_sac_loss_training="torchrl", transformers_vit_training="transformers",
+)  # fmt: skip

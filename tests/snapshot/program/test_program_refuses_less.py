@@ -11,8 +11,11 @@ method the file writes as the class's attribute), a `torch.distributions`
 object (torch.compile switches the process's argument validation off and
 guards on it; the file does the same), `print(y.shape)` (a graph break with a `torch.Size`
 constant), dropout on aot_eager (its random ops run eagerly on the
-generator the file seeds alike) and `nn.TransformerEncoderLayer` in eval
-under `no_grad` (its first compiled frame is a function it calls). Driven
+generator the file seeds alike), `nn.TransformerEncoderLayer` in eval
+under `no_grad` (its first compiled frame is a function it calls) and a
+graph break inside a `with torch.no_grad():` block (Dynamo runs the
+breaking call between the context manager's `__enter__` and `__exit__`, in
+a try whose handler exits and raises again). Driven
 as a user drives it: pytester, the program run in a fresh process.
 """
 
@@ -98,6 +101,25 @@ def dropout(x):
     return torch.nn.functional.dropout(x * 2, 0.5, training=True)
 
 
+def a_break_in_no_grad(x):
+    with torch.no_grad():
+        y = x * 2
+        print("a graph break inside the with block")
+        y = y + 1
+    return y
+
+
+def shifted(y):
+    print("a graph break in a function called inside the with block")
+    return y - 1
+
+
+def a_call_in_no_grad(x):
+    with torch.no_grad():
+        y = shifted(x * 2)
+    return y + 1
+
+
 @pytest.mark.parametrize(
     "fn, shape",
     [
@@ -112,6 +134,8 @@ def dropout(x):
         (a_distribution, (4,)),
         (prints_a_shape, (4,)),
         (dropout, (4, 8)),
+        (a_break_in_no_grad, (4,)),
+        (a_call_in_no_grad, (4,)),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
@@ -138,11 +162,13 @@ def test_an_encoder_layer_in_eval(compile_model):
 def test_everyday_code_the_file_once_refused_runs_bitwise(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest("--update-snapshots", "-s", "-p", "no:randomly")
-    result.assert_outcomes(passed=13)
+    result.assert_outcomes(passed=15)
     result.stdout.fnmatch_lines(
         [
             "*RAN*'frame 0 compile 0 (views_of_the_input)'*",
             "*RAN*'frame 0 compile 0 (prints_a_shape)', 'frame 1 compile 0 (torch_dynamo_resume_in_prints_a_shape*",
+            "*RAN*'frame 0 compile 0 (a_break_in_no_grad)', 'frame 1 compile 0 (torch_dynamo_resume_in_a_break_in_no_grad*",
+            "*RAN*'frame 0 compile 0 (a_call_in_no_grad)', 'frame 1 compile 0 (shifted)'*",
             "*RAN*'frame 0 compile 0 (a_constant)'*",
         ]
     )

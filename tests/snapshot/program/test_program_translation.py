@@ -165,13 +165,6 @@ def test_a_wrong_translation_is_caught() -> None:
     assert "operation" in difference(branches.__code__, _function_code(wrong, "branches"))
 
 
-def with_finally(x):
-    try:
-        return x.a
-    finally:
-        x.close()
-
-
 def with_a_return_inside(x):
     with x:
         return x.a
@@ -179,14 +172,64 @@ def with_a_return_inside(x):
 
 @pytest.mark.parametrize(
     ("function", "reason"),
-    [
-        (with_finally, "finally block|exception table"),
-        (with_a_return_inside, "with block|LOAD_SPECIAL|exception table"),
-    ],
+    [(with_a_return_inside, "with block|LOAD_SPECIAL|exception table")],
 )
 def test_what_cannot_be_structured_is_refused_naming_it(function, reason: str) -> None:
     with pytest.raises(Untranslatable, match=reason):
         translate(function.__code__)
+
+
+def finally_returns(x):
+    try:
+        return x.a
+    finally:
+        x.close()
+
+
+def finally_cleanup(x):
+    try:
+        y = x.a
+    finally:
+        x.close()
+    return y
+
+
+def finally_in_a_loop(xs):
+    total = 0
+    for x in xs:
+        try:
+            total = total + x.a
+        finally:
+            x.close()
+    return total
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="finally blocks are structured from 3.11's exception table up to 3.13's",
+)
+@pytest.mark.parametrize(
+    "function", [finally_returns, finally_cleanup, finally_in_a_loop], ids=lambda f: f.__name__
+)
+def test_a_finally_block_is_an_except_that_raises_again_and_is_proved(function) -> None:
+    """CPython copies a `finally` block: one copy where the body goes on, one in a handler that
+    raises the exception again. The file writes `except BaseException: <copy>; raise` and `else:`."""
+    source = checked(function.__code__).source
+    assert "    except BaseException:" in source and "        raise" in source
+    assert same_behaviour(function.__code__) is None
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info < (3, 14),
+    reason="finally blocks are structured from 3.11's exception table up to 3.13's",
+)
+def test_a_finally_block_left_out_where_the_body_raised_is_caught() -> None:
+    lines = translate(finally_cleanup.__code__).source.split("\n")
+    at = next(n for n, line in enumerate(lines) if "except BaseException:" in line)
+    wrong = "\n".join([*lines[: at + 1], "        pass", *lines[at + 2 :]])
+    assert "close" in lines[at + 1] and "close" not in wrong.split("else:")[0]
+    found = difference(finally_cleanup.__code__, _function_code(wrong, "finally_cleanup"))
+    assert found is not None and "close" in found
 
 
 def try_else(options, g):

@@ -19,8 +19,15 @@ bare `except:`, each clause body left by one POP_EXCEPT; and `with` blocks
 (BEFORE_WITH leaves `__exit__` under the value of `__enter__`; the body ends
 by calling `__exit__(None, None, None)`; the handler, WITH_EXCEPT_START,
 asks `__exit__` whether to suppress), whose body ends where it began.
-Anything else with a handler (`finally`, `except*`, a `try` inside a `try`
-or inside a clause, an exception class of a module, a `return` out of a
+A handler that runs straight-line code over the exception and raises it
+again (RERAISE 0) is `except BaseException: <code>; raise`: a `finally`
+block's copy for an exception (the body's way on runs the other copy, as
+`else:`), and what Dynamo writes around a call it runs inside a context
+manager after a graph break (`__enter__()`; the call in a try whose handler
+calls `__exit__(None, None, None)` and raises again; the values under the
+call's own on the stack are not the handler's). Anything else with a
+handler (a `finally` around a return, `except*`, a `try` inside a `try` or
+inside a clause, an exception class of a module, a `return` out of a
 `with`) raises `Untranslatable` naming it.
 """
 
@@ -42,6 +49,17 @@ _UNBIND = ("LOAD_CONST", "STORE_FAST", "DELETE_FAST")
 
 #: the exception PUSH_EXC_INFO saves under the one raised, as the clause's stack holds it
 EXC_INFO = Val("<the saved exception>", "pure")
+#: the exception raised, on top of the saved one while a handler that raises it again runs
+RAISED = Val("<the exception raised>", "pure")
+#: what a handler that only runs code and raises again does not do
+_HANDLER_FLOW = (
+    "CHECK_EXC_MATCH",
+    "CHECK_EG_MATCH",
+    "WITH_EXCEPT_START",
+    "POP_EXCEPT",
+    "PUSH_EXC_INFO",
+    "RAISE_VARARGS",
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +81,7 @@ class Clause:
     name: str | None
     body: tuple[int, int]
     #: ("merge", index) to where the statement ends, ("loop", 0) back to its loop, ("end", index)
-    #: on to a return from `index`
+    #: on to a return from `index`, ("raise", index) the exception raised again by RERAISE there
     leaves: tuple[str, int]
 
 
@@ -156,10 +174,6 @@ class Handlers:
     def _try(self, i: int, stop: int, stack: list[Val]) -> list[Val] | None:
         entry = self.try_at(i)
         assert entry is not None
-        if entry.depth != len(stack):
-            raise Untranslatable(
-                f"a try block entered with a value on the stack (offset {self.ins[i].offset})"
-            )
         others = [
             e
             for e in self.tries  # type: ignore[attr-defined]
@@ -168,8 +182,15 @@ class Handlers:
         if others:
             raise Untranslatable(f"a try inside a try (offset {self.ins[i].offset})")
         clauses = self._clauses(entry)
+        reraises = all(c.leaves[0] == "raise" for c in clauses)
+        # a handler that only raises again never goes on: the values under the body's own (the
+        # call Dynamo wraps in a context manager's enter and exit) are not its business
+        if entry.depth != len(stack) and not (reraises and entry.depth < len(stack)):
+            raise Untranslatable(
+                f"a try block entered with a value on the stack (offset {self.ins[i].offset})"
+            )
         self.flush(stack)
-        before = [v.expr for v in stack]
+        before = [v.expr for v in stack[: entry.depth]]
         self.emit("try:")
         self.entered.add(entry)  # its body, translated next, starts where it does
         out, lines = self._branch(entry.start, entry.end, list(stack))
@@ -178,14 +199,14 @@ class Handlers:
                 f"a try body that does not end where it began (offset {self.ins[i].offset})"
             )
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
-        merges = {c.leaves for c in clauses if c.leaves[0] != "end"}
+        merges = {c.leaves for c in clauses if c.leaves[0] not in ("end", "raise")}
         if len(merges) > 1:
             raise Untranslatable(
                 f"except clauses that go on to different places (offset {self.ins[i].offset})"
             )
         merge = next(iter(merges), None)
         for clause in clauses:
-            self._clause(clause, stack)
+            self._clause(clause, stack[: entry.depth])
         if out is None:  # the body returned or raised: nothing runs after it but the handler
             return (
                 None if merge is None else self._block(self._merge_index(merge, stop), stop, stack)
@@ -202,6 +223,9 @@ class Handlers:
             raise Untranslatable(
                 f"a handler that does not start with PUSH_EXC_INFO (offset {self.ins[handler].offset})"
             )
+        reraise = self._reraise_at(handler)
+        if reraise is not None:  # `except BaseException: <cleanup>; raise`
+            return [Clause("BaseException", None, (handler + 1, reraise), ("raise", reraise))]
         self._refuse_finally_and_with(handler)
         clauses: list[Clause] = []
         i = handler + 1
@@ -214,6 +238,24 @@ class Handlers:
                 return [*clauses, clause]
             clause, i = self._matching_clause(i)
             clauses.append(clause)
+
+    def _reraise_at(self, handler: int) -> int | None:
+        """The RERAISE 0 of a handler that runs straight-line code over the exception and raises it
+        again: a `finally` block's copy for an exception, or what Dynamo writes around a call it
+        runs inside a context manager (`__exit__(None, None, None)`, then RERAISE); None for a
+        handler that tests, binds, jumps or is a `with` block's."""
+        for j in range(handler + 1, len(self.ins)):
+            ins = self.ins[j]
+            if ins.opname == "RERAISE":
+                return j if ins.arg == 0 and self._row_at(j) is not None else None
+            if (
+                ins.opname in _HANDLER_FLOW
+                or "JUMP" in ins.opname
+                or ins.opname in ("RETURN_VALUE", "RETURN_CONST")
+                or self.try_at(j) is not None
+            ):
+                return None
+        return None
 
     def _refuse_finally_and_with(self, handler: int) -> None:
         """A `with` block's handler calls `__exit__` (WITH_EXCEPT_START); a `finally` block's runs
@@ -306,6 +348,8 @@ class Handlers:
     def _clause(self, clause: Clause, stack: list[Val]) -> None:
         """The clause's lines; its body runs over the handler's saved exception (`EXC_INFO`, which
         POP_EXCEPT drops: a value the clause returns is swapped under it)."""
+        if clause.leaves[0] == "raise":
+            return self._reraise_clause(clause, stack)
         head = "except" if clause.test is None else f"except {clause.test}"
         self.emit(head + (f" as {clause.name}:" if clause.name else ":"))
         out, lines = self._branch(*clause.body, [*stack, EXC_INFO])
@@ -332,6 +376,20 @@ class Handlers:
                 f"an except clause that changes the stack (offset {self.ins[clause.body[0]].offset})"
             )
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
+
+    def _reraise_clause(self, clause: Clause, stack: list[Val]) -> None:
+        """`except BaseException:`, the handler's code over the exception it raises again, `raise`
+        (CPython's cleanup of a handler that raised, COPY 3; POP_EXCEPT; RERAISE 1, is Python's own
+        for an exception raised in an except clause)."""
+        self.emit("except BaseException:")
+        held = [*stack, EXC_INFO, RAISED]
+        out, lines = self._branch(*clause.body, list(held))
+        if out is None or [v.expr for v in out] != [v.expr for v in held]:
+            raise Untranslatable(
+                f"a handler that raises again over other values (offset {self.ins[clause.body[0]].offset})"
+            )
+        self.lines.extend([*lines, "    " * (self.indent + 1) + "raise"])
+        return None
 
     def _check_returns(self, index: int) -> None:
         """A clause that goes on by itself runs a copy of the code's ending: it must return."""
