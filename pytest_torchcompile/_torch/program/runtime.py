@@ -219,7 +219,7 @@ class Frame:
 
     def __call__(self, *args, **kwargs):
         if self.state["declined"] == "before":
-            return self._own("Dynamo had declined to compile it again", args, kwargs)
+            return self._own("Dynamo had declined to compile it", args, kwargs)
         bound = frame_locals(self.signature, args, kwargs)
         for name, cell in self.cells:
             try:

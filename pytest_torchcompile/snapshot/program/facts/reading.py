@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import sys
 import types
 from collections.abc import Iterable, Mapping
@@ -85,9 +86,10 @@ def collect(
         function, self_arg = frame_function(model, entry)
     except ValueError:
         wrapped = dynamo.module_call_frame(model, entry)
-        if wrapped is None:
+        declined = _declined_entry(model, log) if wrapped is None else None
+        if wrapped is None and declined is None:
             return  # the first compiled frame is not the model's: the writer refuses, naming it
-        function, self_arg = wrapped, ()
+        function, self_arg = (wrapped, ()) if wrapped is not None else declined  # type: ignore[misc]
     if program.case is None:
         program.case = case_facts(model, function, bool(self_arg), args, kwargs, settings, layout)
     resumes = program.resumes()
@@ -122,6 +124,22 @@ def collect(
             facts = _placed(facts, home, function.__globals__, routed)
         program.frames[record.key] = facts
         resumes = program.resumes()
+
+
+def _declined_entry(
+    model: object, log: CaptureLog
+) -> tuple[types.FunctionType, tuple[object, ...]] | None:
+    """The model's forward (or the compiled function) where Dynamo compiled none of it but compiled
+    frames it called: it declined the entry on its first call (a graph break inside a context
+    manager it cannot run in pieces, an error it suppressed), so that code runs as Python on
+    every call, and the functions it calls are frames of their own."""
+    forward = getattr(type(model), "forward", None) if isinstance(model, torch.nn.Module) else None
+    function = forward if isinstance(forward, types.FunctionType) else inspect.unwrap(model)  # type: ignore[arg-type]
+    if not isinstance(function, types.FunctionType):
+        return None
+    if any(b.original is function.__code__ for b in log.bytecode):
+        return None
+    return function, ((model,) if function is forward else ())
 
 
 def _placed(

@@ -113,6 +113,12 @@ def plan_frames(
     for plan in frames.values():
         plan.declined = declined(log, plan.original)
     _link_resumes(program, frames)
+    case = program.case
+    if case is not None and not any(p.role == "entry" for p in frames.values()):
+        # Dynamo declined the entry on its first call: it runs as Python, the frames it calls
+        # are compiled (`reading._declined_entry`)
+        entry = FramePlan(case.entry_code.co_name, "entry", case.entry_code, declined="before")
+        return [entry, *frames.values()], list(installed.values())
     return list(frames.values()), list(installed.values())
 
 
