@@ -367,6 +367,30 @@ def test_an_inlined_comprehension_is_a_loop_over_a_variable_of_its_own() -> None
     assert namespace["comprehensions"](xs, k, sum) == comprehensions(xs, k, sum)
 
 
+def filtered_comprehensions(xs, options):
+    kept = [x.shape for x in xs if x.v > 1]
+    chosen = {name: value for name, value in options.items() if value}
+    pairs = [x.g(y) for x in xs for y in xs if y.v != x.v]
+    return kept, chosen, pairs
+
+
+@pytest.mark.skipif(
+    not (3, 12) <= sys.version_info < (3, 14),
+    reason="comprehensions are inlined (and written as loops) from 3.12 on; 3.11's are refused",
+)
+def test_a_comprehension_with_an_if_two_fors_or_two_variables_is_written_as_loops() -> None:
+    """`if` is a `continue` in the loop, a second `for` a loop inside; `for k, v in` saves and puts
+    back two variables, its handler one STORE_FAST for each."""
+    translation = checked(filtered_comprehensions.__code__)
+    assert "continue" in translation.source
+    assert same_behaviour(filtered_comprehensions.__code__) is None
+    namespace: dict = {}
+    exec(compile(translation.source, "<translated>", "exec"), namespace)
+    xs, options = [_Item(1), _Item(2), _Item(3)], {"a": 0, "b": 2, "c": None, "d": "x"}
+    expected = filtered_comprehensions(xs, options)
+    assert namespace["filtered_comprehensions"](xs, options) == expected
+
+
 class _Item:
     """A value with a shape and a method, for running a translated comprehension for real."""
 

@@ -125,14 +125,17 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         self.whiles: list[tuple[int, int, int, int]] = []
 
     def _restore_handler(self, start: int) -> range:
-        """3.12+: the handler of an inlined comprehension (it puts the variable's outer value back
-        and raises on), which the translation needs none of: the variable has a name of its own."""
-        names = [ins.opname for ins in self.ins[start : start + 5]]
-        if names != ["SWAP", "POP_TOP", "SWAP", "STORE_FAST", "RERAISE"]:
+        """3.12+: the handler of an inlined comprehension (it puts its variables' outer values back,
+        one STORE_FAST each, `for k, v in ...` two, and raises on), which the translation needs
+        none of: each variable has a name of its own."""
+        swap = self.ins[start + 2] if start + 2 < len(self.ins) else None
+        count = (swap.arg or 0) - 1 if swap is not None and swap.opname == "SWAP" else 0
+        names = [ins.opname for ins in self.ins[start : start + 4 + count]]
+        if count < 1 or names != ["SWAP", "POP_TOP", "SWAP", *["STORE_FAST"] * count, "RERAISE"]:
             raise Untranslatable(
                 f"a handler this translator does not know (offset {self.ins[start].offset})"
             )
-        return range(start, start + 5)
+        return range(start, start + 4 + count)
 
     def inner_translation(self, code: types.CodeType, name: str, prefix: str) -> Translation:
         """A function the code makes, as a def (`nested.py`); `checked` proves it with the code."""
