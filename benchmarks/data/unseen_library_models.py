@@ -313,6 +313,7 @@ def peft_ia3_bert_training() -> Case:
     config = BertConfig(
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
         num_attention_heads=2, max_position_embeddings=32, num_labels=2,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     )  # fmt: skip
     adapter = IA3Config(
         target_modules=["key", "value", "output.dense"], feedforward_modules=["output.dense"]

@@ -9,6 +9,7 @@ module; the file routes it by the subclass's name.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 
@@ -71,3 +72,22 @@ def test_an_object_of_the_same_name_that_raises_is_passed_over(subclass_module) 
     finally:
         del sys.modules[other.__name__]
     assert home.function == "ptc_test_flip:Flip.forward", home
+
+
+@dataclasses.dataclass
+class _Settings:
+    """A dataclass: its `__init__` is code `exec` made inside `__create_fn__`, in no file."""
+
+    rank: int = 4
+    scale: float = 1.0
+
+
+def test_a_dataclass_init_is_routed_by_its_class() -> None:
+    """peft's DoRA builds a dataclass inside the compiled model, and Dynamo compiles its
+    generated `__init__` as a frame: the function is found by what refers to its code, and routed
+    by the name the dataclass gave it (`Class.__init__`), in the class's module's globals."""
+    from pytest_torchcompile.snapshot.program.facts.homes import closure_path
+
+    home = frame_home(_Settings.__init__.__code__)
+    assert home.why == "" and home.module == __name__
+    assert [closure_path(f) for f in home.closures] == [f"{__name__}:_Settings.__init__"]

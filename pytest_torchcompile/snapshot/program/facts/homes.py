@@ -130,14 +130,15 @@ def _elsewhere(code: types.CodeType, qualname: str) -> list[types.FunctionType]:
 
 def _sharing(code: types.CodeType) -> list[types.FunctionType]:
     """The functions whose code is `code` that a name imports (a decorator's wrapper of each method
-    it decorates, named after the method by `functools.wraps`), found by what refers to the code: a
+    it decorates, named after the method by `functools.wraps`; a dataclass's `__init__`, made by
+    `exec` inside `__create_fn__` and named `Class.__init__`), found by what refers to the code: a
     search of the heap, run only for code made inside a function that no other lookup finds."""
     found = [
         f
         for f in gc.get_referrers(code)
         if isinstance(f, types.FunctionType) and f.__code__ is code
     ]
-    return [f for f in found if f.__closure__ and _path(f) is not None]
+    return [f for f in found if _path(f) is not None]
 
 
 def closure_path(function: types.FunctionType) -> str:
