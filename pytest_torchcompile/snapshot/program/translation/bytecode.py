@@ -375,14 +375,42 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         self.emit(f"for {item} in {iterator.expr}:")
         before = [v.expr for v in stack]
         after = self._loop_end(exit_index)
-        self.loops.append((head, back, after, len(stack), self.with_depth))
+        past = self._past_else(i + 1, stop, after)
+        self.loops.append((head, back, past, len(stack), self.with_depth))
         out, lines = self._branch(i + 1, stop, [*stack, Val(item, "pure")])
         self.loops.pop()
         if out is not None and [v.expr for v in out] != before:
             raise Untranslatable(f"a loop body that changes the stack (offset {ins.offset})")
         self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
         stack.pop()  # the iterator, gone after the loop
-        return after
+        if past == after:
+            return after
+        out, lines = self._branch(after, past, list(stack))  # the loop's `else:`
+        if out is None or [v.expr for v in out] != [v.expr for v in stack]:
+            raise Untranslatable(f"a loop's else that changes the stack (offset {ins.offset})")
+        self.emit("else:")
+        self.lines.extend(lines or ["    " * (self.indent + 1) + "pass"])
+        return past
+
+    def _past_else(self, start: int, stop: int, after: int) -> int:
+        """Where a `break` in the loop's body goes: past the loop's `else:` block where it has one
+        (the iterator dropped, then a jump beyond the loop's end), else the loop's end. Every
+        `break` must go to the same place."""
+        targets = {
+            self.at.get(self.ins[j + 1].argval)
+            for j in range(start, stop)
+            if self.ins[j].opname == "POP_TOP"
+            and self.ins[j + 1].opname in _FORWARD_JUMPS
+            and self.ins[j + 1].argval > self.ins[j + 1].offset
+            and (self.at.get(self.ins[j + 1].argval) or 0) > after
+        }
+        if not targets:
+            return after
+        if len(targets) != 1 or None in targets:
+            raise Untranslatable(
+                f"breaks out of a loop to different places (offset {self.ins[start].offset})"
+            )
+        return targets.pop()  # type: ignore[return-value]
 
     def _leaves_for(self, i: int, stack: list[Val] | None) -> bool:
         """Whether the instruction at `i` continues or breaks the innermost loop, a `for` loop: a
