@@ -221,3 +221,26 @@ def test_a_decorators_wrappers_compiled_as_frames_run_bitwise(pytester: pytest.P
     assert ran.count("'frame 1 compile 0 (wrapped)'") == 2
     resumes = [part for part in ran.split("', '") if "resume_in_wrapped" in part]
     assert [r.split(" (")[0].split("frame ")[-1] for r in resumes] == ["2 compile 0", "2 compile 1"]
+
+
+def test_a_wrapper_with_a_cell_not_set_yet_is_still_tied_to_its_compile() -> None:
+    """A cell the wrapper reads later, empty when the file is written, is left out of the cells
+    the compile's guards are read over (reading it raised, which tied the compile to no wrapper
+    and refused the file)."""
+    from pytest_torchcompile._torch.guard_tree import GuardRow
+    from pytest_torchcompile.snapshot.program.facts.homes import Home
+    from pytest_torchcompile.snapshot.program.facts.reading import _closures_of
+
+    def decorate(method):
+        def wrapped(self, x):
+            return later(method(self, x))
+
+        if False:
+            later = None  # noqa: F841 - assigned nowhere that runs: its cell stays empty
+        return wrapped
+
+    wrapper = decorate(_Operator.evaluate.__wrapped__)
+    check = f"___check_obj_id(L['method'], {id(_Operator.evaluate.__wrapped__)})"
+    home = Home({}, None, None, "", (wrapper,))
+    routed, closure = _closures_of([GuardRow("ID_MATCH", "", check, "", 0)], home)
+    assert closure is not None and set(closure[1]) == {"method"}

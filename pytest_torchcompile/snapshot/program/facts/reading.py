@@ -33,6 +33,7 @@ from ...._torch.formats import (
 )
 from ...._torch.guard_tree import GuardRow
 from ...._torch.program import constants
+from ...._torch.program.runtime import closure_cells
 from ....common.capture_log import BytecodeRecord, CaptureLog, FrameKey
 from ...emit.guards import frame_function, frame_locals
 from ...emit.values import import_path, literal
@@ -189,7 +190,7 @@ def _closures_of(
     found = [f for f in home.closures if all(_holds_id(f, s, v) for s, v in checks)]
     if len(found) != 1:
         return (), None
-    return (closure_path(found[0]),), (closure_path(found[0]), _cells(found[0]))
+    return (closure_path(found[0]),), (closure_path(found[0]), closure_cells(found[0]))
 
 
 def _sharing_home(
@@ -220,14 +221,9 @@ def _free_root(source: str, freevars: tuple[str, ...]) -> bool:
     return any(source.startswith(f"L[{name!r}]") for name in freevars)
 
 
-def _cells(function: types.FunctionType) -> dict[str, object]:
-    cells = zip(function.__code__.co_freevars, function.__closure__ or ())
-    return {name: cell.cell_contents for name, cell in cells}
-
-
 def _holds_id(function: types.FunctionType, source: str, value: int) -> bool:
     try:
-        return id(eval(_compiled(source), {**_GUARD_SCOPE, "L": _cells(function)})) == value  # noqa: S307 - Dynamo's own guard source
+        return id(eval(_compiled(source), {**_GUARD_SCOPE, "L": closure_cells(function)})) == value  # noqa: S307 - Dynamo's own guard source
     except Exception:  # the source does not read from this closure's cells
         return False
 

@@ -26,9 +26,9 @@ block's copy for an exception (the body's way on runs the other copy, as
 manager after a graph break (`__enter__()`; the call in a try whose handler
 calls `__exit__(None, None, None)` and raises again; the values under the
 call's own on the stack are not the handler's). Anything else with a
-handler (a `finally` around a return, `except*`, a `try` inside a `try` or
-inside a clause, an exception class of a module, a `return` out of a
-`with`) raises `Untranslatable` naming it.
+handler (a `finally` block with a branch or a loop in it, `except*`, a `try`
+inside a `try` or inside a clause, an exception class of a module, a
+`return` out of a `with`) raises `Untranslatable` naming it.
 """
 
 from __future__ import annotations
@@ -259,7 +259,8 @@ class Handlers:
 
     def _refuse_finally_and_with(self, handler: int) -> None:
         """A `with` block's handler calls `__exit__` (WITH_EXCEPT_START); a `finally` block's runs
-        its body for every exception, testing none: neither is structured yet."""
+        its body for every exception, testing none: one of straight-line code is a clause that
+        raises again (`_reraise_at`, tried first), one with a branch or a loop is refused here."""
         where = self.ins[handler].offset
         ops = []
         for ins in self.ins[handler + 1 :]:
