@@ -9,7 +9,13 @@ nothing in CI runs them, and their libraries are not in any extra. Install
 what you want measured (a builder whose library is missing is left out, and
 the harness says so):
 
-    pip install peft monai pyro-ppl gpytorch
+    pip install peft monai pyro-ppl gpytorch zuko normflows torchsde neuraloperator \
+        tab-transformer-pytorch segmentation-models-pytorch vit-pytorch \
+        denoising-diffusion-pytorch torchmetrics
+
+torchvision (which the last five import) must be the build made for the
+installed torch (`torch==2.11.0` with `torchvision==0.26.0`): another one
+fails to load its operators, and transformers then fails to import too.
 
 The models are small (tiny configs, nothing downloaded) and seeded. A name
 with `training` runs with grad on (a backward), the others under `no_grad`.
@@ -417,4 +423,234 @@ LIBRARIES.update(
     monai_swin_unetr="monai", peft_ia3_bert_training="peft", peft_dora_llama_training="peft",
     torchao_qat_training="torchao", pyro_mixture_training="pyro",
     torchrl_sac_loss_training="torchrl", transformers_vit_training="transformers",
+)  # fmt: skip
+
+
+class FlowNLL(nn.Module):
+    """A normalizing flow's negative log-likelihood: `flow(context).log_prob(x)`, zuko's API."""
+
+    def __init__(self, flow: nn.Module) -> None:
+        super().__init__()
+        self.flow = flow
+
+    def forward(self, x: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        return -self.flow(context).log_prob(x).mean()
+
+
+def zuko_nsf_training() -> Case:
+    """zuko: a conditional neural spline flow (two rational-quadratic transforms), its NLL."""
+    import zuko
+
+    generator = seeded()
+    flow = zuko.flows.NSF(features=3, context=2, transforms=2, hidden_features=(16, 16))
+    x, context = torch.randn(8, 3, generator=generator), torch.randn(8, 2, generator=generator)
+    return Case(FlowNLL(flow), (x, context), {})
+
+
+class ForwardKLD(nn.Module):
+    """normflows' training loss: the forward KL divergence of a flow to samples of the target."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model.forward_kld(x)
+
+
+def normflows_realnvp_training() -> Case:
+    """normflows: a RealNVP (four affine couplings and permutations) on 2-d data, its KL loss."""
+    import normflows as nf
+
+    generator = seeded()
+    flows = []
+    for _ in range(4):
+        flows += [nf.flows.AffineCouplingBlock(nf.nets.MLP([1, 16, 2], init_zeros=True)),
+                  nf.flows.Permute(2, mode="swap")]  # fmt: skip
+    model = nf.NormalizingFlow(nf.distributions.DiagGaussian(2), flows)
+    return Case(ForwardKLD(model), (torch.randn(16, 2, generator=generator),), {})
+
+
+class SDEIntegral(nn.Module):
+    """torchsde: an Ito SDE with a learned drift and diffusion, solved by Euler-Maruyama."""
+
+    noise_type, sde_type = "diagonal", "ito"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drift, self.diffusion = nn.Linear(3, 3), nn.Linear(3, 3)
+
+    def f(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.drift(y))
+
+    def g(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.diffusion(y))
+
+    def forward(self, y0: torch.Tensor, ts: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        import torchsde
+
+        brownian = _FixedBrownian(ts, noise)
+        return torchsde.sdeint(self, y0, ts, bm=brownian, method="euler", dt=0.1)[-1].sum()
+
+
+class _FixedBrownian:
+    """Brownian increments given as a tensor, so that compiled and eager draw the same noise."""
+
+    def __init__(self, ts: torch.Tensor, noise: torch.Tensor) -> None:
+        self.ts, self.noise = ts, noise
+        self.shape, self.dtype, self.device, self.levy_area_approximation = (
+            noise.shape[1:], noise.dtype, noise.device, "none",
+        )  # fmt: skip
+
+    def __call__(self, ta, tb=None, return_U=False, return_A=False):
+        return self.noise[0] * (tb - ta).sqrt()
+
+
+def torchsde_euler_training() -> Case:
+    """torchsde: `sdeint` with Euler-Maruyama over four steps, a training step through it."""
+    generator = seeded()
+    ts = torch.linspace(0, 0.4, 5)
+    return Case(SDEIntegral(), (torch.randn(4, 3, generator=generator), ts,
+                                torch.randn(1, 4, 3, generator=generator)), {})  # fmt: skip
+
+
+def neuralop_fno_training() -> Case:
+    """neuraloperator: a 2-d Fourier neural operator (spectral convolutions through rfft2)."""
+    from neuralop.models import FNO
+
+    generator = seeded()
+    model = FNO(n_modes=(4, 4), hidden_channels=8, in_channels=1, out_channels=1, n_layers=2)
+    return Case(model, (torch.randn(2, 1, 16, 16, generator=generator),), {})
+
+
+def ft_transformer_training() -> Case:
+    """tab-transformer-pytorch: an FT-Transformer over categorical and continuous columns."""
+    from tab_transformer_pytorch import FTTransformer
+
+    generator = seeded()
+    model = FTTransformer(categories=(3, 4), num_continuous=5, dim=16, depth=1, heads=2,
+                          dim_out=1, attn_dropout=0.0, ff_dropout=0.0)  # fmt: skip
+    categories = torch.stack([torch.randint(0, 3, (6,), generator=generator),
+                              torch.randint(0, 4, (6,), generator=generator)], dim=1)  # fmt: skip
+    return Case(model, (categories, torch.randn(6, 5, generator=generator)), {})
+
+
+def transformers_t5_training() -> Case:
+    """transformers: a one-layer T5 encoder-decoder, a seq2seq training step with labels."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    generator = seeded()
+    config = T5Config(
+        vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1,
+        num_heads=4, dropout_rate=0.0, decoder_start_token_id=0,
+    )  # fmt: skip
+    ids = torch.randint(0, 64, (2, 8), generator=generator)
+    labels = torch.randint(0, 64, (2, 6), generator=generator)
+    return Case(T5ForConditionalGeneration(config), (), {"input_ids": ids, "labels": labels})
+
+
+def transformers_whisper_training() -> Case:
+    """transformers: a one-layer Whisper on 8 mel bins, a speech-to-text training step."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    generator = seeded()
+    config = WhisperConfig(
+        vocab_size=64, num_mel_bins=8, d_model=32, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, max_source_positions=16, max_target_positions=16,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+    )  # fmt: skip
+    features = torch.randn(2, 8, 32, generator=generator)
+    labels = torch.randint(3, 64, (2, 6), generator=generator)
+    model = WhisperForConditionalGeneration(config)
+    return Case(model, (), {"input_features": features, "labels": labels})
+
+
+def transformers_mamba_training() -> Case:
+    """transformers: a one-layer Mamba (its sequential-scan path on CPU), a causal-LM loss."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    generator = seeded()
+    config = MambaConfig(vocab_size=64, hidden_size=32, state_size=4, num_hidden_layers=1,
+                         expand=2, conv_kernel=4)  # fmt: skip
+    ids = torch.randint(0, 64, (2, 8), generator=generator)
+    return Case(MambaForCausalLM(config), (), {"input_ids": ids, "labels": ids})
+
+
+def torchvision_mobilenet_training() -> Case:
+    """torchvision: MobileNetV3-small (hard-swish, squeeze-excitation) on 64x64, a step."""
+    from torchvision.models import mobilenet_v3_small
+
+    generator = seeded()
+    model = mobilenet_v3_small(num_classes=4, dropout=0.0)
+    return Case(model, (torch.randn(2, 3, 64, 64, generator=generator),), {})
+
+
+def smp_unet_training() -> Case:
+    """segmentation-models-pytorch: a U-Net on a ResNet-18 encoder (no weights), a step."""
+    import segmentation_models_pytorch as smp
+
+    generator = seeded()
+    model = smp.Unet("resnet18", encoder_weights=None, classes=2, encoder_depth=3,
+                     decoder_channels=(32, 16, 8))  # fmt: skip
+    return Case(model, (torch.randn(2, 3, 32, 32, generator=generator),), {})
+
+
+def vit_pytorch_simple_vit_training() -> Case:
+    """vit-pytorch: lucidrains' SimpleViT (2-d sincos positions, einops), a step."""
+    from vit_pytorch import SimpleViT
+
+    generator = seeded()
+    model = SimpleViT(image_size=16, patch_size=4, num_classes=3, dim=32, depth=1, heads=2,
+                      mlp_dim=64)  # fmt: skip
+    return Case(model, (torch.randn(2, 3, 16, 16, generator=generator),), {})
+
+
+class DiffusionLoss(nn.Module):
+    """denoising-diffusion-pytorch's training loss at given timesteps and noise."""
+
+    def __init__(self) -> None:
+        from denoising_diffusion_pytorch import GaussianDiffusion, Unet
+
+        super().__init__()
+        unet = Unet(dim=8, dim_mults=(1, 2), flash_attn=False)
+        self.diffusion = GaussianDiffusion(unet, image_size=16, timesteps=10)
+
+    def forward(self, images: torch.Tensor, t: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        return self.diffusion.p_losses(images, t, noise=noise)
+
+
+def ddpm_unet_training() -> Case:
+    """denoising-diffusion-pytorch: a DDPM's U-Net loss at fixed timesteps and noise, a step."""
+    generator = seeded()
+    images = torch.rand(2, 3, 16, 16, generator=generator)
+    t = torch.tensor([1, 7])
+    return Case(DiffusionLoss(), (images, t, torch.randn(2, 3, 16, 16, generator=generator)), {})
+
+
+class SSIM(nn.Module):
+    """torchmetrics' functional structural similarity, as a model a user compiles."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        from torchmetrics.functional.image import structural_similarity_index_measure
+
+        return structural_similarity_index_measure(x, y, data_range=1.0)
+
+
+def torchmetrics_ssim() -> Case:
+    """torchmetrics: the structural similarity of two image batches (a Gaussian window)."""
+    generator = seeded()
+    a = torch.rand(2, 3, 32, 32, generator=generator)
+    b = (a + 0.1 * torch.randn(2, 3, 32, 32, generator=generator)).clamp(0, 1)
+    return Case(SSIM(), (a, b), {})
+
+
+LIBRARIES.update(
+    zuko_nsf_training="zuko", normflows_realnvp_training="normflows",
+    torchsde_euler_training="torchsde", neuralop_fno_training="neuralop",
+    ft_transformer_training="tab_transformer_pytorch", transformers_t5_training="transformers",
+    transformers_whisper_training="transformers", transformers_mamba_training="transformers",
+    torchvision_mobilenet_training="torchvision", smp_unet_training="segmentation_models_pytorch",
+    vit_pytorch_simple_vit_training="vit_pytorch", ddpm_unet_training="denoising_diffusion_pytorch",
+    torchmetrics_ssim="torchmetrics",
 )  # fmt: skip

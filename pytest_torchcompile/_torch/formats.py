@@ -122,6 +122,10 @@ OP_OVERLOAD = re.compile(r"<OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
 
 #: `G['name']` in a guard's source: a global the guard reads.
 GUARD_GLOBAL = re.compile(r"G\['([A-Za-z_]\w*)'\]")
+#: `L['name']` in a guard's source: a local (or free variable) of the frame the guard reads.
+GUARD_LOCAL = re.compile(r"L\['([A-Za-z_]\w*)'\]")
+#: the kind of a guard that compares its source with a constant (`L['name'] == 'einsum'`)
+EQUALS_MATCH = "EQUALS_MATCH"
 
 #: `___check_obj_id(G['torch'], 1400...)` and `___check_type_id(...)`.
 ID_CHECK = re.compile(r"___check_(obj|type)_id\((.+?), (\d+)\)")
@@ -234,6 +238,7 @@ import collections
 import importlib
 import json
 import math
+import sys
 
 import torch
 
@@ -255,6 +260,26 @@ def _guard_prelude() -> str:
 
 #: Python helpers the emitted guard functions call (the program's prelude).
 PRELUDE = _guard_prelude()
+
+
+def _defined(source: str) -> frozenset[str]:
+    """The names a module's top level defines (functions, classes, assignments, imports)."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return frozenset(names)
+
+
+#: the dunder-prefixed helpers the prelude has: a guard calling another of Dynamo's helpers
+#: (`___tuple_iterator_len`, ...) has no Python form in the file, where running it would raise
+#: NameError
+PRELUDE_HELPERS = frozenset(n for n in _defined(PRELUDE) if n.startswith("__"))
 
 
 def recompile_reasons(payload: str) -> list[str]:

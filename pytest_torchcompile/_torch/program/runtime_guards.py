@@ -166,6 +166,17 @@ def ___dict_key_equal(d, value):
     raise KeyError(value)
 
 
+def ___from_numpy(a):
+    """Dynamo checks a numpy value (an array, or a numpy integer a module holds as a size) as the
+    tensor `torch.as_tensor` makes of it, and passes anything else through (guards.py's
+    `from_numpy`); numpy is only looked up, since a value cannot be numpy's unless it is loaded."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(a, (numpy.generic, numpy.ndarray)):
+        with torch.overrides._enable_torch_function():
+            return torch.as_tensor(a)
+    return a
+
+
 def ___odict_getitem(d, key):
     return collections.OrderedDict.__getitem__(d, key)
 

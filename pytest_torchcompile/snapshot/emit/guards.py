@@ -37,6 +37,7 @@ from ..._torch.formats import (
     GLOBAL_STATE_SEPARATOR,
     ID_CHECK,
     PRELUDE,
+    PRELUDE_HELPERS,
     SAVED_HOOKS_GUARD,
     SET_CONTAINS_CALL,
     SET_CONTAINS_HELPER,
@@ -203,11 +204,14 @@ def _id_lookup(what: str, source: str, value: int, table: str, ids: dict[str, in
 
 
 def _parses(code: str) -> bool:
+    """Whether the check is Python the file can run: it parses, and every helper of Dynamo's it
+    names is one the prelude has (another would raise NameError where Dynamo's guard ran)."""
     try:
-        ast.parse(code, mode="eval")
+        tree = ast.parse(code, mode="eval")
     except SyntaxError:
         return False
-    return CHECK_HELPER not in code
+    helpers = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("__")}
+    return CHECK_HELPER not in code and helpers <= PRELUDE_HELPERS
 
 
 def _tensor_checks(row: GuardRow, table: str, ids: dict[str, int]) -> list[str]:

@@ -74,6 +74,10 @@ def constant_source(value: object) -> str | None:
         return f"torch.Size({list(value)!r})"
     if isinstance(value, enum.Enum):
         return enum_source(value)
+    if _is_numpy_scalar(value):  # normflows' `DiagGaussian.d = np.prod(shape)`, guarded as a tensor
+        item = literal(value.item())  # type: ignore[attr-defined]
+        name = type(value).__name__
+        return None if item is None else f"import_object('numpy:{name}')({item})"
     if type(value) is slice:
         parts = [constant_source(p) for p in (value.start, value.stop, value.step)]
         return None if None in parts else f"slice({', '.join(parts)})"  # type: ignore[arg-type]
@@ -85,6 +89,16 @@ def constant_source(value: object) -> str | None:
             else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
         )  # type: ignore[arg-type]
     return None
+
+
+def _is_numpy_scalar(value: object) -> bool:
+    """A numpy scalar of a type numpy names at its top (`numpy.int64`), where numpy is loaded."""
+    numpy = sys.modules.get("numpy")
+    return (
+        numpy is not None
+        and isinstance(value, numpy.generic)
+        and getattr(numpy, type(value).__name__, None) is type(value)
+    )
 
 
 def enum_source(member: enum.Enum) -> str | None:

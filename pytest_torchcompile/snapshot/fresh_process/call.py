@@ -8,8 +8,11 @@ once, or a new interpreter).
 
 from __future__ import annotations
 
+import functools
+import importlib
 import pickle
 import signal
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -29,17 +32,41 @@ class Unpicklable(Exception):
 class _Pickler(pickle.Pickler):
     """pickle's own, which also saves a method bound over a callable that is not a function
     (torchao binds a `functools.partial` to each quantized Linear as its `extra_repr`): pickle
-    names a method by its function's `__name__`, which a partial has not."""
+    names a method by its function's `__name__`, which a partial has not; and a member of an
+    extension's enum whose class its own name does not import (torch's `SDPBackend` says it is
+    `torch.nn.attention._SDPBackend`, which is not there; denoising-diffusion-pytorch keeps a list
+    of them on its attention modules)."""
 
     def reducer_override(self, obj: object) -> Any:
         if isinstance(obj, types.MethodType) and not isinstance(obj.__func__, types.FunctionType):
             return bind, (obj.__func__, obj.__self__)
+        place = _enum_home(type(obj)) if hasattr(type(obj), "__members__") else None
+        if place is not None and getattr(obj, "name", None) in type(obj).__members__:
+            return member, (*place, obj.name)  # type: ignore[attr-defined]
         return NotImplemented
 
 
 def bind(function: Any, instance: object) -> types.MethodType:
     """`function` bound to `instance` again (`types.MethodType` itself pickles by no name)."""
     return types.MethodType(function, instance)
+
+
+def member(module: str, name: str, member_name: str) -> object:
+    """The enum member `member_name` of the class at `module`'s attribute `name`."""
+    return getattr(getattr(importlib.import_module(module), name), member_name)
+
+
+@functools.cache
+def _enum_home(cls: type) -> tuple[str, str] | None:
+    """(module, attribute) where a loaded module holds `cls`, for a class whose own
+    `__module__` and `__qualname__` do not import it; None where they do (pickle's own way)."""
+    if getattr(sys.modules.get(cls.__module__), cls.__qualname__, None) is cls:
+        return None
+    for name, module in list(sys.modules.items()):
+        for attribute, value in list(getattr(module, "__dict__", {}).items()):
+            if value is cls and not attribute.startswith("__"):
+                return name, attribute
+    return None
 
 
 #: `torch.save`'s pickle module, with `_Pickler`

@@ -270,3 +270,44 @@ def test_a_key_that_is_another_dicts_key_stays_a_check_by_position() -> None:
 
     assert scope[name]({}, module({"a": 0, shared: 1}, {shared: 2}), {}) is None
     assert scope[name]({}, module({"a": 0, shared: 1}, {"b": 2}), {}) is not None
+
+
+def test_a_numpy_value_is_checked_as_dynamo_checks_it_and_an_unknown_helper_is_not_run() -> None:
+    """Dynamo checks a module's numpy integer (normflows' `DiagGaussian.d`) as the tensor
+    `torch.as_tensor` makes of it, through its `___from_numpy` helper: the file's guards check it
+    the same way. A guard calling a helper of Dynamo's the prelude lacks has no Python form (it is
+    listed as not re-checked), never a NameError when the file runs."""
+    import numpy as np
+
+    from pytest_torchcompile._torch.program import runtime
+
+    size = "___from_numpy(L['self'].d)"
+    rows = (
+        GuardRow("TENSOR_MATCH", "", f"check_tensor({size}, Tensor, DispatchKeySet(CPU, "
+                 "BackendSelect, ADInplaceOrView, AutogradCPU), torch.int64, device=None, "
+                 "requires_grad=False, size=[], stride=[])", "", 0),
+        GuardRow("EPILOGUE", "", "___tuple_iterator_len(L['it']) == 2", "", 0),
+    )  # fmt: skip
+    source, name, not_checked = guard_source(FrameKey(0, 0), "forward", rows)
+    assert not_checked == ["EPILOGUE: ___tuple_iterator_len(L['it']) == 2"]
+    scope: dict = {"first_failing": runtime.first_failing}
+    exec(PRELUDE + "\n\n" + source, scope)
+    holder = type("M", (), {"d": np.prod((2, 3))})()
+    assert scope[name]({"self": holder}, {}, {}) is None
+    holder.d = np.float32(6.0)
+    assert scope[name]({"self": holder}, {}, {}) is not None  # a float32 now
+
+
+def test_a_numpy_scalar_is_written_as_one() -> None:
+    """The file's rebuilt module holds the numpy integer it was compiled with, not an int (which
+    the guard above refuses: `python program.py` on normflows failed so)."""
+    import numpy as np
+
+    from pytest_torchcompile._torch.program import runtime
+    from pytest_torchcompile.snapshot.emit.values import constant_source
+
+    for value in (np.int64(6), np.float32(0.5), np.bool_(True)):
+        source = constant_source(value)
+        assert source is not None, value
+        rebuilt = eval(source, {"import_object": runtime.import_object})  # noqa: S307
+        assert type(rebuilt) is type(value) and rebuilt == value

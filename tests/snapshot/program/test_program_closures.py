@@ -156,11 +156,11 @@ def test_a_decorators_wrappers_are_found_by_what_refers_to_their_code() -> None:
     """The wrapper's code belongs to as many functions as the decorator wrapped (gpytorch's
     operators), none of them by the code's own name: each is found, by the name `functools.wraps`
     gave it; a function made per call (a lambda) has no name, and the refusal says so."""
-    from pytest_torchcompile.snapshot.program.facts.homes import closure_path, frame_home
+    from pytest_torchcompile.snapshot.program.facts.homes import frame_home
 
     home = frame_home(_Operator.evaluate.__code__)
     assert home.function is None and home.why == ""
-    assert sorted(closure_path(f) for f in home.closures) == [
+    assert sorted(path for _, path in home.closures) == [
         f"{__name__}:_Operator.diagonal",
         f"{__name__}:_Operator.evaluate",
     ]
@@ -241,6 +241,72 @@ def test_a_wrapper_with_a_cell_not_set_yet_is_still_tied_to_its_compile() -> Non
 
     wrapper = decorate(_Operator.evaluate.__wrapped__)
     check = f"___check_obj_id(L['method'], {id(_Operator.evaluate.__wrapped__)})"
-    home = Home({}, None, None, "", (wrapper,))
+    home = Home({}, None, None, "", ((wrapper, f"{__name__}:wrapper"),))
     routed, closure = _closures_of([GuardRow("ID_MATCH", "", check, "", 0)], home)
     assert closure is not None and set(closure[1]) == {"method"}
+
+
+DISPATCHED = """
+import pytest, torch
+
+
+class Backend:
+    @staticmethod
+    def scale(x):
+        print("the backend breaks the graph")
+        return x * 3
+
+    @staticmethod
+    def shift(x):
+        print("the backend breaks the graph")
+        return x + 1
+
+
+def dispatch(name):
+    def dispatched(*args):
+        return getattr(Backend, name)(*args)
+
+    dispatched.__module__, dispatched.__qualname__ = "math", name  # another library's names
+    return dispatched
+
+
+scale, shift = dispatch("scale"), dispatch("shift")
+
+
+def registered():
+    def cached(x):
+        print("a registered closure breaks the graph")
+        return x - 1
+
+    return cached
+
+
+Backend.cached = staticmethod(registered())
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return Backend.cached(shift(scale(torch.sin(x))))
+
+
+@pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
+def test_dispatched(compile_model):
+    result = compile_model(Model(), torch.randn(2, 4))
+    print("RAN", result.program_report.ran[-1])
+"""
+
+
+def test_dispatchers_told_apart_by_a_cells_value_and_a_registered_closure_run_bitwise(
+    pytester: pytest.Pytester,
+) -> None:
+    """tensorly's dispatchers: one code made once per backend function, each named after the
+    function it stands for in another module (numpy's `einsum`) and kept as a module global; its
+    compiles are told apart only by the guard on the name in its cell (`L['name'] == 'scale'`).
+    And a closure a library registers on a class (tensorly's `cached_einsum`, a backend's
+    `einsum`). The file finds each where a module's globals or a class hold it, ties each
+    compile to its dispatcher by that guard, and runs bitwise."""
+    pytester.makepyfile(test_dispatched=DISPATCHED)
+    result = pytester.runpytest("--update-snapshots", "-s")
+    result.assert_outcomes(passed=1)
+    ran = next(line for line in result.stdout.lines if "RAN [" in line)
+    assert "(dispatched)" in ran and "(cached)" in ran, ran

@@ -15,7 +15,10 @@ generator the file seeds alike), `nn.TransformerEncoderLayer` in eval
 under `no_grad` (its first compiled frame is a function it calls) and a
 graph break inside a `with torch.no_grad():` block (Dynamo runs the
 breaking call between the context manager's `__enter__` and `__exit__`, in
-a try whose handler exits and raises again). Driven
+a try whose handler exits and raises again), an input the graph writes a
+gradient into (AOTAutograd's copy after the graph is autograd's to record),
+a module's numpy integer (Dynamo guards it as a tensor) and a model holding
+`SDPBackend` members (whose class does not pickle by its own name). Driven
 as a user drives it: pytester, the program run in a fresh process.
 """
 
@@ -33,6 +36,7 @@ CASES = """
 import collections
 import numpy as np
 import pytest, torch
+from torch.nn.attention import SDPBackend
 
 RUN = pytest.mark.compile_snapshot(backend="aot_eager", artifacts=("summary",), run_program=True)
 
@@ -150,6 +154,51 @@ def test_a_constant_on_inductor(compile_model):
     ran(compile_model(a_constant, torch.randn(4)))
 
 
+class WritesASlice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x, out):
+        out[:, :2] = self.fc(x)
+        return out.sum()
+
+
+@RUN
+def test_an_input_written_with_a_gradient(compile_model):
+    torch.manual_seed(0)
+    ran(compile_model(WritesASlice(), torch.randn(4, 4), torch.zeros(4, 4)))
+
+
+class NumpySize(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.d = np.prod((2, 3))
+
+    def forward(self, x):
+        return x * self.d - 0.5 * self.d * np.log(2 * np.pi)
+
+
+@RUN
+def test_a_numpy_integer_attribute(compile_model):
+    ran(compile_model(NumpySize(), torch.randn(4)))
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backends = [SDPBackend.MATH, SDPBackend.EFFICIENT_ATTENTION]
+
+    def forward(self, x):
+        return torch.nn.functional.scaled_dot_product_attention(x, x, x)
+
+
+@RUN
+def test_a_model_holding_attention_backends(compile_model):
+    ran(compile_model(Attention(), torch.randn(1, 2, 4, 8)))
+
+
 @RUN
 def test_an_encoder_layer_in_eval(compile_model):
     torch.manual_seed(0)
@@ -162,7 +211,7 @@ def test_an_encoder_layer_in_eval(compile_model):
 def test_everyday_code_the_file_once_refused_runs_bitwise(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest("--update-snapshots", "-s", "-p", "no:randomly")
-    result.assert_outcomes(passed=15)
+    result.assert_outcomes(passed=18)
     result.stdout.fnmatch_lines(
         [
             "*RAN*'frame 0 compile 0 (views_of_the_input)'*",
@@ -170,6 +219,7 @@ def test_everyday_code_the_file_once_refused_runs_bitwise(pytester: pytest.Pytes
             "*RAN*'frame 0 compile 0 (a_break_in_no_grad)', 'frame 1 compile 0 (torch_dynamo_resume_in_a_break_in_no_grad*",
             "*RAN*'frame 0 compile 0 (a_call_in_no_grad)', 'frame 1 compile 0 (shifted)'*",
             "*RAN*'frame 0 compile 0 (a_constant)'*",
+            "*RAN*'frame 0 compile 0 (forward)'*",
         ]
     )
 

@@ -32,8 +32,9 @@ class Home:
     function: str | None  # module:qualname of the function, where one imports back to it
     why: str  # why no function can be routed ("" when one can)
     #: the functions that share the code, where it is a closure made at run time (a decorator's
-    #: wrapper, one code for every method it wraps): the compile a guard ties to one of them routes it
-    closures: tuple[types.FunctionType, ...] = ()
+    #: wrapper, one code for every method it wraps), each with the name that imports it: the
+    #: compile a guard ties to one of them routes it
+    closures: tuple[tuple[types.FunctionType, str], ...] = ()
 
 
 def frame_home(code: types.CodeType) -> Home:
@@ -46,7 +47,7 @@ def frame_home(code: types.CodeType) -> Home:
         qualname = getattr(code, "co_qualname", code.co_name)
         closures = _sharing(code) if "<locals>" in qualname else []
         if closures:  # a decorator's wrappers: each compile is routed to the one it was made for
-            scope = closures[0].__globals__
+            scope = closures[0][0].__globals__
             return Home(scope, _module_name(scope), None, "", tuple(closures))
         why = (
             f"{qualname} is made at run time (a closure made per call, such as a lambda), so no "
@@ -62,6 +63,9 @@ def frame_home(code: types.CodeType) -> Home:
         path = _path(function)
         if path is not None:
             return Home(scope, module_name, path, "")
+    closures = _sharing(code) if "<locals>" in getattr(code, "co_qualname", "") else []
+    if closures:  # closures a module holds under names their own do not give (tensorly's)
+        return Home(scope, module_name, None, "", tuple(closures))
     what = functions[0].__qualname__
     why = (
         f"{what} is made at run time (a closure), so no name imports it"
@@ -128,22 +132,50 @@ def _elsewhere(code: types.CodeType, qualname: str) -> list[types.FunctionType]:
     return found
 
 
-def _sharing(code: types.CodeType) -> list[types.FunctionType]:
-    """The functions whose code is `code` that a name imports (a decorator's wrapper of each method
-    it decorates, named after the method by `functools.wraps`; a dataclass's `__init__`, made by
-    `exec` inside `__create_fn__` and named `Class.__init__`), found by what refers to the code: a
-    search of the heap, run only for code made inside a function that no other lookup finds."""
+def _sharing(code: types.CodeType) -> list[tuple[types.FunctionType, str]]:
+    """The functions whose code is `code` that a name imports, with that name (a decorator's
+    wrapper of each method it decorates, named after the method by `functools.wraps`; a
+    dataclass's `__init__`, made by `exec` inside `__create_fn__` and named `Class.__init__`; a
+    dispatcher made per backend function and stored as a module's global under another module's
+    names, tensorly's `tensorly.einsum`), found by what refers to the code: a search of the heap,
+    run only for code made inside a function that no other lookup finds."""
     found = [
         f
         for f in gc.get_referrers(code)
         if isinstance(f, types.FunctionType) and f.__code__ is code
     ]
-    return [f for f in found if _path(f) is not None]
+    paths = {id(f): _path(f) for f in found}
+    unnamed = [f for f in found if paths[id(f)] is None]
+    if unnamed:
+        paths.update(_globals_holding(unnamed))
+    return [(f, path) for f in found if (path := paths[id(f)]) is not None]
 
 
-def closure_path(function: types.FunctionType) -> str:
-    """The name that imports a closure `_sharing` found (it has one)."""
-    return _path(function) or ""
+def _globals_holding(functions: list[types.FunctionType]) -> dict[int, str]:
+    """`module:name` (or `module:Class.name`) of a module global, or an attribute of a class a
+    module defines, holding each function, by the function's id; read in one pass over the loaded
+    modules' own globals and their classes' own dicts (no lazy `__getattr__` runs). For a function
+    whose `__module__` and `__qualname__` were copied from another (tensorly's dispatchers carry
+    numpy's names), or a closure a library registers as a method (tensorly's `cached_einsum`, set
+    on the backend's class), the one place left that says where it lives."""
+    wanted = {id(f): f for f in functions}
+    held: dict[int, str] = {}
+    for name, module in list(sys.modules.items()):
+        scope = getattr(module, "__dict__", None)
+        if not isinstance(scope, dict) or not isinstance(name, str):
+            continue
+        for key, value in list(scope.items()):
+            _note(held, wanted, value, f"{name}:{key}")
+            if issubclass(type(value), type) and value.__dict__.get("__module__") == name:
+                for attribute, member in list(vars(value).items()):
+                    inner = getattr(member, "__func__", member)  # a staticmethod's function
+                    _note(held, wanted, inner, f"{name}:{key}.{attribute}")
+    return held
+
+
+def _note(held: dict[int, str], wanted: dict[int, object], value: object, path: str) -> None:
+    if id(value) in wanted and value is wanted[id(value)] and id(value) not in held:
+        held[id(value)] = path
 
 
 def _unwrapped(value: object) -> list[object]:

@@ -15,7 +15,7 @@ import functools
 import inspect
 import sys
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +23,9 @@ import torch
 
 from ...._torch import config, dynamo
 from ...._torch.formats import (
+    EQUALS_MATCH,
     GUARD_GLOBAL,
+    GUARD_LOCAL,
     ID_CHECK,
     INSTALLED_GLOBAL,
     RESUME_PREFIX,
@@ -47,7 +49,7 @@ from .data import (
     ProgramFacts,
     SubmoduleLayout,
 )
-from .homes import Home, closure_path, frame_home
+from .homes import Home, frame_home
 from .module_tree import module_layout, tensor_spec
 from .structures import structure_spec
 
@@ -172,25 +174,41 @@ def _closures_of(
     rows: Iterable[GuardRow], home: Home | None
 ) -> tuple[tuple[str, ...], Closure | None]:
     """For a frame whose code closures share: the names of those the compile runs for, and the one
-    it was made for, whose cells the compile's identity guards on free variables read
-    (`L['method']`, Dynamo's guard that the wrapped method is the one it inlined). A compile whose
-    guards read no cell runs for every one of them, as in Dynamo; () where the guards name none of
-    them or several, or too many share it."""
+    it was made for, which the compile's guards on free variables alone pick out: an identity
+    guard (`L['method']`, Dynamo's guard that the wrapped method is the one it inlined) or an
+    equality guard (`L['name'] == 'einsum'`, tensorly's dispatcher of one backend function). A
+    compile whose guards read no cell runs for every one of them, as in Dynamo; () where the guards
+    name none of them or several, or too many share it."""
     if home is None or not home.closures:
         return (), None
-    checks = [
-        (source, int(value))
-        for row in rows
-        for what, source, value in ID_CHECK.findall(row.code)
-        if what == "obj" and _free_root(source, home.closures[0].__code__.co_freevars)
-    ]
+    freevars = home.closures[0][0].__code__.co_freevars
+    checks = [c for row in rows for c in _cell_checks(row, freevars)]
     if not checks:
-        every = tuple(sorted(closure_path(f) for f in home.closures))
+        every = tuple(sorted(path for _, path in home.closures))
         return (every if len(every) <= MAX_SHARED else ()), None
-    found = [f for f in home.closures if all(_holds_id(f, s, v) for s, v in checks)]
+    found = [(f, p) for f, p in home.closures if all(check(f) for check in checks)]
     if len(found) != 1:
         return (), None
-    return (closure_path(found[0]),), (closure_path(found[0]), closure_cells(found[0]))
+    function, path = found[0]
+    return (path,), (path, closure_cells(function))
+
+
+def _cell_checks(
+    row: GuardRow, freevars: tuple[str, ...]
+) -> list[Callable[[types.FunctionType], bool]]:
+    """What a guard row says of a closure's cells: its identity checks on free variables, or the
+    row itself where it is an equality that reads free variables alone."""
+    ids = [
+        (source, int(value))
+        for what, source, value in ID_CHECK.findall(row.code)
+        if what == "obj" and _free_root(source, freevars)
+    ]
+    if ids:
+        return [functools.partial(_holds_id, source=s, value=v) for s, v in ids]
+    roots = set(GUARD_LOCAL.findall(row.code))
+    if row.kind == EQUALS_MATCH and roots and roots <= set(freevars):
+        return [functools.partial(_holds_equal, code=row.code)]
+    return []
 
 
 def _sharing_home(
@@ -221,6 +239,13 @@ def _free_root(source: str, freevars: tuple[str, ...]) -> bool:
     return any(source.startswith(f"L[{name!r}]") for name in freevars)
 
 
+def _holds_equal(function: types.FunctionType, code: str) -> bool:
+    try:
+        return eval(_compiled(code), {**_GUARD_SCOPE, "L": closure_cells(function)}) is True  # noqa: S307 - Dynamo's own guard source
+    except Exception:  # the source does not read from this closure's cells
+        return False
+
+
 def _holds_id(function: types.FunctionType, source: str, value: int) -> bool:
     try:
         return id(eval(_compiled(source), {**_GUARD_SCOPE, "L": closure_cells(function)})) == value  # noqa: S307 - Dynamo's own guard source
@@ -229,7 +254,7 @@ def _holds_id(function: types.FunctionType, source: str, value: int) -> bool:
 
 
 def _unnamed(home: Home) -> str:
-    code = home.closures[0].__code__
+    code = home.closures[0][0].__code__
     return (
         f"{getattr(code, 'co_qualname', code.co_name)} is a closure {len(home.closures)} functions "
         "share (a decorator's wrapper), and the compile's guards do not say which of them it was "

@@ -215,15 +215,10 @@ def _check_meta(meta: AotMeta, training: bool, where: str) -> None:
         )
     for index in meta.mutated_runtime_indices:
         info = meta.inputs[index]
-        if (
-            info.mutates_metadata
-            or info.mutates_storage_metadata
-            or info.storage_resize
-            or (training and info.requires_grad)
-        ):
+        if info.mutates_metadata or info.mutates_storage_metadata or info.storage_resize:
             raise ProgramRefused(
                 where,
-                f"input {index} is mutated in a way AOTAutograd applies after the graph (metadata or an input that requires grad)",
+                f"input {index}'s metadata or storage is mutated, which AOTAutograd applies after the graph",
             )
     if training and meta.num_symints_saved:
         raise ProgramRefused(
@@ -295,9 +290,13 @@ def _epilogue(meta: AotMeta, pad: str) -> list[str]:
     lines = []
     mutated = meta.mutated_runtime_indices
     for position, index in enumerate(mutated):
-        info = meta.inputs[index]
+        # AOTAutograd's epilogue: the copy is autograd's to record (an input that takes a gradient
+        # only once the graph wrote one into it), except into a leaf that already takes one, whose
+        # mutations can only have been hidden from autograd (under no_grad, or through `.detach()`)
         target = (
-            f"args[{index}].detach()" if info.is_leaf and info.requires_grad else f"args[{index}]"
+            f"(args[{index}].detach() if args[{index}].requires_grad else args[{index}])"
+            if meta.inputs[index].is_leaf and meta.inputs[index].requires_grad
+            else f"args[{index}]"  # it took no gradient even after the graph
         )
         lines.append(
             f"{pad}{target}.copy_(outs[{position}])  # input {index} is mutated: the graph returned its new value"
