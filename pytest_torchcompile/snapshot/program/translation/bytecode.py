@@ -69,6 +69,9 @@ _OR_POP = {"JUMP_IF_FALSE_OR_POP": "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP": "
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
+#: the name the translation gives 3.11's comprehension's iterator, its parameter `.0`
+_ITERATOR = "_iterator"
+
 
 def translate(
     code: types.CodeType,
@@ -123,6 +126,9 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         # the enclosing while loops: their first offset, the index after them, the stack's depth,
         # and how many with blocks were open when it began
         self.whiles: list[tuple[int, int, int, int]] = []
+        self.comprehensions: set[str] = set()  # the names 3.11's comprehension functions got
+        if ".0" in code.co_varnames[: code.co_argcount]:  # 3.11's comprehension: its iterator
+            self.renames[".0"] = _ITERATOR
 
     def _restore_handler(self, start: int) -> range:
         """3.12+: the handler of an inlined comprehension (it puts its variables' outer values back,
@@ -163,7 +169,7 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         return code
 
     def source(self, name: str) -> str:
-        header = f"def {name}({_parameters(self.code)}):"
+        header = f"def {name}({_parameters(self.code, self.renames)}):"
         body = [f"    nonlocal {', '.join(sorted(self.nonlocals))}"] if self.nonlocals else []
         unbound = sorted(
             self.closed & set(self.code.co_cellvars) - set(_parameter_names(self.code))
@@ -366,7 +372,7 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
                 )
             stop += 1
         iterator = stack[-1]
-        if iterator.kind != "iter":
+        if iterator.kind != "iter" and iterator.expr != _ITERATOR:
             raise Untranslatable(
                 f"a FOR_ITER over a value GET_ITER did not make (offset {ins.offset})"
             )
@@ -493,9 +499,10 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         return index
 
 
-def _parameters(code: types.CodeType) -> str:
-    """The parameter list of the code's function, without defaults (bound from the original at load)."""
-    names = list(code.co_varnames)
+def _parameters(code: types.CodeType, renames: dict[str, str] | None = None) -> str:
+    """The parameter list of the code's function, without defaults (bound from the original at load);
+    a parameter Python cannot name (3.11's comprehension's `.0`) under the name it is renamed to."""
+    names = [(renames or {}).get(n, n) for n in code.co_varnames]
     posonly, count, kwonly = (
         code.co_posonlyargcount,
         code.co_argcount,

@@ -276,7 +276,7 @@ def _run(
     exception classes it names are themselves (its `except` clauses test them); `inject`: the
     operation made to raise."""
     run = _Run(script, inject=inject, code=code, covered=_covered(code), loops=_has_while(code))
-    names = set(code.co_names) | {
+    names = _names_within(code) | {
         "iter",
         "type",
         "len",
@@ -290,6 +290,7 @@ def _run(
     fake_builtins.update(
         globals=builtins.globals,
         slice=slice,
+        set=set,  # `set()`: the translation of an empty set display (BUILD_SET 0)
         format=format,  # text conversions run for real: each logs on the stand-in it converts
         repr=repr,
         str=str,
@@ -303,7 +304,7 @@ def _run(
     fake_builtins.update({name: getattr(builtins, name) for name in _exception_names(code)})
     scope: dict[str, object] = {
         name: _Recorder(run, f"global {name}")
-        for name in code.co_names
+        for name in _names_within(code)
         if not hasattr(builtins, name)
     }
     scope.update(constants or {})
@@ -313,7 +314,12 @@ def _run(
     function = types.FunctionType(code, scope, code.co_name, None, closure)
     nargs = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:nargs])
-    positional = [_Recorder(run, f"arg {name}") for name in params[: code.co_argcount]]
+    # by position: a parameter the translation renames (3.11's comprehension's `.0`) is the same
+    # 3.11's comprehension is given an iterator (`.0`, which the translation renames `_iterator`)
+    positional = [
+        _Recorder(run, f"arg {i}", iterator=i == 0 and name in (".0", "_iterator"))
+        for i, name in enumerate(params[: code.co_argcount])
+    ]
     keywords = {name: _Recorder(run, f"arg {name}") for name in params[code.co_argcount :]}
     try:
         result = function(*positional, **keywords)
@@ -387,6 +393,16 @@ def difference(
         if inject is None:  # and raise at every operation done inside a try block
             pending.extend((script, (number, kind)) for number in a.protected for kind in kinds)
     return None
+
+
+def _names_within(code: types.CodeType) -> set[str]:
+    """The names the code and the functions it makes read (3.11's comprehensions run in the
+    frame's globals, with its builtins)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_within(const)
+    return names
 
 
 def _describe(a: list[tuple[object, ...]], b: list[tuple[object, ...]]) -> str:

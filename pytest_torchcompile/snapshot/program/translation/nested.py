@@ -23,6 +23,9 @@ from .symbolic import Untranslatable, Val
 #: MAKE_FUNCTION's flags (3.13: SET_FUNCTION_ATTRIBUTE's argument)
 _DEFAULTS, _KWDEFAULTS, _ANNOTATIONS, _CLOSURE = 0x01, 0x02, 0x04, 0x08
 
+#: the codes Python 3.11 makes a comprehension's function of (3.12 and later inline them)
+_COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>")
+
 
 class NestedFunctions:
     """`op_MAKE_FUNCTION` and 3.13's `op_SET_FUNCTION_ATTRIBUTE` for the translator."""
@@ -45,6 +48,8 @@ class NestedFunctions:
         self._check_closure(code, attributes.get(_CLOSURE), ins)
         self.flush(stack)  # type: ignore[attr-defined]
         name = self._write_def(code, ins)
+        if code.co_name in _COMPREHENSIONS:
+            self.comprehensions.add(name)  # type: ignore[attr-defined]
         for flag, attribute in ((_DEFAULTS, "__defaults__"), (_KWDEFAULTS, "__kwdefaults__")):
             if flag in attributes:
                 self.emit(f"{name}.{attribute} = {attributes[flag].expr}")  # type: ignore[attr-defined]
@@ -66,12 +71,7 @@ class NestedFunctions:
             raise Untranslatable(
                 f"a generator expression, a function over an iterator (offset {ins.offset})"
             )
-        if code.co_name in ("<listcomp>", "<setcomp>", "<dictcomp>"):
-            raise Untranslatable(
-                f"a comprehension, which Python 3.11 makes a function over an iterator (offset "
-                f"{ins.offset}; 3.12 and later inline it, and the translator writes it as a loop)"
-            )
-        return code
+        return code  # 3.11's comprehension too: a function over `.0`, written over `_iterator`
 
     def _set_attributes(self, ins: dis.Instruction, stack: list[Val]) -> tuple[int, dict[int, Val]]:
         """3.13: the SET_FUNCTION_ATTRIBUTE instructions right after, each taking the value below

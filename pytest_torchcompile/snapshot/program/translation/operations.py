@@ -194,7 +194,12 @@ class Operations(LoadsAndStores):
         stack.extend(Val(n, "pure") for n in reversed(names))
 
     def op_GET_ITER(self, ins: dis.Instruction, stack: list[Val]) -> None:
-        """The iterator stays implicit: the `for` statement that consumes it calls iter() itself."""
+        """The iterator stays implicit: the `for` statement that consumes it calls iter() itself.
+        So does 3.11's comprehension, a function made just before and called on it: its `for` loop
+        over its parameter `.0` (renamed) calls iter() on what it is given, the iterable, where the
+        bytecode called it just before the call (nothing runs between the two)."""
+        if len(stack) > 1 and stack[-2].expr in self.comprehensions:  # type: ignore[attr-defined]
+            return
         if stack[-1].kind not in ("pure", "local"):
             self.materialize(stack, [len(stack) - 1])
         (value,) = self.take(stack, 1)
