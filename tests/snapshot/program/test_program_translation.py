@@ -460,6 +460,30 @@ def test_a_comprehension_of_python_3_11_is_a_function_written_over_its_iterator(
     assert found is not None and "operation" in found
 
 
+def generator_expressions(xs, y):
+    return sum(x.v * y for x in xs if x.v), tuple(x.shape for x in xs), any(x.v > y for x in xs)
+
+
+def test_a_generator_expression_is_a_generator_def_over_its_iterator() -> None:
+    """A generator expression is a function over an iterator `.0` on every Python: written as a
+    generator `def` over `_iterator`, given `iter(...)` of the iterable where the bytecode makes
+    it (its body runs only as it is consumed), proved with the bytecode as it is consumed, and run
+    for real; a translation that yields another value is caught."""
+    translation = checked(generator_expressions.__code__, functions=True)
+    assert "yield" in translation.source and "(_iterator):" in translation.source
+    namespace: dict = dict(translation.constants)
+    exec(compile(translation.source, "<translated>", "exec"), namespace)
+    xs = [_Item(0), _Item(2), _Item(3)]
+    assert namespace["generator_expressions"](xs, 2) == generator_expressions(xs, 2)
+    inner = next(c for c in generator_expressions.__code__.co_consts if hasattr(c, "co_name"))
+    first = next(line for line in translation.source.splitlines() if "yield" in line)
+    wrong = translation.source.replace(first, first.split("= yield")[0] + "= yield y", 1)
+    outer = _function_code(wrong, "generator_expressions")
+    made = next(c for c in outer.co_consts if hasattr(c, "co_flags") and c.co_flags & 0x20)
+    found = difference(inner, made)
+    assert found is not None and "yield" in found
+
+
 def while_in_a_for(t, t1, j, interp, solution):
     for a in t:
         while j < len(t) and t1 >= t[j]:

@@ -126,7 +126,9 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         # the enclosing while loops: their first offset, the index after them, the stack's depth,
         # and how many with blocks were open when it began
         self.whiles: list[tuple[int, int, int, int]] = []
-        self.comprehensions: set[str] = set()  # the names 3.11's comprehension functions got
+        #: the names the functions over `.0` it makes got (3.11's comprehensions, generator
+        #: expressions), and their codes' names
+        self.comprehensions: dict[str, str] = {}
         if ".0" in code.co_varnames[: code.co_argcount]:  # 3.11's comprehension: its iterator
             self.renames[".0"] = _ITERATOR
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import inspect
 import itertools
 import sys
 import types
@@ -323,6 +324,10 @@ def _run(
     keywords = {name: _Recorder(run, f"arg {name}") for name in params[code.co_argcount :]}
     try:
         result = function(*positional, **keywords)
+        if code.co_flags & inspect.CO_GENERATOR:  # a generator expression: its body, as consumed
+            for value in result:
+                run.log.append(("yield", run.label(value)))
+            result = None
         run.log.append(("return", run.label(result)))
     except (
         Exception,

@@ -147,6 +147,24 @@ class Instructions(Operations):
     def op_LOAD_ASSERTION_ERROR(self, ins: dis.Instruction, stack: list[Val]) -> None:
         stack.append(Val("AssertionError", "pure"))
 
+    def op_RETURN_GENERATOR(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """A generator's first instruction: the value sent to start it (None), which the POP_TOP
+        after drops; the `yield` in the translation makes its `def` a generator function too."""
+        if not self.code.co_name == "<genexpr>":  # type: ignore[attr-defined]
+            raise Untranslatable(f"a generator function (offset {ins.offset})")
+        stack.append(Val("None", "pure"))
+
+    def op_YIELD_VALUE(self, ins: dis.Instruction, stack: list[Val]) -> None:
+        """`yield value`, whose result is what the generator's consumer sends back (None for a
+        `for` loop; the POP_TOP after drops it)."""
+        if not self.code.co_name == "<genexpr>":  # type: ignore[attr-defined]
+            raise Untranslatable(f"a yield outside a generator expression (offset {ins.offset})")
+        (value,) = self.take(stack, 1)
+        self.flush(stack)
+        sent = self.temp()  # type: ignore[attr-defined]
+        self.emit(f"{sent} = yield {value.expr}")  # type: ignore[attr-defined]
+        stack.append(Val(sent, "pure"))
+
     def op_POP_TOP(self, ins: dis.Instruction, stack: list[Val]) -> None:
         (value,) = self.take(stack, 1)
         if value.kind == "lazy" and not value.free:

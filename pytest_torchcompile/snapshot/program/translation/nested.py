@@ -23,8 +23,9 @@ from .symbolic import Untranslatable, Val
 #: MAKE_FUNCTION's flags (3.13: SET_FUNCTION_ATTRIBUTE's argument)
 _DEFAULTS, _KWDEFAULTS, _ANNOTATIONS, _CLOSURE = 0x01, 0x02, 0x04, 0x08
 
-#: the codes Python 3.11 makes a comprehension's function of (3.12 and later inline them)
-_COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>")
+#: the codes of functions over an iterator `.0`: 3.11's comprehensions (3.12 and later inline
+#: them) and every generator expression
+_COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")
 
 
 class NestedFunctions:
@@ -49,7 +50,7 @@ class NestedFunctions:
         self.flush(stack)  # type: ignore[attr-defined]
         name = self._write_def(code, ins)
         if code.co_name in _COMPREHENSIONS:
-            self.comprehensions.add(name)  # type: ignore[attr-defined]
+            self.comprehensions[name] = code.co_name  # type: ignore[attr-defined]
         for flag, attribute in ((_DEFAULTS, "__defaults__"), (_KWDEFAULTS, "__kwdefaults__")):
             if flag in attributes:
                 self.emit(f"{name}.{attribute} = {attributes[flag].expr}")  # type: ignore[attr-defined]
@@ -67,11 +68,7 @@ class NestedFunctions:
         code = before.argval if before.opname == "LOAD_CONST" else None
         if not isinstance(code, types.CodeType) or sys.version_info < (3, 11):
             raise Untranslatable(f"it makes a function at run time (offset {ins.offset})")
-        if code.co_name == "<genexpr>":
-            raise Untranslatable(
-                f"a generator expression, a function over an iterator (offset {ins.offset})"
-            )
-        return code  # 3.11's comprehension too: a function over `.0`, written over `_iterator`
+        return code  # a comprehension (3.11) or a generator expression: a def over `_iterator`
 
     def _set_attributes(self, ins: dis.Instruction, stack: list[Val]) -> tuple[int, dict[int, Val]]:
         """3.13: the SET_FUNCTION_ATTRIBUTE instructions right after, each taking the value below

@@ -197,8 +197,15 @@ class Operations(LoadsAndStores):
         """The iterator stays implicit: the `for` statement that consumes it calls iter() itself.
         So does 3.11's comprehension, a function made just before and called on it: its `for` loop
         over its parameter `.0` (renamed) calls iter() on what it is given, the iterable, where the
-        bytecode called it just before the call (nothing runs between the two)."""
-        if len(stack) > 1 and stack[-2].expr in self.comprehensions:  # type: ignore[attr-defined]
+        bytecode called it just before the call (nothing runs between the two). A generator
+        expression's body runs only once it is consumed, so there `iter()` is called here (the
+        builtin, as a constant: a name the code could rebind would not do)."""
+        made = self.comprehensions.get(stack[-2].expr) if len(stack) > 1 else None  # type: ignore[attr-defined]
+        if made == "<genexpr>":
+            (value,) = self.take(stack, 1)
+            self.lazy(stack, f"{self.constant(iter)}({value.expr})")  # type: ignore[attr-defined]
+            return
+        if made is not None:
             return
         if stack[-1].kind not in ("pure", "local"):
             self.materialize(stack, [len(stack) - 1])
