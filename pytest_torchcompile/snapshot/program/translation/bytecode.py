@@ -69,7 +69,7 @@ _OR_POP = {"JUMP_IF_FALSE_OR_POP": "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP": "
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
-#: the name the translation gives 3.11's comprehension's iterator, its parameter `.0`
+#: the name the translation gives the iterator `.0` of 3.11's comprehension or a generator expression
 _ITERATOR = "_iterator"
 
 
@@ -129,7 +129,7 @@ class _Translator(Handlers, WithBlocks, WhileLoops, NestedFunctions, Instruction
         #: the names the functions over `.0` it makes got (3.11's comprehensions, generator
         #: expressions), and their codes' names
         self.comprehensions: dict[str, str] = {}
-        if ".0" in code.co_varnames[: code.co_argcount]:  # 3.11's comprehension: its iterator
+        if ".0" in code.co_varnames[: code.co_argcount]:  # a function over an iterator `.0`
             self.renames[".0"] = _ITERATOR
 
     def _restore_handler(self, start: int) -> range:

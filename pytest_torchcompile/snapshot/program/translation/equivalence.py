@@ -315,8 +315,8 @@ def _run(
     function = types.FunctionType(code, scope, code.co_name, None, closure)
     nargs = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:nargs])
-    # by position: a parameter the translation renames (3.11's comprehension's `.0`) is the same
-    # 3.11's comprehension is given an iterator (`.0`, which the translation renames `_iterator`)
+    # by position: a parameter the translation renames (`.0`) is the same; a function over `.0`
+    # (3.11's comprehension, a generator expression) is given an iterator, renamed `_iterator`
     positional = [
         _Recorder(run, f"arg {i}", iterator=i == 0 and name in (".0", "_iterator"))
         for i, name in enumerate(params[: code.co_argcount])

@@ -57,11 +57,14 @@ class LoadsAndStores(SymbolicStack):
         text = literal(value)
         if text is not None:
             return text
-        index = next(
-            (i for i, c in enumerate(self.code.co_consts) if c is value),
-            len(self.constants),
+        index = next((i for i, c in enumerate(self.code.co_consts) if c is value), None)
+        # a value the translation adds (the builtin `iter` a generator expression is given) gets
+        # a name of its own: an index of its would be some other constant's name
+        name = (
+            f"{self.const_prefix}{index}"
+            if index is not None
+            else f"{self.const_prefix}x{len(self.constants)}"
         )
-        name = f"{self.const_prefix}{index}"
         self.constants[name] = value
         return name
 
